@@ -1,0 +1,244 @@
+"""A small HTTP client for /v1/federations (and the cluster look-ups it needs).
+
+It talks through the keystoneauth session OpenStackClient built, the way
+python-magnumclient's SessionClient does: service type ``container-infra``,
+paths relative to the endpoint (which includes ``/v1``), and the
+``OpenStack-API-Version: container-infra <version>`` header on every request.
+"""
+
+import json
+import logging
+import time
+import urllib.parse
+
+from keystoneauth1 import adapter
+from osc_lib import exceptions as osc_exceptions
+
+import fleetyard_osc
+
+LOG = logging.getLogger(__name__)
+
+SERVICE_TYPE = "container-infra"
+USER_AGENT = "fleetyard-osc/%s" % fleetyard_osc.__version__
+
+
+def header_version(requested):
+    """The microversion to send for an API version option, as magnumclient does.
+
+    A bare major version ("1", the option's default) means "latest"; anything
+    else ("1.10", "latest") is sent as given.
+    """
+    requested = (requested or "").strip()
+    if not requested or "." not in requested:
+        return "latest" if requested in ("", "1") else requested
+    return requested
+
+
+class ApiError(osc_exceptions.CommandError):
+    """An error answer from the API; str() is the API's own sentence."""
+
+    def __init__(self, status_code, detail, title=None, request_id=None):
+        super().__init__(detail)
+        self.status_code = status_code
+        self.detail = detail
+        self.title = title
+        self.request_id = request_id
+
+    def __str__(self):
+        return self.detail
+
+    @classmethod
+    def from_response(cls, resp):
+        request_id = resp.headers.get("x-openstack-request-id")
+        title, detail = _error_sentence(resp)
+        return cls(resp.status_code, detail, title=title, request_id=request_id)
+
+
+def _error_sentence(resp):
+    """(title, detail) from the error body shapes Magnum-like servers send.
+
+    Fleetyard and Magnum: {"errors": [{"title", "detail", ...}]}. Also
+    understood: {"error_message": "<json with faultstring>"} (older Magnum /
+    WSME), {"error": {"title", "message"}}, {"message": ...}; otherwise the
+    HTTP reason.
+    """
+    fallback = "HTTP %s: %s" % (resp.status_code, resp.reason or "error")
+    try:
+        body = resp.json()
+    except ValueError:
+        text = (resp.text or "").strip()
+        return None, (text.splitlines()[0] if text and len(text) < 300 else fallback)
+    if isinstance(body, dict):
+        errors = body.get("errors")
+        if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+            first = errors[0]
+            return first.get("title"), first.get("detail") or first.get("title") or fallback
+        em = body.get("error_message")
+        if isinstance(em, str):
+            try:
+                em = json.loads(em)
+            except ValueError:
+                return None, em
+        if isinstance(em, dict) and em.get("faultstring"):
+            return None, em["faultstring"]
+        err = body.get("error")
+        if isinstance(err, dict) and (err.get("message") or err.get("title")):
+            return err.get("title"), err.get("message") or err.get("title")
+        if isinstance(body.get("message"), str):
+            return None, body["message"]
+    return None, fallback
+
+
+class WaitFailed(osc_exceptions.CommandError):
+    """A --wait ended in *_FAILED or ran out of time."""
+
+
+def in_progress(status):
+    return bool(status) and status.endswith("_IN_PROGRESS")
+
+
+def failed(status):
+    return bool(status) and status.endswith("_FAILED")
+
+
+class FederationClient:
+    """The federation API (and GET /v1/clusters/{ident}) over an OSC session."""
+
+    def __init__(self, session, region_name=None, interface=None, api_version="latest",
+                 service_type=SERVICE_TYPE, endpoint_override=None):
+        # The same normalisation as magnumclient.v1.client.Client.
+        interface = interface or "public"
+        if interface.endswith("URL"):
+            interface = interface[:-3]
+        self.api_version = api_version
+        self.http = adapter.Adapter(
+            session=session,
+            service_type=service_type,
+            interface=interface,
+            region_name=region_name,
+            endpoint_override=endpoint_override,
+            user_agent=USER_AGENT,
+            additional_headers={"OpenStack-API-Version": "%s %s" % (SERVICE_TYPE, api_version)},
+        )
+
+    # -- HTTP --------------------------------------------------------------
+
+    def request(self, method, path, body=None):
+        headers = {"Accept": "application/json"}
+        kwargs = {}
+        if body is not None:
+            kwargs["json"] = body
+        resp = self.http.request(path, method, headers=headers, raise_exc=False, **kwargs)
+        if resp.status_code >= 400:
+            err = ApiError.from_response(resp)
+            LOG.debug("%s %s -> %s %r (request id %s)", method, path, resp.status_code,
+                      err.detail, err.request_id)
+            raise err
+        if resp.status_code == 204 or not resp.content:
+            return None
+        try:
+            return resp.json()
+        except ValueError:
+            raise osc_exceptions.CommandError(
+                "%s %s answered %s with a body that is not JSON" % (method, path, resp.status_code))
+
+    @staticmethod
+    def _ident(value):
+        return urllib.parse.quote(str(value), safe="")
+
+    # -- clusters ----------------------------------------------------------
+
+    def get_cluster(self, ident):
+        return self.request("GET", "/clusters/%s" % self._ident(ident))
+
+    def cluster_uuid(self, ident):
+        """A cluster's uuid from its name or uuid (the API's 404/409 sentences on failure)."""
+        return self.get_cluster(ident)["uuid"]
+
+    # -- federations -------------------------------------------------------
+
+    def list_federations(self, limit=None, marker=None, sort_key=None, sort_dir=None, detail=False):
+        """Every federation (following `next`), or at most `limit` of them."""
+        params = {}
+        if limit is not None:
+            params["limit"] = limit
+        if marker:
+            params["marker"] = marker
+        if sort_key:
+            params["sort_key"] = sort_key
+        if sort_dir:
+            params["sort_dir"] = sort_dir
+        path = "/federations/detail" if detail else "/federations"
+        items = []
+        query = urllib.parse.urlencode(params)
+        seen = set()
+        while True:
+            body = self.request("GET", path + ("?" + query if query else "")) or {}
+            items.extend(body.get("federations") or [])
+            if limit is not None and len(items) >= limit:
+                return items[:limit]
+            nxt = body.get("next")
+            if not nxt:
+                return items
+            # Follow `next` through our own endpoint: keep only its query.
+            query = urllib.parse.urlsplit(nxt).query
+            if not query or query in seen:
+                return items
+            seen.add(query)
+            if limit is not None:
+                q = dict(urllib.parse.parse_qsl(query))
+                q["limit"] = str(limit - len(items))
+                query = urllib.parse.urlencode(q)
+
+    def get_federation(self, ident):
+        return self.request("GET", "/federations/%s" % self._ident(ident))
+
+    def create_federation(self, body):
+        return self.request("POST", "/federations", body)["uuid"]
+
+    def patch_federation(self, ident, ops):
+        return self.request("PATCH", "/federations/%s" % self._ident(ident), ops)
+
+    def delete_federation(self, ident):
+        self.request("DELETE", "/federations/%s" % self._ident(ident))
+
+    # -- waiting -----------------------------------------------------------
+
+    def wait(self, uuid, label, *, gone_ok=False, timeout=600.0, interval=1.0,
+             progress=None, clock=time.monotonic, sleep=time.sleep):
+        """Poll GET /v1/federations/{uuid} until the status is terminal.
+
+        Terminal: any status that is not ``*_IN_PROGRESS`` (``*_FAILED`` raises
+        WaitFailed with the status_reason), or, with ``gone_ok`` (delete), the
+        federation answering 404; then None is returned. ``progress(status)`` is
+        called on every change of status.
+        """
+        start = clock()
+        last = object()
+        while True:
+            try:
+                fed = self.get_federation(uuid)
+            except ApiError as e:
+                if gone_ok and e.status_code == 404:
+                    if progress is not None:
+                        progress("deleted")
+                    return None
+                raise
+            status = fed.get("status")
+            if status != last:
+                last = status
+                if progress is not None:
+                    progress(status)
+            if failed(status):
+                reason = fed.get("status_reason") or "no status_reason given"
+                raise WaitFailed("Federation %s is %s: %s" % (label, status, reason))
+            done = not in_progress(status)
+            if gone_ok:
+                # A delete is over when the row is gone (or says DELETE_COMPLETE).
+                done = status == "DELETE_COMPLETE"
+            if done:
+                return fed
+            if clock() - start >= timeout:
+                raise WaitFailed("Timed out after %ds waiting for federation %s (status %s)"
+                                 % (timeout, label, status))
+            sleep(interval)

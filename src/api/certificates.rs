@@ -1,0 +1,245 @@
+//! `/v1/certificates`: a cluster's CA certificate, CSR signing under the subject policy, and
+//! CA rotation through the cluster's driver.
+//!
+//! Clusters are looked up in the caller's project only (admins included, as in Magnum), so
+//! another project's cluster is exactly as unknown as a missing one. Access follows the
+//! project (policy `certificate:get` / `certificate:create`: readers / members of the
+//! cluster's project), not only the cluster's creator as in Magnum; operators can tighten it.
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::Utc;
+use serde_json::{json, Map, Value};
+
+use super::body::{json_object, query_params, Fields};
+use super::clusters::{driver_for, lookup};
+use super::error::ApiError;
+use super::initiator;
+use super::links::resource_links;
+use crate::auth::RequestContext;
+use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
+use crate::domain::cluster::Cluster;
+use crate::domain::job::{NewJob, Operation};
+use crate::domain::status::ClusterStatus;
+use crate::domain::template::ClusterTemplate;
+use crate::notify::events::{self, Action, Outcome};
+use crate::startup::AppState;
+use crate::store::{StoreError, Write};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/certificates")
+            .route(web::post().to(sign))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/certificates/{cluster_ident}")
+            .route(web::get().to(show))
+            .route(web::patch().to(rotate))
+            .default_service(web::to(super::method_not_allowed)),
+    );
+}
+
+/// The policy target of a cluster's certificates: the cluster's project and creator.
+pub(crate) fn target(c: &Cluster) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("project_id".into(), json!(c.project_id));
+    m.insert("user_id".into(), json!(c.user_id));
+    m
+}
+
+pub(crate) async fn template_of(
+    state: &AppState,
+    c: &Cluster,
+) -> Result<ClusterTemplate, ApiError> {
+    state
+        .store
+        .templates_by_uuid(&[c.cluster_template_id.to_string()])
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("cluster {} has no template", c.uuid)))
+}
+
+fn no_ca(c: &Cluster) -> ApiError {
+    ApiError::conflict(format!(
+        "Cluster {} has no CA certificate yet: the conductor makes it when it starts creating the cluster.",
+        c.name
+    ))
+}
+
+/// Turns a certificate failure into what the client may know; the log line has the cause.
+fn unusable(err: CertificateError) -> ApiError {
+    match err {
+        CertificateError::NoKey(msg) => {
+            tracing::error!(error = %msg, "certificate request refused");
+            ApiError::ServiceUnavailable(
+                "Certificates are unavailable: the service has no [certificates] key_file to decrypt private keys with; an operator must configure it.".into(),
+            )
+        }
+        CertificateError::Open { .. } | CertificateError::Key(_) => {
+            tracing::error!(error = %err, "a cluster private key cannot be decrypted");
+            ApiError::ServiceUnavailable(
+                "The cluster's CA private key cannot be decrypted with the configured [certificates] key_file (the key was replaced or the data altered); an operator must restore the original key file.".into(),
+            )
+        }
+        CertificateError::X509(e) => ApiError::internal(e),
+    }
+}
+
+async fn keypair(
+    state: &AppState,
+    c: &Cluster,
+    kind: KeyPairKind,
+) -> Result<StoredKeyPair, ApiError> {
+    let rows = state.store.get_keypairs(&c.uuid.to_string()).await?;
+    certificates::find(&rows, kind)
+        .cloned()
+        .ok_or_else(|| no_ca(c))
+}
+
+/// `GET /v1/certificates/{cluster_ident}[?ca_cert_type=T]`: the CA certificate (never a key).
+async fn show(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let params = query_params(&req, &["ca_cert_type"])?;
+    let c = lookup(&state, &ctx, &path, false).await?;
+    ctx.authorize("certificate:get", &target(&c))?;
+    let kind = KeyPairKind::for_ca_cert_type(params.get("ca_cert_type").map(String::as_str));
+    let ca = keypair(&state, &c, kind).await?;
+    let uuid = c.uuid.to_string();
+    Ok(HttpResponse::Ok().json(json!({
+        "cluster_uuid": uuid,
+        "pem": ca.certificate,
+        "links": resource_links(&req, "certificates", &uuid),
+    })))
+}
+
+/// `POST /v1/certificates`: signs a CSR with the cluster's CA, under the subject policy.
+async fn sign(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    let obj = json_object(&req, &body, "certificate")?;
+    let mut f = Fields::new("certificate", obj);
+    // Output fields a client may echo back; Magnum accepts and ignores them.
+    f.ignore(&["pem", "links"]);
+    let cluster_ident = f.required_string("cluster_uuid", 1, 255)?;
+    let csr = f.required_string("csr", 1, 65536)?;
+    let ca_cert_type = f.string("ca_cert_type", 0, 255)?;
+    f.finish()?;
+    // Unknown and other projects' clusters are one answer: 404 (Magnum says 400 for unknown).
+    let c = lookup(&state, &ctx, &cluster_ident, false).await?;
+    ctx.authorize("certificate:create", &target(&c))?;
+    let checked = x509::check_csr(&csr, &state.certificates.policy)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    if let Some(what) = &checked.privileged {
+        if !ctx.allowed("certificate:create_privileged", &target(&c)) {
+            return Err(ApiError::forbidden(format!(
+                "The CSR subject names {what}, which only callers allowed certificate:create_privileged may have signed."
+            )));
+        }
+    }
+    let kind = KeyPairKind::for_ca_cert_type(ca_cert_type.as_deref());
+    let ca = keypair(&state, &c, kind).await?;
+    let ca_key = state.certificates.open(&ca).map_err(unusable)?;
+    let pem = x509::sign(
+        &checked,
+        &ca.certificate,
+        ca_key.expose(),
+        Utc::now(),
+        state.certificates.settings.max_validity_days,
+    )
+    .map_err(ApiError::internal)?;
+    tracing::info!(
+        cluster = %c.uuid,
+        ca = kind.as_str(),
+        subject = %checked.subject_text,
+        privileged = checked.privileged.is_some(),
+        user_id = %ctx.user_id,
+        "signed a certificate"
+    );
+    let uuid = c.uuid.to_string();
+    let mut out = json!({
+        "cluster_uuid": uuid,
+        "csr": csr,
+        "pem": pem,
+        "links": resource_links(&req, "certificates", &uuid),
+    });
+    if let Some(t) = ca_cert_type {
+        out["ca_cert_type"] = json!(t);
+    }
+    Ok(HttpResponse::Created().json(out))
+}
+
+/// `PATCH /v1/certificates/{cluster_ident}` (no body): replaces the cluster's CAs through its
+/// driver; the cluster goes `UPDATE_IN_PROGRESS` and the conductor makes the new CAs.
+async fn rotate(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    for _ in 0..20 {
+        let c = lookup(&state, &ctx, &path, false).await?;
+        ctx.authorize("certificate:rotate_ca", &target(&c))?;
+        let template = template_of(&state, &c).await?;
+        if template.spec.tls_disabled {
+            return Err(ApiError::bad_request(
+                "Rotating the CA certificate on a non-TLS cluster is not supported.",
+            ));
+        }
+        let driver = driver_for(&state, &template)?;
+        if !driver.capabilities().rotate_ca {
+            return Err(ApiError::bad_request(format!(
+                "Rotating the CA certificate is not supported by the cluster's driver ({}).",
+                driver.name()
+            )));
+        }
+        if !c.status.is_complete_like() {
+            return Err(ApiError::bad_request(format!(
+                "Rotating the CA certificate of a cluster when status is \"{}\" is not supported.",
+                c.status
+            )));
+        }
+        state.certificates.cipher().map_err(unusable)?;
+        let ngs = state.store.nodegroups_of(&[c.uuid.to_string()]).await?;
+        let mut next = c.clone();
+        next.status = ClusterStatus::UpdateInProgress;
+        next.status_reason = None;
+        // The new CA's row uuid, fixed now: a retried job finds it and does not rotate twice.
+        let rotation = uuid::Uuid::new_v4().to_string();
+        let mut job = NewJob::new(
+            Operation::CaRotate,
+            c.uuid.to_string(),
+            driver.name(),
+            json!({ "rotation": rotation }),
+        );
+        job.max_attempts = state.settings.conductor.max_attempts;
+        let writes = vec![
+            Write::update_cluster(&next),
+            Write::job(job),
+            Write::event(events::cluster_event(
+                &state.settings.default.host,
+                Action::Update,
+                Outcome::Pending,
+                &next,
+                &ngs,
+                Some(&initiator(&ctx)),
+            )),
+        ];
+        match state.store.commit(&writes).await {
+            Ok(()) => return Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()}))),
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}

@@ -1,0 +1,444 @@
+//! `/v1/clustertemplates`: create, list, detail, show, JSON-Patch update, delete.
+
+use actix_web::http::header;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::{json, Map, Value};
+
+use super::body::{json_body, json_object, query_params, Fields};
+use super::error::ApiError;
+use super::links::resource_links;
+use super::pagination::{collection_body, page_request, PAGE_PARAMS};
+use super::patch::{self, PatchRules};
+use super::timestamp;
+use crate::auth::RequestContext;
+use crate::domain::ids::parse_uuid_like;
+use crate::domain::labels::Labels;
+use crate::domain::names;
+use crate::domain::template::{
+    change_allowed_while_referenced, valid_dns_list, ClusterTemplate, NewClusterTemplate,
+    TemplateSpec, COES, SERVER_TYPES,
+};
+use crate::domain::{Ident, ResourceId};
+use crate::notify::events::{self, Action, Outcome};
+use crate::startup::AppState;
+use crate::store::{NewEvent, StoreError, TEMPLATE_SORT_KEYS};
+
+const READ_ONLY: &[&str] = &["links", "project_id", "user_id", "created_at", "updated_at"];
+
+const PATCH_RULES: PatchRules = PatchRules {
+    internal: &[],
+    non_removable: &[
+        "/network_driver",
+        "/external_network_id",
+        "/tls_disabled",
+        "/public",
+        "/server_type",
+        "/coe",
+        "/registry_enabled",
+        "/cluster_distro",
+        "/hidden",
+        "/image_id",
+        "/name",
+    ],
+    literal: &["/labels"],
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/clustertemplates")
+            .route(web::get().to(list))
+            .route(web::post().to(create))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/clustertemplates/detail")
+            .route(web::get().to(list))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/clustertemplates/{ident}")
+            .route(web::get().to(show))
+            .route(web::patch().to(update))
+            .route(web::delete().to(delete))
+            .default_service(web::to(super::method_not_allowed)),
+    );
+}
+
+/// Parses every client-settable attribute from a request object or a patched document.
+fn parse_spec(fields: &mut Fields) -> Result<TemplateSpec, ApiError> {
+    let s = |f: &mut Fields, k: &str| f.string(k, 1, 255);
+    let name = match fields.string("name", 1, 255)? {
+        Some(n) => n,
+        None => names::generate("template"),
+    };
+    let coe = fields.one_of("coe", COES)?;
+    let image_id = fields.required_string("image_id", 1, 255)?;
+    let Some(coe) = coe else {
+        return Err(super::body::invalid(
+            "coe",
+            &Value::Null,
+            "Mandatory field missing.",
+        ));
+    };
+    let dns_nameserver = s(fields, "dns_nameserver")?;
+    if let Some(dns) = &dns_nameserver {
+        if !valid_dns_list(dns) {
+            return Err(ApiError::bad_request(format!(
+                "Expected a single dns address or comma separated dns list, but received {dns}."
+            )));
+        }
+    }
+    Ok(TemplateSpec {
+        name,
+        coe,
+        image_id,
+        flavor_id: s(fields, "flavor_id")?,
+        master_flavor_id: s(fields, "master_flavor_id")?,
+        dns_nameserver,
+        keypair_id: s(fields, "keypair_id")?,
+        external_network_id: s(fields, "external_network_id")?,
+        fixed_network: s(fields, "fixed_network")?,
+        fixed_subnet: s(fields, "fixed_subnet")?,
+        network_driver: s(fields, "network_driver")?,
+        volume_driver: s(fields, "volume_driver")?,
+        apiserver_port: fields.int32("apiserver_port", Some(1024), Some(65535))?,
+        docker_volume_size: fields.int32("docker_volume_size", Some(1), None)?,
+        docker_storage_driver: s(fields, "docker_storage_driver")?,
+        cluster_distro: s(fields, "cluster_distro")?,
+        http_proxy: s(fields, "http_proxy")?,
+        https_proxy: s(fields, "https_proxy")?,
+        no_proxy: s(fields, "no_proxy")?,
+        insecure_registry: s(fields, "insecure_registry")?,
+        registry_enabled: fields.bool("registry_enabled")?.unwrap_or(false),
+        tls_disabled: fields.bool("tls_disabled")?.unwrap_or(false),
+        public: fields.bool("public")?.unwrap_or(false),
+        master_lb_enabled: fields.bool("master_lb_enabled")?.unwrap_or(false),
+        floating_ip_enabled: fields.bool("floating_ip_enabled")?.unwrap_or(true),
+        hidden: fields.bool("hidden")?.unwrap_or(false),
+        server_type: fields
+            .one_of("server_type", SERVER_TYPES)?
+            .unwrap_or_else(|| "vm".into()),
+        labels: fields.labels("labels")?.unwrap_or_else(Labels::new),
+        tags: fields.string("tags", 0, 255)?,
+        driver: s(fields, "driver")?,
+    })
+}
+
+/// Rules, then driver resolution (explicit name, else the configured default).
+fn check_and_resolve(state: &AppState, spec: &mut TemplateSpec) -> Result<(), ApiError> {
+    spec.check_rules(&state.template_rules)
+        .map_err(ApiError::BadRequest)?;
+    spec.apply_defaults(&state.template_rules);
+    let name = spec
+        .driver
+        .clone()
+        .unwrap_or_else(|| state.settings.drivers.default_driver.clone());
+    if !state.drivers.is_available(&name) {
+        return Err(ApiError::bad_request(format!(
+            "Cluster driver ({name}) not supported."
+        )));
+    }
+    spec.driver = Some(name);
+    Ok(())
+}
+
+pub fn view(req: &HttpRequest, t: &ClusterTemplate) -> Value {
+    let mut doc: Map<String, Value> = t.spec.to_document();
+    let uuid = t.uuid.to_string();
+    doc.insert("uuid".into(), json!(uuid));
+    doc.insert(
+        "links".into(),
+        resource_links(req, "clustertemplates", &uuid),
+    );
+    doc.insert("project_id".into(), json!(t.project_id));
+    doc.insert("user_id".into(), json!(t.user_id));
+    doc.insert("created_at".into(), json!(timestamp(t.created_at)));
+    doc.insert("updated_at".into(), json!(t.updated_at.map(timestamp)));
+    Value::Object(doc)
+}
+
+fn event(state: &AppState, ctx: &RequestContext, action: Action, t: &ClusterTemplate) -> NewEvent {
+    let mut content = t.spec.to_document();
+    content.insert("project_id".into(), json!(t.project_id));
+    content.insert("user_id".into(), json!(t.user_id));
+    content.insert(
+        "created_at".into(),
+        events::attachment_timestamp(Some(t.created_at)),
+    );
+    content.insert(
+        "updated_at".into(),
+        events::attachment_timestamp(t.updated_at),
+    );
+    events::build(
+        &state.settings.default.host,
+        action,
+        Outcome::Success,
+        events::Target {
+            resource_type: "cluster_template",
+            uuid: t.uuid.to_string(),
+            name: t.spec.name.clone(),
+            content: Value::Object(content),
+        },
+        Some(&super::initiator(ctx)),
+    )
+}
+
+/// Finds a template the caller can see, with Magnum's 404 and 409 sentences.
+pub async fn lookup(
+    state: &AppState,
+    ctx: &RequestContext,
+    ident: &str,
+) -> Result<ClusterTemplate, ApiError> {
+    let parsed = Ident::parse(ident);
+    match state.store.get_cluster_template(&ctx.scope(), &parsed).await {
+        Ok(t) => Ok(t),
+        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
+            "ClusterTemplate {ident} could not be found."
+        ))),
+        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
+            "Multiple cluster templates exist with same name. Please use the cluster template uuid instead.",
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn target(t: &ClusterTemplate) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("project_id".into(), json!(t.project_id));
+    m.insert("user_id".into(), json!(t.user_id));
+    m.insert("public".into(), json!(t.spec.public));
+    m
+}
+
+async fn create(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    let obj = json_object(&req, &body, "cluster_template")?;
+    let mut fields = Fields::new("cluster_template", obj);
+    fields.read_only(READ_ONLY)?;
+    let uuid = match fields.string("uuid", 1, 255)? {
+        None => ResourceId::new(),
+        Some(text) => ResourceId(
+            parse_uuid_like(&text)
+                .ok_or_else(|| super::body::invalid("uuid", &json!(text), "Expected a uuid."))?,
+        ),
+    };
+    let mut spec = parse_spec(&mut fields)?;
+    fields.finish()?;
+    check_and_resolve(&state, &mut spec)?;
+    ctx.authorize_own("clustertemplate:create")?;
+    if (spec.public || spec.hidden) && !ctx.allowed("clustertemplate:publish", &ctx.own_target()) {
+        return Err(ApiError::forbidden(
+            "Not authorized to set public or hidden flag for cluster template.",
+        ));
+    }
+    let new = NewClusterTemplate {
+        uuid,
+        project_id: ctx.project_id.clone(),
+        user_id: ctx.user_id.clone(),
+        spec,
+    };
+    // The event needs the stored row's timestamps; build it from the new values.
+    let provisional = ClusterTemplate {
+        id: 0,
+        uuid,
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        spec: new.spec.clone(),
+        version: 0,
+        created_at: chrono::Utc::now(),
+        updated_at: None,
+    };
+    let ev = event(&state, &ctx, Action::Create, &provisional);
+    let created = match state.store.create_cluster_template(&new, &[ev]).await {
+        Ok(t) => t,
+        Err(e) if e.is_constraint("uniq_cluster_template0uuid") => {
+            return Err(ApiError::conflict(format!(
+                "A ClusterTemplate with UUID {uuid} already exists."
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let body = view(&req, &created);
+    Ok(HttpResponse::Created()
+        .insert_header((
+            header::LOCATION,
+            format!(
+                "{}/v1/clustertemplates/{}",
+                super::links::app_url(&req),
+                created.uuid
+            ),
+        ))
+        .json(body))
+}
+
+async fn list(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let detail = req.path().trim_end_matches('/').ends_with("/detail");
+    let params = query_params(&req, PAGE_PARAMS)?;
+    let page = page_request(&params, TEMPLATE_SORT_KEYS, state.settings.api.max_limit)?;
+    let (rule, all_rule) = if detail {
+        (
+            "clustertemplate:detail",
+            "clustertemplate:detail_all_projects",
+        )
+    } else {
+        (
+            "clustertemplate:get_all",
+            "clustertemplate:get_all_all_projects",
+        )
+    };
+    ctx.authorize_own(rule)?;
+    if ctx.is_admin {
+        ctx.authorize_own(all_rule)?;
+    }
+    let rows = match state
+        .store
+        .list_cluster_templates(&ctx.scope(), &page)
+        .await
+    {
+        Ok(rows) => rows,
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::not_found(format!(
+                "ClusterTemplate {} could not be found.",
+                page.marker.map(|m| m.to_string()).unwrap_or_default()
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let items: Vec<Value> = rows.iter().map(|t| view(&req, t)).collect();
+    let path = if detail {
+        "clustertemplates/detail"
+    } else {
+        "clustertemplates"
+    };
+    let last = rows.last().map(|t| t.uuid.to_string());
+    let body = collection_body(&req, "clustertemplates", path, &page, items, last, &[]);
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn show(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    if ctx.is_admin {
+        ctx.authorize_own("clustertemplate:get_one_all_projects")?;
+    }
+    let t = lookup(&state, &ctx, &path).await?;
+    if !t.spec.public {
+        ctx.authorize("clustertemplate:get", &target(&t))?;
+    }
+    Ok(HttpResponse::Ok().json(view(&req, &t)))
+}
+
+async fn update(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    let ops = patch::parse_patch(json_body(&req, &body)?, &PATCH_RULES)?;
+    if ctx.is_admin {
+        ctx.authorize_own("clustertemplate:update_all_projects")?;
+    }
+    // Optimistic read-patch-write, retried when a concurrent update wins the race.
+    for _ in 0..5 {
+        let current = lookup(&state, &ctx, &path).await?;
+        ctx.authorize("clustertemplate:update", &target(&current))?;
+        let doc = patch::apply(&current.spec.to_document(), &ops, &PATCH_RULES)?;
+        let mut fields = Fields::new("cluster_template", doc);
+        let mut spec = parse_spec(&mut fields)?;
+        fields.finish()?;
+        if spec.driver != current.spec.driver {
+            check_and_resolve(&state, &mut spec)?;
+        } else {
+            spec.check_rules(&state.template_rules)
+                .map_err(ApiError::BadRequest)?;
+        }
+        if (spec.public != current.spec.public || spec.hidden != current.spec.hidden)
+            && !ctx.allowed("clustertemplate:publish", &target(&current))
+        {
+            return Err(ApiError::forbidden(
+                "Not authorized to set public or hidden flag for cluster template.",
+            ));
+        }
+        if spec == current.spec {
+            return Ok(HttpResponse::Ok().json(view(&req, &current)));
+        }
+        if !change_allowed_while_referenced(&current.spec, &spec)
+            && state
+                .store
+                .template_in_use(&current.uuid.to_string())
+                .await?
+        {
+            return Err(ApiError::bad_request(format!(
+                "ClusterTemplate {} is referenced by one or multiple clusters.",
+                current.uuid
+            )));
+        }
+        let mut after = current.clone();
+        after.spec = spec.clone();
+        after.updated_at = Some(chrono::Utc::now());
+        let ev = event(&state, &ctx, Action::Update, &after);
+        match state
+            .store
+            .update_cluster_template(current.id, current.version, &spec, &[ev])
+            .await
+        {
+            Ok(updated) => return Ok(HttpResponse::Ok().json(view(&req, &updated))),
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}
+
+async fn delete(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    if ctx.is_admin {
+        ctx.authorize_own("clustertemplate:delete_all_projects")?;
+    }
+    let t = lookup(&state, &ctx, &path).await?;
+    ctx.authorize("clustertemplate:delete", &target(&t))?;
+    let referenced = || {
+        ApiError::bad_request(format!(
+            "ClusterTemplate {} is referenced by one or multiple clusters.",
+            t.uuid
+        ))
+    };
+    if state.store.template_in_use(&t.uuid.to_string()).await? {
+        return Err(referenced());
+    }
+    let ev = event(&state, &ctx, Action::Delete, &t);
+    match state.store.delete_cluster_template(t.id, &[ev]).await {
+        Ok(()) => Ok(HttpResponse::NoContent().finish()),
+        Err(e)
+            if e.is_constraint("fk_cluster_cluster_template") || e.is_constraint("foreign_key") =>
+        {
+            Err(referenced())
+        }
+        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
+            "ClusterTemplate {} could not be found.",
+            path.as_str()
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}

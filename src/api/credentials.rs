@@ -1,0 +1,63 @@
+//! `PATCH /v1/credentials/{cluster_ident}` (≥ 1.12, no body): rotates the cluster's
+//! credential through its driver, and renews the client certificate the service uses on the
+//! cluster. The cluster's status does not change (as in Magnum); the work is a job.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::json;
+
+use super::body::query_params;
+use super::certificates::template_of;
+use super::clusters::{driver_for, lookup};
+use super::error::ApiError;
+use crate::auth::RequestContext;
+use crate::domain::job::{NewJob, Operation};
+use crate::startup::AppState;
+use crate::store::Write;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/credentials/{cluster_ident}")
+            .route(web::patch().to(rotate))
+            .default_service(web::to(super::method_not_allowed)),
+    );
+}
+
+async fn rotate(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    if !ctx.at_least(1, 12) {
+        return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
+    }
+    query_params(&req, &[])?;
+    // Magnum evaluates this rule against the caller's own project; the lookup below is
+    // project-scoped, so only the caller's clusters are reachable.
+    ctx.authorize_own("credential:rotate")?;
+    let c = lookup(&state, &ctx, &path, false).await?;
+    if !c.status.allows_credential_rotation() {
+        return Err(ApiError::bad_request(format!(
+            "Rotating the credential of a cluster when status is \"{}\" is not supported.",
+            c.status
+        )));
+    }
+    let template = template_of(&state, &c).await?;
+    let driver = driver_for(&state, &template)?;
+    if !driver.capabilities().rotate_credential {
+        return Err(ApiError::bad_request(
+            "Credential rotation is not supported by driver.",
+        ));
+    }
+    // The renewed client certificate's row uuid, fixed now: a retried job does not renew twice.
+    let mut job = NewJob::new(
+        Operation::CredentialRotate,
+        c.uuid.to_string(),
+        driver.name(),
+        json!({ "client": uuid::Uuid::new_v4().to_string() }),
+    );
+    job.max_attempts = state.settings.conductor.max_attempts;
+    state.store.commit(&[Write::job(job)]).await?;
+    Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()})))
+}

@@ -1,0 +1,848 @@
+//! `/v1/federations`: create, list, detail, show, PATCH (join, unjoin and property edits) and
+//! delete. Upstream Magnum accepted these requests and never did the work; here every accepted
+//! change commits the row, a job for the host cluster's driver and its notification in one
+//! transaction before answering. Joins and unjoins are read-modify-write on the row's version,
+//! retried when a concurrent change wins, so no member is ever lost.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::Utc;
+use rand::Rng;
+use serde_json::{json, Map, Value};
+
+use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
+use super::error::ApiError;
+use super::links::resource_links;
+use super::pagination::{collection_body, page_request, PAGE_PARAMS};
+use super::patch::{self, Op, PatchOp, PatchRules};
+use super::{initiator, timestamp};
+use crate::auth::RequestContext;
+use crate::domain::cluster::Cluster;
+use crate::domain::federation::{
+    dedup_members, invalid_federation_name, member_diff, Federation, NewFederation, DNS_ZONE,
+};
+use crate::domain::ids::parse_uuid_like;
+use crate::domain::job::{NewJob, Operation};
+use crate::domain::labels::label_value;
+use crate::domain::status::{ClusterStatus, FederationStatus};
+use crate::domain::template::ClusterTemplate;
+use crate::domain::{names, Ident, ResourceId};
+use crate::notify::events::{self, Action, Outcome};
+use crate::startup::AppState;
+use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/federations")
+            .route(web::get().to(list))
+            .route(web::post().to(create))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/federations/detail")
+            .route(web::get().to(list))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/federations/{ident}")
+            .route(web::get().to(show))
+            .route(web::patch().to(update))
+            .route(web::delete().to(delete))
+            .default_service(web::to(super::method_not_allowed)),
+    );
+}
+
+const READ_ONLY: &[&str] = &["links", "project_id", "created_at", "updated_at"];
+
+/// Accepted on create and ignored, as Magnum does.
+const IGNORED: &[&str] = &["uuid", "status", "status_reason"];
+
+const PATCH_RULES: PatchRules = PatchRules {
+    internal: &[],
+    non_removable: &[],
+    literal: &["/properties"],
+};
+
+/// The attributes a PATCH may change.
+const MUTABLE: &[&str] = &["member_ids", "properties"];
+
+/// Optimistic attempts of one change: 64 concurrent joins on one federation each win within
+/// a few dozen rounds; the jitter spreads the retries.
+const MAX_ATTEMPTS: u32 = 200;
+
+/// Magnum hard-codes `create_timeout=15` (minutes) for federations.
+const CREATE_TIMEOUT_MINUTES: i64 = 15;
+
+fn summary(req: &HttpRequest, ctx: &RequestContext, f: &Federation) -> Value {
+    let uuid = f.uuid.to_string();
+    let mut v = json!({
+        "uuid": uuid,
+        "name": f.name,
+        "hostcluster_id": f.hostcluster_id,
+        "member_ids": f.member_ids,
+        "status": f.status.as_str(),
+        "properties": f.properties,
+        "links": resource_links(req, "federations", &uuid),
+    });
+    if ctx.is_admin {
+        v["project_id"] = json!(f.project_id);
+    }
+    v
+}
+
+fn full(req: &HttpRequest, ctx: &RequestContext, f: &Federation) -> Value {
+    let mut v = summary(req, ctx, f);
+    v["status_reason"] = json!(f.status_reason);
+    v["created_at"] = json!(timestamp(f.created_at));
+    v["updated_at"] = json!(f.updated_at.map(timestamp));
+    v
+}
+
+fn target(project_id: &str, user_id: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("project_id".into(), json!(project_id));
+    m.insert("user_id".into(), json!(user_id));
+    m
+}
+
+fn federation_target(f: &Federation) -> Map<String, Value> {
+    target(&f.project_id, &f.user_id)
+}
+
+fn cluster_target(c: &Cluster) -> Map<String, Value> {
+    target(&c.project_id, &c.user_id)
+}
+
+fn accepted(f: &Federation) -> HttpResponse {
+    HttpResponse::Accepted().json(json!({"uuid": f.uuid.to_string()}))
+}
+
+/// Waits a little before retrying a change that lost an optimistic race (not before the first
+/// attempt); the random spread keeps concurrent losers from colliding again.
+async fn backoff(attempt: u32) {
+    if attempt > 0 {
+        let ms = rand::thread_rng().gen_range(0..=2 + u64::from(attempt.min(20)));
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+fn cluster_not_found(ident: &str) -> ApiError {
+    ApiError::not_found(format!("Cluster {ident} could not be found."))
+}
+
+fn no_dns_zone() -> ApiError {
+    ApiError::bad_request("No DNS zone specified. Please specify a `dns-zone`.")
+}
+
+/// Finds a federation the caller can see (admins: every project), with Magnum's sentences.
+pub async fn lookup(
+    state: &AppState,
+    ctx: &RequestContext,
+    ident: &str,
+) -> Result<Federation, ApiError> {
+    match state
+        .store
+        .get_federation(&ctx.scope(), &Ident::parse(ident))
+        .await
+    {
+        Ok(f) => Ok(f),
+        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
+            "Federation {ident} could not be found."
+        ))),
+        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
+            "Multiple federations exist with same name. Please use the federation uuid instead.",
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Properties: an object (or a JSON / Python-literal string of one) of scalar values, stored
+/// as strings; `null` values count as absent.
+fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
+    let parsed;
+    let obj = match v {
+        Value::Object(map) => map,
+        Value::String(s) => {
+            parsed = crate::domain::pyliteral::parse_literal(s).map_err(|e| {
+                invalid(
+                    "properties",
+                    v,
+                    &format!("Value should be a dictionary ({e})."),
+                )
+            })?;
+            match &parsed {
+                Value::Object(map) => map,
+                _ => return Err(invalid("properties", v, "Value should be a dictionary.")),
+            }
+        }
+        _ => return Err(invalid("properties", v, "Value should be a dictionary.")),
+    };
+    let mut out = BTreeMap::new();
+    for (k, val) in obj {
+        if val.is_null() {
+            continue;
+        }
+        let s = label_value(val).ok_or_else(|| {
+            invalid(
+                "properties",
+                v,
+                &format!("The value of property {k} should be a string, number or boolean."),
+            )
+        })?;
+        out.insert(k.clone(), s);
+    }
+    Ok(out)
+}
+
+/// The host cluster's template.
+async fn template_of(
+    state: &AppState,
+    host: &Cluster,
+) -> Result<Option<ClusterTemplate>, ApiError> {
+    Ok(state
+        .store
+        .templates_by_uuid(&[host.cluster_template_id.to_string()])
+        .await?
+        .into_iter()
+        .next())
+}
+
+/// The driver that runs a federation's jobs: the host cluster's template driver (the default
+/// driver when the host is gone, so the job still runs and fails with a reason).
+async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
+    let template = match state.store.find_cluster(&f.hostcluster_id).await? {
+        Some(host) => template_of(state, &host).await?,
+        None => None,
+    };
+    Ok(template
+        .and_then(|t| t.spec.driver)
+        .unwrap_or_else(|| state.settings.drivers.default_driver.clone()))
+}
+
+/// A cluster the caller can see, named by uuid only (a name is never looked up).
+async fn visible_cluster(
+    state: &AppState,
+    ctx: &RequestContext,
+    ident: &str,
+) -> Result<Cluster, ApiError> {
+    let Some(uuid) = parse_uuid_like(ident) else {
+        return Err(cluster_not_found(ident));
+    };
+    match state
+        .store
+        .get_cluster(&ctx.scope(), &Ident::Uuid(uuid))
+        .await
+    {
+        Ok(c) => Ok(c),
+        Err(StoreError::NotFound) => Err(cluster_not_found(ident)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The clusters one attempt of a change joins, with the policy checks of joins and unjoins.
+#[derive(Default)]
+struct Membership {
+    joined: Vec<Cluster>,
+}
+
+impl Membership {
+    /// Checks a join of a visible cluster: `federation:join` on the federation and on the
+    /// cluster, and the cluster not being deleted. Returns the cluster's uuid.
+    async fn join(
+        &mut self,
+        state: &AppState,
+        ctx: &RequestContext,
+        federation: &Map<String, Value>,
+        ident: &str,
+    ) -> Result<String, ApiError> {
+        let c = visible_cluster(state, ctx, ident).await?;
+        ctx.authorize("federation:join", federation)?;
+        ctx.authorize("federation:join", &cluster_target(&c))?;
+        if c.status == ClusterStatus::DeleteInProgress {
+            return Err(ApiError::conflict(format!(
+                "Cluster {} is being deleted and cannot join a federation.",
+                c.name
+            )));
+        }
+        let uuid = c.uuid.to_string();
+        self.joined.push(c);
+        Ok(uuid)
+    }
+
+    /// Checks an unjoin of a member: `federation:unjoin` on the federation and, when the
+    /// cluster still exists (in any project), on the cluster.
+    async fn unjoin(
+        &self,
+        state: &AppState,
+        ctx: &RequestContext,
+        federation: &Map<String, Value>,
+        uuid: &str,
+    ) -> Result<(), ApiError> {
+        ctx.authorize("federation:unjoin", federation)?;
+        if let Some(c) = state.store.find_cluster(uuid).await? {
+            ctx.authorize("federation:unjoin", &cluster_target(&c))?;
+        }
+        Ok(())
+    }
+
+    /// Guards on the clusters that end up joined (`uuids`), so that none of them can be
+    /// deleted concurrently, past the delete's federation check.
+    fn guards<'a>(&'a self, uuids: &[String], also: Option<&'a Cluster>) -> Vec<Write> {
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        let joined = self
+            .joined
+            .iter()
+            .filter(|c| uuids.contains(&c.uuid.to_string()));
+        for c in also.into_iter().chain(joined) {
+            if !seen.contains(&c.id) {
+                seen.push(c.id);
+                out.push(Write::GuardCluster {
+                    id: c.id,
+                    version: c.version,
+                });
+            }
+        }
+        out
+    }
+}
+
+async fn create(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    let obj = json_object(&req, &body, "federation")?;
+    let mut f = Fields::new("federation", obj);
+    f.read_only(READ_ONLY)?;
+    f.ignore(IGNORED);
+    let name = match f.string("name", 1, 242)? {
+        Some(n) => {
+            if let Some(reason) = invalid_federation_name(&n) {
+                return Err(invalid("name", &json!(n), reason));
+            }
+            n
+        }
+        None => names::generate("federation"),
+    };
+    let host_ident = f.string("hostcluster_id", 1, 255)?;
+    let properties = f
+        .value("properties")
+        .map(|v| properties_value(&v))
+        .transpose()?;
+    let member_ids = f.string_list("member_ids")?.unwrap_or_default();
+    f.finish()?;
+
+    ctx.authorize_own("federation:create")?;
+    let host_ident = host_ident.ok_or_else(|| {
+        ApiError::bad_request("No hostcluster specified. Please specify a hostcluster_id.")
+    })?;
+    let uuid = ResourceId::new();
+    for attempt in 0..MAX_ATTEMPTS {
+        backoff(attempt).await;
+        let host = super::clusters::lookup(&state, &ctx, &host_ident, true).await?;
+        let properties = properties.clone().ok_or_else(|| {
+            ApiError::bad_request("Please specify a `properties` dict for the federation.")
+        })?;
+        if !properties.contains_key(DNS_ZONE) {
+            return Err(no_dns_zone());
+        }
+        if host.status == ClusterStatus::DeleteInProgress {
+            return Err(ApiError::conflict(format!(
+                "Cluster {} is being deleted and cannot host a federation.",
+                host.name
+            )));
+        }
+        let own = ctx.own_target();
+        let mut membership = Membership::default();
+        let mut members = Vec::with_capacity(member_ids.len());
+        for m in &member_ids {
+            members.push(membership.join(&state, &ctx, &own, m).await?);
+        }
+        let members = dedup_members(members);
+        let template = template_of(&state, &host).await?.ok_or_else(|| {
+            ApiError::internal(anyhow::anyhow!("cluster {} has no template", host.uuid))
+        })?;
+        let driver = super::clusters::driver_for(&state, &template)?;
+        if !driver.capabilities().federation {
+            return Err(ApiError::bad_request(format!(
+                "The driver '{}' of host cluster {} does not support federations.",
+                driver.name(),
+                host.name
+            )));
+        }
+
+        let new = NewFederation {
+            uuid,
+            project_id: ctx.project_id.clone(),
+            user_id: ctx.user_id.clone(),
+            name: name.clone(),
+            hostcluster_id: host.uuid.to_string(),
+            member_ids: members,
+            properties,
+        };
+        // The event carries the row as it will be stored.
+        let now = Utc::now();
+        let provisional = Federation {
+            id: 0,
+            uuid,
+            project_id: new.project_id.clone(),
+            user_id: new.user_id.clone(),
+            name: new.name.clone(),
+            hostcluster_id: new.hostcluster_id.clone(),
+            member_ids: new.member_ids.clone(),
+            status: FederationStatus::CreateInProgress,
+            status_reason: None,
+            properties: new.properties.clone(),
+            version: 0,
+            created_at: now,
+            updated_at: None,
+        };
+        let mut job = NewJob::new(
+            Operation::FederationCreate,
+            uuid.to_string(),
+            driver.name(),
+            json!({}),
+        );
+        job.deadline_at = Some(now + chrono::Duration::minutes(CREATE_TIMEOUT_MINUTES));
+        job.max_attempts = state.settings.conductor.max_attempts;
+        let mut writes = membership.guards(&new.member_ids, Some(&host));
+        writes.push(Write::InsertFederation {
+            federation: Box::new(new),
+            status: FederationStatus::CreateInProgress,
+        });
+        writes.push(Write::job(job));
+        writes.push(Write::event(events::federation_event(
+            &state.settings.default.host,
+            Action::Create,
+            Outcome::Pending,
+            &provisional,
+            None,
+            Some(&initiator(&ctx)),
+        )));
+        match state.store.commit(&writes).await {
+            Ok(()) => return Ok(accepted(&provisional)),
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}
+
+async fn list(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let detail = req.path().trim_end_matches('/').ends_with("/detail");
+    let params = query_params(&req, PAGE_PARAMS)?;
+    let page = page_request(&params, FEDERATION_SORT_KEYS, state.settings.api.max_limit)?;
+    let (rule, all_rule) = if detail {
+        ("federation:detail", "federation:detail_all_projects")
+    } else {
+        ("federation:get_all", "federation:get_all_all_projects")
+    };
+    ctx.authorize_own(rule)?;
+    if ctx.is_admin {
+        ctx.authorize_own(all_rule)?;
+    }
+    let feds = match state.store.list_federations(&ctx.scope(), &page).await {
+        Ok(f) => f,
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::not_found(format!(
+                "Federation {} could not be found.",
+                page.marker.map(|m| m.to_string()).unwrap_or_default()
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let items: Vec<Value> = feds
+        .iter()
+        .map(|f| {
+            if detail {
+                full(&req, &ctx, f)
+            } else {
+                summary(&req, &ctx, f)
+            }
+        })
+        .collect();
+    let path = if detail {
+        "federations/detail"
+    } else {
+        "federations"
+    };
+    let last = feds.last().map(|f| f.uuid.to_string());
+    let body = collection_body(&req, "federations", path, &page, items, last, &[]);
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn show(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    if ctx.is_admin {
+        ctx.authorize_own("federation:get_one_all_projects")?;
+    }
+    let f = lookup(&state, &ctx, &path).await?;
+    ctx.authorize("federation:get", &federation_target(&f))?;
+    Ok(HttpResponse::Ok().json(full(&req, &ctx, &f)))
+}
+
+/// A membership operation of a PATCH, in Magnum's dialect plus Fleetyard's list replace.
+#[derive(Debug, Clone, PartialEq)]
+enum MemberOp {
+    /// `add /member_ids "<cluster uuid>"`.
+    Join(String),
+    /// `remove /member_ids "<cluster uuid>"`.
+    Unjoin(String),
+    /// `remove /member_ids` without a value, or `replace /member_ids` with a list.
+    Replace(Vec<String>),
+}
+
+fn member_list(v: &Value) -> Result<Vec<String>, ApiError> {
+    let bad = || invalid("member_ids", v, "Value should be a list of cluster uuids.");
+    let parsed;
+    let items = match v {
+        Value::Array(items) => items,
+        Value::String(s) => {
+            parsed = crate::domain::pyliteral::parse_literal(s).map_err(|_| bad())?;
+            parsed.as_array().ok_or_else(bad)?
+        }
+        _ => return Err(bad()),
+    };
+    items
+        .iter()
+        .map(|i| i.as_str().map(String::from).ok_or_else(bad))
+        .collect()
+}
+
+/// Splits a patch into membership operations and the rest (applied to the document).
+fn split_patch(ops: Vec<PatchOp>) -> Result<(Vec<MemberOp>, Vec<PatchOp>), ApiError> {
+    let mut members = Vec::new();
+    let mut rest = Vec::new();
+    for op in ops {
+        if op.root() != "/member_ids" {
+            rest.push(op);
+            continue;
+        }
+        if op.path != "/member_ids" {
+            return Err(ApiError::bad_request(format!(
+                "'{}' cannot be patched: add or remove /member_ids with a cluster uuid as the value, or replace /member_ids with a list of cluster uuids.",
+                op.path
+            )));
+        }
+        let one = |v: &Value| match v {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(invalid(
+                "member_ids",
+                other,
+                "Value should be a cluster uuid.",
+            )),
+        };
+        members.push(match (op.op, op.value) {
+            (Op::Add, Some(v)) => MemberOp::Join(one(&v)?),
+            (Op::Remove, Some(v)) if !v.is_null() => MemberOp::Unjoin(one(&v)?),
+            (_, None) | (_, Some(Value::Null)) => MemberOp::Replace(vec![]),
+            (_, Some(v)) => MemberOp::Replace(member_list(&v)?),
+        });
+    }
+    Ok((members, rest))
+}
+
+/// The PATCH-able document of a federation.
+fn patch_document(f: &Federation) -> Map<String, Value> {
+    let v = json!({
+        "name": f.name,
+        "hostcluster_id": f.hostcluster_id,
+        "member_ids": f.member_ids,
+        "status": f.status.as_str(),
+        "status_reason": f.status_reason,
+        "properties": f.properties,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Applies the membership operations to `members`, checking each join and unjoin.
+async fn apply_member_ops(
+    state: &AppState,
+    ctx: &RequestContext,
+    membership: &mut Membership,
+    f: &Federation,
+    ops: &[MemberOp],
+) -> Result<Vec<String>, ApiError> {
+    let fed = federation_target(f);
+    let mut members = f.member_ids.clone();
+    for op in ops {
+        match op {
+            MemberOp::Join(ident) => {
+                let uuid = membership.join(state, ctx, &fed, ident).await?;
+                if members.contains(&uuid) {
+                    return Err(ApiError::conflict(format!(
+                        "A cluster with UUID {uuid} is already a member of the federation {}.",
+                        f.name
+                    )));
+                }
+                members.push(uuid);
+            }
+            MemberOp::Unjoin(ident) => {
+                let canonical = parse_uuid_like(ident).map(|u| u.hyphenated().to_string());
+                match canonical.filter(|u| members.contains(u)) {
+                    Some(uuid) => {
+                        membership.unjoin(state, ctx, &fed, &uuid).await?;
+                        members.retain(|m| *m != uuid);
+                    }
+                    None => {
+                        let c = visible_cluster(state, ctx, ident).await?;
+                        return Err(ApiError::not_found(format!(
+                            "Cluster {} is not a member of the federation {}.",
+                            c.uuid, f.name
+                        )));
+                    }
+                }
+            }
+            MemberOp::Replace(list) => {
+                let mut next = Vec::with_capacity(list.len());
+                for ident in list {
+                    let known = parse_uuid_like(ident)
+                        .map(|u| u.hyphenated().to_string())
+                        .filter(|u| members.contains(u));
+                    next.push(match known {
+                        Some(uuid) => uuid,
+                        None => membership.join(state, ctx, &fed, ident).await?,
+                    });
+                }
+                let next = dedup_members(next);
+                for gone in members.iter().filter(|m| !next.contains(m)) {
+                    membership.unjoin(state, ctx, &fed, gone).await?;
+                }
+                members = next;
+            }
+        }
+    }
+    Ok(members)
+}
+
+async fn update(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let params = query_params(&req, &["rollback"])?;
+    if let Some(v) = params.get("rollback") {
+        parse_bool(&json!(v)).ok_or_else(|| {
+            ApiError::bad_request(format!("Invalid input for rollback: {v} is not a boolean."))
+        })?;
+    }
+    let ops = patch::parse_patch(json_body(&req, &body)?, &PATCH_RULES)?;
+    let (member_ops, doc_ops) = split_patch(ops)?;
+    let mut driver: Option<String> = None;
+    for attempt in 0..MAX_ATTEMPTS {
+        backoff(attempt).await;
+        let f = lookup(&state, &ctx, &path).await?;
+        ctx.authorize("federation:update", &federation_target(&f))?;
+        if !f.accepts_changes() {
+            return Err(ApiError::conflict(format!(
+                "Updating a federation when status is \"{}\" is not supported.",
+                f.status
+            )));
+        }
+        let before = patch_document(&f);
+        let properties = if doc_ops.is_empty() {
+            f.properties.clone()
+        } else {
+            let after = patch::apply(&before, &doc_ops, &PATCH_RULES)?;
+            let mut changed: Vec<&str> = before
+                .iter()
+                .filter(|(k, v)| after.get(*k).unwrap_or(&Value::Null) != *v)
+                .map(|(k, _)| k.as_str())
+                .filter(|k| !MUTABLE.contains(k))
+                .collect();
+            changed.sort();
+            if !changed.is_empty() {
+                return Err(ApiError::bad_request(format!(
+                    "cannot change federation property(ies) {}.",
+                    changed.join(", ")
+                )));
+            }
+            match after.get("properties") {
+                None | Some(Value::Null) => BTreeMap::new(),
+                Some(v) => properties_value(v)?,
+            }
+        };
+        if !properties.contains_key(DNS_ZONE) {
+            return Err(no_dns_zone());
+        }
+        let mut membership = Membership::default();
+        let members = apply_member_ops(&state, &ctx, &mut membership, &f, &member_ops).await?;
+        if members == f.member_ids && properties == f.properties {
+            return Ok(accepted(&f));
+        }
+        let driver = match &driver {
+            Some(d) => d.clone(),
+            None => driver.insert(job_driver(&state, &f).await?).clone(),
+        };
+        let (joined, unjoined) = member_diff(&f.member_ids, &members);
+        let mut next = f.clone();
+        next.member_ids = members;
+        next.properties = properties;
+        next.status = FederationStatus::UpdateInProgress;
+        next.status_reason = None;
+        let mut job = NewJob::new(
+            Operation::FederationUpdate,
+            f.uuid.to_string(),
+            driver,
+            json!({"joined": joined, "unjoined": unjoined}),
+        );
+        job.max_attempts = state.settings.conductor.max_attempts;
+        let event = events::federation_event(
+            &state.settings.default.host,
+            Action::Update,
+            Outcome::Pending,
+            &next,
+            Some((&joined, &unjoined)),
+            Some(&initiator(&ctx)),
+        );
+        let mut writes = membership.guards(&joined, None);
+        writes.extend([
+            Write::update_federation(&next),
+            Write::job(job),
+            Write::event(event),
+        ]);
+        match state.store.commit(&writes).await {
+            Ok(()) => return Ok(accepted(&f)),
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}
+
+async fn delete(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    query_params(&req, &[])?;
+    for attempt in 0..MAX_ATTEMPTS {
+        backoff(attempt).await;
+        let f = lookup(&state, &ctx, &path).await?;
+        ctx.authorize("federation:delete", &federation_target(&f))?;
+        if f.status == FederationStatus::DeleteInProgress {
+            return Ok(HttpResponse::NoContent().finish());
+        }
+        let driver = job_driver(&state, &f).await?;
+        let mut next = f.clone();
+        next.status = FederationStatus::DeleteInProgress;
+        next.status_reason = None;
+        let mut job = NewJob::new(
+            Operation::FederationDelete,
+            f.uuid.to_string(),
+            driver,
+            json!({}),
+        );
+        job.max_attempts = state.settings.conductor.max_attempts;
+        let writes = vec![
+            Write::update_federation(&next),
+            Write::job(job),
+            Write::event(events::federation_event(
+                &state.settings.default.host,
+                Action::Delete,
+                Outcome::Pending,
+                &next,
+                None,
+                Some(&initiator(&ctx)),
+            )),
+        ];
+        match state.store.commit(&writes).await {
+            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(op: Op, path: &str, value: Option<Value>) -> PatchOp {
+        PatchOp {
+            op,
+            path: path.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn member_operations_follow_magnums_dialect_plus_list_replace() {
+        let (members, rest) = split_patch(vec![
+            op(Op::Add, "/member_ids", Some(json!("a"))),
+            op(Op::Remove, "/member_ids", Some(json!("b"))),
+            op(Op::Replace, "/member_ids", Some(json!(["c", "d"]))),
+            op(Op::Replace, "/member_ids", Some(json!("['e']"))),
+            op(Op::Remove, "/member_ids", None),
+            op(Op::Replace, "/properties/dns-zone", Some(json!("z."))),
+        ])
+        .expect("valid");
+        assert_eq!(
+            members,
+            vec![
+                MemberOp::Join("a".into()),
+                MemberOp::Unjoin("b".into()),
+                MemberOp::Replace(vec!["c".into(), "d".into()]),
+                MemberOp::Replace(vec!["e".into()]),
+                MemberOp::Replace(vec![]),
+            ]
+        );
+        assert_eq!(rest.len(), 1);
+    }
+
+    #[test]
+    fn member_operations_with_the_wrong_value_shape_are_refused() {
+        let err = split_patch(vec![op(Op::Add, "/member_ids", Some(json!(["a"])))])
+            .expect_err("array add");
+        assert_eq!(
+            err.to_string(),
+            "Invalid input for field/attribute member_ids. Value: '['a']'. Value should be a cluster uuid."
+        );
+        let err = split_patch(vec![op(Op::Replace, "/member_ids", Some(json!([1])))])
+            .expect_err("numbers");
+        assert!(err
+            .to_string()
+            .ends_with("Value should be a list of cluster uuids."));
+        let err = split_patch(vec![op(Op::Remove, "/member_ids/0", None)]).expect_err("index");
+        assert!(err
+            .to_string()
+            .starts_with("'/member_ids/0' cannot be patched"));
+    }
+
+    #[test]
+    fn properties_are_string_maps_without_nulls() {
+        let p = properties_value(&json!({"dns-zone": "a.", "n": 3, "gone": null})).expect("ok");
+        assert_eq!(p.get("dns-zone").map(String::as_str), Some("a."));
+        assert_eq!(p.get("n").map(String::as_str), Some("3"));
+        assert!(!p.contains_key("gone"));
+        assert!(properties_value(&json!("{'dns-zone': 'b.'}")).is_ok());
+        let err = properties_value(&json!(["x"])).expect_err("list");
+        assert!(err.to_string().ends_with("Value should be a dictionary."));
+        let err = properties_value(&json!({"a": {"b": 1}})).expect_err("nested");
+        assert!(err
+            .to_string()
+            .ends_with("The value of property a should be a string, number or boolean."));
+    }
+}

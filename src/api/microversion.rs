@@ -1,0 +1,177 @@
+//! `OpenStack-API-Version: container-infra X.Y` negotiation for every `/v1` request.
+
+use std::fmt;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, VARY};
+use actix_web::http::StatusCode;
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, ResponseError};
+
+use super::error::ApiError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u16,
+    pub minor: u16,
+}
+
+impl Version {
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Version { major, minor }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+pub const MIN_VERSION: Version = Version::new(1, 1);
+pub const MAX_VERSION: Version = Version::new(1, 14);
+/// The service type written in response headers.
+pub const SERVICE_TYPE: &str = "container-infrastructure-management";
+/// The service types accepted in the request header.
+pub const SERVICE_ALIASES: &[&str] = &[
+    "container-infrastructure-management",
+    "container-infrastructure",
+    "container-infra",
+];
+pub const HEADER: &str = "openstack-api-version";
+
+/// Why a header was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum VersionError {
+    /// Not `<service> <X.Y>`: a framework-level 406 with an empty body.
+    Malformed,
+    /// Parsed, but outside `MIN_VERSION..=MAX_VERSION`.
+    Unsupported,
+}
+
+/// Negotiates the version from the header value (absent means 1.1, `latest` the maximum).
+pub fn negotiate(header: Option<&str>) -> Result<Version, VersionError> {
+    let Some(value) = header else {
+        return Ok(MIN_VERSION);
+    };
+    let tokens: Vec<&str> = value.split_whitespace().collect();
+    let [service, version] = tokens.as_slice() else {
+        return Err(VersionError::Malformed);
+    };
+    if !SERVICE_ALIASES
+        .iter()
+        .any(|alias| alias.eq_ignore_ascii_case(service))
+    {
+        return Err(VersionError::Malformed);
+    }
+    if version.eq_ignore_ascii_case("latest") {
+        return Ok(MAX_VERSION);
+    }
+    let (major, minor) = version.split_once('.').ok_or(VersionError::Malformed)?;
+    let all_digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    if !all_digits(major) || !all_digits(minor) {
+        return Err(VersionError::Malformed);
+    }
+    let parsed = match (major.parse::<u16>(), minor.parse::<u16>()) {
+        (Ok(a), Ok(b)) => Version::new(a, b),
+        // Digits too large for a version are simply out of range.
+        _ => return Err(VersionError::Unsupported),
+    };
+    if parsed < MIN_VERSION || parsed > MAX_VERSION {
+        return Err(VersionError::Unsupported);
+    }
+    Ok(parsed)
+}
+
+/// Middleware for the `/v1` scope: negotiates, stores the [`Version`] in the request
+/// extensions and writes the four version headers on every response it can.
+pub async fn middleware(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let header = req
+        .headers()
+        .get(HEADER)
+        .map(|v| v.to_str().unwrap_or("\u{0}").to_string());
+    match negotiate(header.as_deref()) {
+        Ok(version) => {
+            req.extensions_mut().insert(version);
+            let mut resp = next.call(req).await?.map_into_boxed_body();
+            add_headers(resp.headers_mut(), Some(version));
+            Ok(resp)
+        }
+        Err(VersionError::Malformed) => {
+            let resp = ApiError::Framework(StatusCode::NOT_ACCEPTABLE).error_response();
+            Ok(req.into_response(resp))
+        }
+        Err(VersionError::Unsupported) => {
+            let mut resp = ApiError::MicroversionUnsupported.error_response();
+            add_headers(resp.headers_mut(), None);
+            Ok(req.into_response(resp))
+        }
+    }
+}
+
+fn add_headers(headers: &mut actix_web::http::header::HeaderMap, version: Option<Version>) {
+    let pairs = [
+        ("openstack-api-minimum-version", Some(MIN_VERSION)),
+        ("openstack-api-maximum-version", Some(MAX_VERSION)),
+        ("openstack-api-version", version),
+    ];
+    for (name, v) in pairs {
+        if let Some(v) = v {
+            if let Ok(value) = HeaderValue::from_str(&format!("{SERVICE_TYPE} {v}")) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
+    headers.insert(VARY, HeaderValue::from_static("OpenStack-API-Version"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_header_means_one_point_one() {
+        assert_eq!(negotiate(None), Ok(Version::new(1, 1)));
+    }
+
+    #[test]
+    fn latest_means_the_maximum_for_every_alias() {
+        for alias in SERVICE_ALIASES {
+            assert_eq!(negotiate(Some(&format!("{alias} latest"))), Ok(MAX_VERSION));
+            assert_eq!(negotiate(Some(&format!("{alias} LATEST"))), Ok(MAX_VERSION));
+        }
+        assert_eq!(
+            negotiate(Some("container-infra 1.10")),
+            Ok(Version::new(1, 10))
+        );
+    }
+
+    #[test]
+    fn malformed_headers_are_refused() {
+        for bad in [
+            "container-infra",
+            "compute 1.2",
+            "container-infra 1",
+            "container-infra 1.x",
+            "container-infra 1.2 extra",
+            "container-infra -1.2",
+        ] {
+            assert_eq!(negotiate(Some(bad)), Err(VersionError::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_outside_the_range_are_unsupported() {
+        for bad in ["1.0", "0.9", "2.0", "1.999", "1.15", "99999999.1"] {
+            assert_eq!(
+                negotiate(Some(&format!("container-infra {bad}"))),
+                Err(VersionError::Unsupported),
+                "{bad}"
+            );
+        }
+    }
+}

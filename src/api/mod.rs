@@ -1,0 +1,196 @@
+//! HTTP only: routing, the OpenStack conventions (request ids, path rerouting, trailing slashes,
+//! microversions, Magnum's error body) and one module per resource.
+
+pub mod body;
+pub mod certificates;
+pub mod cluster_templates;
+pub mod clusters;
+pub mod credentials;
+pub mod error;
+pub mod federations;
+pub mod links;
+pub mod microversion;
+pub mod mservices;
+pub mod nodegroups;
+pub mod pagination;
+pub mod patch;
+pub mod quotas;
+pub mod stats;
+pub mod versions;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::http::{StatusCode, Uri};
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
+use chrono::{DateTime, SecondsFormat, Utc};
+use tracing::Instrument;
+
+use crate::auth::context::RequestId;
+use crate::auth::RequestContext;
+use crate::notify::events::Initiator;
+use crate::startup::AppState;
+use error::ApiError;
+
+pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
+
+/// Timestamps as Magnum writes them: ISO-8601 with an explicit UTC offset.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, false)
+}
+
+pub fn initiator(ctx: &RequestContext) -> Initiator {
+    Initiator {
+        user_id: Some(ctx.user_id.clone()),
+        project_id: Some(ctx.project_id.clone()),
+        domain_id: ctx.domain_id.clone(),
+        roles: ctx.roles.clone(),
+        is_admin: ctx.is_admin,
+        request_id: Some(ctx.request_id.clone()),
+    }
+}
+
+/// Every route of the service.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(versions::root))
+        .route("/healthcheck", web::get().to(healthcheck))
+        .route("/healthcheck", web::head().to(healthcheck))
+        .service(
+            web::scope("/v1")
+                .wrap(from_fn(microversion::middleware))
+                .route("", web::get().to(versions::v1))
+                .configure(cluster_templates::configure)
+                .configure(clusters::configure)
+                .configure(certificates::configure)
+                .configure(credentials::configure)
+                .configure(nodegroups::configure)
+                .configure(federations::configure)
+                .configure(quotas::configure)
+                .configure(stats::configure)
+                .configure(mservices::configure)
+                .default_service(web::to(not_found)),
+        )
+        .default_service(web::to(not_found));
+}
+
+async fn healthcheck(state: web::Data<AppState>) -> HttpResponse {
+    match state.store.ping().await {
+        Ok(()) => HttpResponse::Ok().content_type("text/plain").body("OK"),
+        Err(e) => {
+            tracing::warn!(error = %e, "health check: database unreachable");
+            HttpResponse::ServiceUnavailable()
+                .content_type("text/plain")
+                .body("DATABASE UNAVAILABLE")
+        }
+    }
+}
+
+pub async fn not_found() -> HttpResponse {
+    ApiError::Framework(StatusCode::NOT_FOUND).error_response()
+}
+
+pub async fn method_not_allowed() -> HttpResponse {
+    ApiError::Framework(StatusCode::METHOD_NOT_ALLOWED).error_response()
+}
+
+/// The path the router sees: trailing slashes trimmed, and any path whose first segment is not
+/// `v1` rerouted under `/v1` (so Magnum's bookmark links and an endpoint without `/v1` work).
+pub fn normalized_path(path: &str) -> String {
+    let trimmed = path.trim_end_matches('/');
+    let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
+    let first = trimmed
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
+    match first {
+        "" | "v1" | "healthcheck" => trimmed.to_string(),
+        _ => format!("/v1{trimmed}"),
+    }
+}
+
+/// Outermost middleware: request id and root span, path normalisation, and Magnum's error body
+/// on errors produced outside the handlers (payload limits, ...).
+pub async fn request_middleware(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let request_id = format!("req-{}", uuid::Uuid::new_v4());
+    let path = req.path().to_string();
+    let normalized = normalized_path(&path);
+    if normalized != path {
+        let query = req.query_string();
+        let pq = if query.is_empty() {
+            normalized.clone()
+        } else {
+            format!("{normalized}?{query}")
+        };
+        if let Ok(uri) = pq.parse::<Uri>() {
+            req.match_info_mut().get_mut().update(&uri);
+            req.head_mut().uri = uri;
+        }
+    }
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    let span = tracing::info_span!(
+        "request",
+        request_id = %request_id,
+        method = %req.method(),
+        path = %path,
+        route = tracing::field::Empty,
+        status = tracing::field::Empty,
+    );
+    let started = std::time::Instant::now();
+    async move {
+        let mut resp = next.call(req).await?.map_into_boxed_body();
+        let status = resp.status();
+        let is_json = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if (status.is_client_error() || status.is_server_error())
+            && !is_json
+            && status != StatusCode::SERVICE_UNAVAILABLE
+        {
+            let reason = status.canonical_reason().unwrap_or("Error");
+            let replacement =
+                HttpResponse::build(status).json(error::error_body(status, &format!("{reason}.")));
+            resp = resp.into_response(replacement);
+        }
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            resp.headers_mut()
+                .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
+        }
+        let span = tracing::Span::current();
+        if let Some(route) = resp.request().match_pattern() {
+            span.record("route", route.as_str());
+        }
+        span.record("status", status.as_u16());
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "request handled"
+        );
+        Ok(resp)
+    }
+    .instrument(span)
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalized_path;
+
+    #[test]
+    fn paths_are_rerouted_under_v1_and_trailing_slashes_trimmed() {
+        assert_eq!(normalized_path("/"), "/");
+        assert_eq!(normalized_path("/v1/"), "/v1");
+        assert_eq!(normalized_path("/v1/clusters/"), "/v1/clusters");
+        assert_eq!(normalized_path("/clusters/x"), "/v1/clusters/x");
+        assert_eq!(
+            normalized_path("/clustertemplates/"),
+            "/v1/clustertemplates"
+        );
+        assert_eq!(normalized_path("/healthcheck"), "/healthcheck");
+    }
+}

@@ -1,0 +1,638 @@
+//! `/v1/clusters/{cluster_ident}/nodegroups` (microversion 1.9 and later): list, detail, show,
+//! create, PATCH, delete. Every accepted change commits the node group, the cluster's
+//! `UPDATE_IN_PROGRESS`, the job and the notification in one transaction before answering;
+//! a change the cluster's or the group's state makes impossible is refused at once. The job is
+//! keyed by the cluster, so one cluster's operations run in order.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use chrono::Utc;
+use serde_json::{json, Map, Value};
+
+use super::body::{invalid, json_body, json_object, labels_value, query_params, Fields};
+use super::clusters::{driver_for, lookup, provisional_nodegroup};
+use super::error::ApiError;
+use super::links::app_url;
+use super::pagination::{collection_body, page_request};
+use super::patch::{self, PatchRules};
+use super::{initiator, timestamp};
+use crate::auth::RequestContext;
+use crate::domain::cluster::{
+    check_counts, invalid_node_label, label_diff, nodegroup_change_allowed, nodegroup_labels,
+    parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
+};
+use crate::domain::job::{NewJob, Operation};
+use crate::domain::labels::Labels;
+use crate::domain::pyliteral::parse_literal;
+use crate::domain::status::ClusterStatus;
+use crate::domain::template::ClusterTemplate;
+use crate::domain::ResourceId;
+use crate::notify::events::{self, Action, Outcome};
+use crate::startup::AppState;
+use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/clusters/{cluster_ident}/nodegroups")
+            .route(web::get().to(list))
+            .route(web::post().to(create))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/clusters/{cluster_ident}/nodegroups/detail")
+            .route(web::get().to(list))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}")
+            .route(web::get().to(show))
+            .route(web::patch().to(update))
+            .route(web::delete().to(delete))
+            .default_service(web::to(super::method_not_allowed)),
+    );
+}
+
+const READ_ONLY: &[&str] = &[
+    "project_id",
+    "links",
+    "node_addresses",
+    "stack_id",
+    "created_at",
+    "updated_at",
+];
+
+/// Accepted on create and ignored, as Magnum does (the uuid is always generated, the cluster and
+/// project come from the path).
+const IGNORED: &[&str] = &[
+    "id",
+    "uuid",
+    "cluster_id",
+    "status",
+    "status_reason",
+    "version",
+    "labels_overridden",
+    "labels_added",
+    "labels_skipped",
+];
+
+/// Only `min_node_count`, `max_node_count`, `node_labels` and `node_taints` can change; node
+/// counts change through `actions/resize`.
+const PATCH_RULES: PatchRules = PatchRules {
+    internal: &[
+        "/name",
+        "/cluster_id",
+        "/project_id",
+        "/docker_volume_size",
+        "/labels",
+        "/flavor_id",
+        "/image_id",
+        "/node_addresses",
+        "/node_count",
+        "/role",
+        "/is_default",
+        "/stack_id",
+        "/status",
+        "/status_reason",
+        "/version",
+    ],
+    non_removable: &[],
+    literal: &["/node_labels", "/node_taints"],
+};
+
+const LIST_PARAMS: &[&str] = &["marker", "limit", "sort_key", "sort_dir", "role"];
+
+/// Node groups exist from microversion 1.9; below it the routes answer 406 with the empty
+/// framework body, as Magnum does.
+fn require_version(ctx: &RequestContext) -> Result<(), ApiError> {
+    if ctx.at_least(1, 9) {
+        Ok(())
+    } else {
+        Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE))
+    }
+}
+
+fn target(c: &Cluster) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("project_id".into(), json!(c.project_id));
+    m.insert("user_id".into(), json!(c.user_id));
+    m
+}
+
+fn not_found(ident: &str) -> ApiError {
+    ApiError::not_found(format!("Nodegroup {ident} could not be found."))
+}
+
+/// Magnum's `NodeGroupInvalidInput` (a 409).
+fn invalid_input(attr: &str, nodegroup: &str, expl: &str) -> ApiError {
+    ApiError::conflict(format!("{attr} for {nodegroup} is invalid ({expl})."))
+}
+
+fn taints_json(taints: &[Taint]) -> Value {
+    Value::Array(
+        taints
+            .iter()
+            .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+            .collect(),
+    )
+}
+
+/// The summary representation (`GET .../nodegroups`): no links.
+fn summary(ng: &NodeGroup) -> Value {
+    json!({
+        "uuid": ng.uuid.to_string(),
+        "name": ng.name,
+        "flavor_id": ng.flavor_id,
+        "image_id": ng.image_id,
+        "node_count": ng.node_count,
+        "role": ng.role,
+        "is_default": ng.is_default,
+        "status": ng.status.as_str(),
+        "stack_id": ng.stack_id,
+        "min_node_count": ng.min_node_count,
+        "max_node_count": ng.max_node_count,
+        "merge_labels": false,
+    })
+}
+
+/// The full representation; label differences are relative to the cluster's labels.
+fn full(req: &HttpRequest, ng: &NodeGroup, cluster_labels: &Labels) -> Value {
+    let (overridden, added, skipped) = label_diff(&ng.labels, cluster_labels);
+    let base = app_url(req);
+    let path = format!("clusters/{}/nodegroups/{}", ng.cluster_id, ng.uuid);
+    let mut v = summary(ng);
+    let extra = json!({
+        "id": ng.id,
+        "cluster_id": ng.cluster_id.to_string(),
+        "project_id": ng.project_id,
+        "docker_volume_size": ng.docker_volume_size,
+        "labels": ng.labels,
+        "labels_overridden": overridden,
+        "labels_added": added,
+        "labels_skipped": skipped,
+        "links": [
+            {"href": format!("{base}/v1/{path}"), "rel": "self"},
+            {"href": format!("{base}/{path}"), "rel": "bookmark"},
+        ],
+        "node_addresses": ng.node_addresses,
+        "status_reason": ng.status_reason,
+        "version": ng.version,
+        "node_labels": ng.node_labels,
+        "node_taints": taints_json(&ng.node_taints),
+        "created_at": timestamp(ng.created_at),
+        "updated_at": ng.updated_at.map(timestamp),
+    });
+    if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    v
+}
+
+/// A node group of the cluster by id, uuid or name; non-admins only see their project's.
+async fn find(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    ident: &str,
+) -> Result<NodeGroup, ApiError> {
+    match state.store.get_nodegroup(&c.uuid.to_string(), ident).await {
+        Ok(ng) if ctx.is_admin || ng.project_id == ctx.project_id => Ok(ng),
+        Ok(_) | Err(StoreError::NotFound) => Err(not_found(ident)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn template_of(state: &AppState, c: &Cluster) -> Result<ClusterTemplate, ApiError> {
+    state
+        .store
+        .templates_by_uuid(&[c.cluster_template_id.to_string()])
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("cluster {} has no template", c.uuid)))
+}
+
+/// Node group operations run while the cluster is COMPLETE-like, or `UPDATE_FAILED` so that a
+/// failed group can be fixed or removed.
+fn cluster_accepts(c: &Cluster) -> Result<(), ApiError> {
+    if c.status.is_complete_like() || c.status == ClusterStatus::UpdateFailed {
+        Ok(())
+    } else {
+        Err(ApiError::conflict(format!(
+            "Updating a cluster when status is \"{}\" is not supported.",
+            c.status
+        )))
+    }
+}
+
+/// Node labels from a request value: an object, or a JSON / Python-literal string of one.
+fn node_labels_value(v: &Value) -> Result<Labels, ApiError> {
+    match v {
+        Value::Null => Ok(Labels::new()),
+        other => labels_value("node_labels", other),
+    }
+}
+
+/// The raw taint list from a request value: an array, or a JSON / Python-literal string of one
+/// (a 400 otherwise); each taint is checked by [`parse_taints`] later, naming the group.
+fn taint_items(v: &Value) -> Result<Vec<Value>, ApiError> {
+    let wrong = || invalid("node_taints", v, "Value should be a list of taints.");
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => Ok(items.clone()),
+        Value::String(s) => match parse_literal(s) {
+            Ok(Value::Array(items)) => Ok(items),
+            _ => Err(wrong()),
+        },
+        _ => Err(wrong()),
+    }
+}
+
+/// The 409 checks of node metadata: reserved label keys, malformed taints, and none of either
+/// on a master group.
+fn check_node_metadata(
+    name: &str,
+    role: &str,
+    node_labels: &Labels,
+    taints: &[Value],
+) -> Result<Vec<Taint>, ApiError> {
+    if role == ROLE_MASTER {
+        if !node_labels.is_empty() {
+            return Err(invalid_input(
+                "node_labels",
+                name,
+                "node labels and taints cannot be set on a master node group",
+            ));
+        }
+        if !taints.is_empty() {
+            return Err(invalid_input(
+                "node_taints",
+                name,
+                "node labels and taints cannot be set on a master node group",
+            ));
+        }
+    }
+    if let Some(expl) = node_labels.keys().find_map(|k| invalid_node_label(k)) {
+        return Err(invalid_input("node_labels", name, &expl));
+    }
+    parse_taints(taints).map_err(|expl| invalid_input("node_taints", name, &expl))
+}
+
+fn job(state: &AppState, op: Operation, c: &Cluster, driver: &str, ng: &ResourceId) -> Write {
+    let mut job = NewJob::new(
+        op,
+        c.uuid.to_string(),
+        driver,
+        json!({"nodegroup": ng.to_string()}),
+    );
+    job.max_attempts = state.settings.conductor.max_attempts;
+    Write::job(job)
+}
+
+async fn list(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    require_version(&ctx)?;
+    let detail = req.path().trim_end_matches('/').ends_with("/detail");
+    let params = query_params(&req, LIST_PARAMS)?;
+    let page = page_request(&params, NODEGROUP_SORT_KEYS, state.settings.api.max_limit)?;
+    let role = params.get("role").map(String::as_str);
+    ctx.authorize_own("nodegroup:get_all")?;
+    if ctx.is_admin {
+        ctx.authorize_own("nodegroup:get_all_all_projects")?;
+    }
+    let c = lookup(&state, &ctx, &path, ctx.is_admin).await?;
+    ctx.authorize("nodegroup:get_all", &target(&c))?;
+    let ngs = match state
+        .store
+        .list_nodegroups(&c.uuid.to_string(), &ctx.scope(), role, &page)
+        .await
+    {
+        Ok(n) => n,
+        Err(StoreError::NotFound) => {
+            return Err(not_found(
+                &page.marker.map(|m| m.to_string()).unwrap_or_default(),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let items: Vec<Value> = ngs
+        .iter()
+        .map(|ng| {
+            if detail {
+                full(&req, ng, &c.labels)
+            } else {
+                summary(ng)
+            }
+        })
+        .collect();
+    let mut collection = format!("clusters/{}/nodegroups", c.uuid);
+    if detail {
+        collection.push_str("/detail");
+    }
+    let last = ngs.last().map(|n| n.uuid.to_string());
+    // The role filter carries over to the next page.
+    let filter: Vec<(&str, &str)> = role.iter().map(|r| ("role", *r)).collect();
+    let body = collection_body(&req, "nodegroups", &collection, &page, items, last, &filter);
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn show(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    require_version(&ctx)?;
+    query_params(&req, &[])?;
+    let (cluster_ident, ng_ident) = path.into_inner();
+    if ctx.is_admin {
+        ctx.authorize_own("nodegroup:get_one_all_projects")?;
+    }
+    let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+    ctx.authorize("nodegroup:get", &target(&c))?;
+    let ng = find(&state, &ctx, &c, &ng_ident).await?;
+    Ok(HttpResponse::Ok().json(full(&req, &ng, &c.labels)))
+}
+
+async fn create(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    require_version(&ctx)?;
+    query_params(&req, &[])?;
+    let mut obj = json_object(&req, &body, "nodegroup")?;
+    let raw_taints = obj.remove("node_taints");
+    let mut f = Fields::new("nodegroup", obj);
+    f.read_only(READ_ONLY)?;
+    f.ignore(IGNORED);
+    let name = f.required_string("name", 1, 255)?;
+    let node_count = f.int32("node_count", Some(0), None)?.unwrap_or(1);
+    let min_node_count = f.int32("min_node_count", Some(0), None)?.unwrap_or(0);
+    let max_node_count = f.int32("max_node_count", Some(0), None)?;
+    let role = f
+        .string("role", 1, 255)?
+        .unwrap_or_else(|| ROLE_WORKER.into());
+    let flavor_id = f.string("flavor_id", 1, 255)?;
+    let image_id = f.string("image_id", 1, 255)?;
+    let docker_volume_size = f.int32("docker_volume_size", Some(1), None)?;
+    let labels = f.labels("labels")?;
+    let merge_labels = f.bool("merge_labels")?.unwrap_or(false);
+    let node_labels = f.labels("node_labels")?.unwrap_or_default();
+    // Accepted for compatibility; a created group is never a default one (Magnum honours it and
+    // the group becomes undeletable).
+    let _is_default = f.bool("is_default")?;
+    f.finish()?;
+    let taints = taint_items(raw_taints.as_ref().unwrap_or(&Value::Null))?;
+
+    ctx.authorize_own("nodegroup:create")?;
+    if ctx.is_admin {
+        ctx.authorize_own("nodegroup:create_all_projects")?;
+    }
+    for _ in 0..20 {
+        let c = lookup(&state, &ctx, &path, ctx.is_admin).await?;
+        ctx.authorize("nodegroup:create", &target(&c))?;
+        if c.api_address.as_deref().unwrap_or("").is_empty() {
+            return Err(ApiError::conflict(
+                "Cluster API address is not available yet",
+            ));
+        }
+        let existing = state.store.nodegroups_of(&[c.uuid.to_string()]).await?;
+        if existing.iter().any(|n| n.name == name) {
+            return Err(duplicate(&name, &c));
+        }
+        check_counts(&name, node_count, min_node_count, max_node_count)
+            .map_err(ApiError::Conflict)?;
+        if role == ROLE_MASTER {
+            return Err(ApiError::bad_request(
+                "Creating master nodegroups is currently not supported.",
+            ));
+        }
+        let node_taints = check_node_metadata(&name, &role, &node_labels, &taints)?;
+        cluster_accepts(&c)?;
+        let template = template_of(&state, &c).await?;
+        let driver = driver_for(&state, &template)?;
+
+        let new = NewNodeGroup {
+            uuid: ResourceId::new(),
+            name: name.clone(),
+            project_id: c.project_id.clone(),
+            docker_volume_size,
+            labels: nodegroup_labels(labels.clone(), &c.labels, merge_labels),
+            flavor_id: flavor_id.clone().or_else(|| c.flavor_id.clone()),
+            image_id: image_id
+                .clone()
+                .or_else(|| Some(template.spec.image_id.clone())),
+            node_count,
+            role: role.clone(),
+            min_node_count,
+            max_node_count,
+            is_default: false,
+            status: ClusterStatus::CreateInProgress,
+            node_labels: node_labels.clone(),
+            node_taints,
+        };
+        let mut next = c.clone();
+        next.status = ClusterStatus::UpdateInProgress;
+        next.status_reason = None;
+        let event = events::nodegroup_event(
+            &state.settings.default.host,
+            Action::Create,
+            Outcome::Pending,
+            &provisional_nodegroup(&new, c.uuid, Utc::now()),
+            Some(&initiator(&ctx)),
+        );
+        let writes = vec![
+            Write::update_cluster(&next),
+            Write::InsertNodeGroup {
+                cluster_uuid: c.uuid.to_string(),
+                nodegroup: Box::new(new.clone()),
+            },
+            job(
+                &state,
+                Operation::NodegroupCreate,
+                &c,
+                driver.name(),
+                &new.uuid,
+            ),
+            Write::event(event),
+        ];
+        match state.store.commit(&writes).await {
+            Ok(()) => {
+                let ng = find(&state, &ctx, &c, &new.uuid.to_string()).await?;
+                return Ok(HttpResponse::Accepted().json(full(&req, &ng, &c.labels)));
+            }
+            Err(StoreError::Stale) => continue,
+            Err(e) if e.is_constraint("uniq_nodegroup0cluster_id0name") => {
+                return Err(duplicate(&name, &c))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}
+
+fn duplicate(name: &str, c: &Cluster) -> ApiError {
+    ApiError::conflict(format!(
+        "A node group with name {name} already exists in the cluster {}.",
+        c.name
+    ))
+}
+
+/// The PATCH-able document of a node group: only what can change.
+fn patch_document(ng: &NodeGroup) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("min_node_count".into(), json!(ng.min_node_count));
+    m.insert("max_node_count".into(), json!(ng.max_node_count));
+    m.insert("node_labels".into(), json!(ng.node_labels));
+    m.insert("node_taints".into(), taints_json(&ng.node_taints));
+    m
+}
+
+async fn update(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    require_version(&ctx)?;
+    query_params(&req, &[])?;
+    let (cluster_ident, ng_ident) = path.into_inner();
+    let ops = patch::parse_patch(json_body(&req, &body)?, &PATCH_RULES)?;
+    if ctx.is_admin {
+        ctx.authorize_own("nodegroup:update_all_projects")?;
+    }
+    for _ in 0..20 {
+        let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+        ctx.authorize("nodegroup:update", &target(&c))?;
+        let ng = find(&state, &ctx, &c, &ng_ident).await?;
+        let mut after = patch::apply(&patch_document(&ng), &ops, &PATCH_RULES)?;
+        let raw_labels = after.remove("node_labels").unwrap_or(Value::Null);
+        let raw_taints = after.remove("node_taints").unwrap_or(Value::Null);
+        let mut f = Fields::new("nodegroup", after);
+        let min_node_count = f.int32("min_node_count", Some(0), None)?.unwrap_or(0);
+        let max_node_count = f.int32("max_node_count", Some(0), None)?;
+        f.finish()?;
+        let node_labels = node_labels_value(&raw_labels)?;
+        let taints = taint_items(&raw_taints)?;
+
+        let mut next_ng = ng.clone();
+        next_ng.min_node_count = min_node_count;
+        next_ng.max_node_count = max_node_count;
+        check_counts(&ng.name, ng.node_count, min_node_count, max_node_count)
+            .map_err(ApiError::Conflict)?;
+        next_ng.node_taints = check_node_metadata(&ng.name, &ng.role, &node_labels, &taints)?;
+        next_ng.node_labels = node_labels;
+        if next_ng == ng {
+            return Ok(HttpResponse::Accepted().json(full(&req, &ng, &c.labels)));
+        }
+        if !nodegroup_change_allowed(ng.status) {
+            return Err(ApiError::conflict(format!(
+                "Updating a nodegroup when status is \"{}\" is not supported.",
+                ng.status
+            )));
+        }
+        cluster_accepts(&c)?;
+        let template = template_of(&state, &c).await?;
+        let driver = driver_for(&state, &template)?;
+        next_ng.status = ClusterStatus::UpdateInProgress;
+        next_ng.status_reason = None;
+        let mut next = c.clone();
+        next.status = ClusterStatus::UpdateInProgress;
+        next.status_reason = None;
+        let writes = vec![
+            Write::update_cluster(&next),
+            Write::update_nodegroup(&next_ng),
+            job(
+                &state,
+                Operation::NodegroupUpdate,
+                &c,
+                driver.name(),
+                &ng.uuid,
+            ),
+            Write::event(events::nodegroup_event(
+                &state.settings.default.host,
+                Action::Update,
+                Outcome::Pending,
+                &next_ng,
+                Some(&initiator(&ctx)),
+            )),
+        ];
+        match state.store.commit(&writes).await {
+            Ok(()) => {
+                let stored = find(&state, &ctx, &c, &ng.uuid.to_string()).await?;
+                return Ok(HttpResponse::Accepted().json(full(&req, &stored, &c.labels)));
+            }
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}
+
+async fn delete(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    require_version(&ctx)?;
+    query_params(&req, &[])?;
+    let (cluster_ident, ng_ident) = path.into_inner();
+    if ctx.is_admin {
+        ctx.authorize_own("nodegroup:delete_all_projects")?;
+    }
+    for _ in 0..20 {
+        let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+        ctx.authorize("nodegroup:delete", &target(&c))?;
+        let ng = find(&state, &ctx, &c, &ng_ident).await?;
+        if ng.is_default {
+            return Err(ApiError::bad_request(
+                "Deleting a default nodegroup is not supported.",
+            ));
+        }
+        if ng.status == ClusterStatus::DeleteInProgress {
+            return Ok(HttpResponse::NoContent().finish());
+        }
+        cluster_accepts(&c)?;
+        let template = template_of(&state, &c).await?;
+        let driver = driver_for(&state, &template)?;
+        let mut next_ng = ng.clone();
+        next_ng.status = ClusterStatus::DeleteInProgress;
+        next_ng.status_reason = None;
+        let mut next = c.clone();
+        next.status = ClusterStatus::UpdateInProgress;
+        next.status_reason = None;
+        let writes = vec![
+            Write::update_cluster(&next),
+            Write::update_nodegroup(&next_ng),
+            job(
+                &state,
+                Operation::NodegroupDelete,
+                &c,
+                driver.name(),
+                &ng.uuid,
+            ),
+            Write::event(events::nodegroup_event(
+                &state.settings.default.host,
+                Action::Delete,
+                Outcome::Pending,
+                &next_ng,
+                Some(&initiator(&ctx)),
+            )),
+        ];
+        match state.store.commit(&writes).await {
+            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
+            Err(StoreError::Stale) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Stale.into())
+}

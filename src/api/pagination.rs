@@ -1,0 +1,158 @@
+//! `marker` / `limit` / `sort_key` / `sort_dir` and the `next` link.
+
+use std::collections::BTreeMap;
+
+use actix_web::HttpRequest;
+
+use super::error::ApiError;
+use super::links::app_url;
+use crate::domain::ids::parse_uuid_like;
+use crate::store::{PageRequest, SortDir};
+
+pub const PAGE_PARAMS: &[&str] = &["marker", "limit", "sort_key", "sort_dir"];
+
+/// Validates the page parameters against the table's sortable columns.
+pub fn page_request(
+    params: &BTreeMap<String, String>,
+    sort_keys: &[(&str, bool)],
+    max_limit: u32,
+) -> Result<PageRequest, ApiError> {
+    let limit = match params.get("limit") {
+        None => max_limit,
+        Some(text) => {
+            let n: i64 = text.trim().parse().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "Invalid input for limit: {text} is not an integer."
+                ))
+            })?;
+            if n <= 0 {
+                return Err(ApiError::bad_request("Limit must be positive"));
+            }
+            u32::try_from(n).unwrap_or(u32::MAX).min(max_limit)
+        }
+    };
+    let marker = match params.get("marker") {
+        None => None,
+        Some(text) => Some(parse_uuid_like(text).ok_or_else(|| {
+            ApiError::bad_request(format!("Expected a uuid but received {text}."))
+        })?),
+    };
+    let sort_key = params.get("sort_key").map(String::as_str).unwrap_or("id");
+    if !sort_keys.iter().any(|(k, _)| *k == sort_key) {
+        return Err(ApiError::bad_request(format!(
+            "The sort_key value \"{sort_key}\" is an invalid field for sorting"
+        )));
+    }
+    let sort_dir = match params.get("sort_dir").map(String::as_str) {
+        None | Some("asc") => SortDir::Asc,
+        Some("desc") => SortDir::Desc,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid sort direction: {other}. Acceptable values are 'asc' or 'desc'"
+            )))
+        }
+    };
+    Ok(PageRequest {
+        limit,
+        marker,
+        sort_key: sort_key.to_string(),
+        sort_dir,
+    })
+}
+
+/// The `next` URL when the page is full: `<app>/v1/<path>?sort_key=..&sort_dir=..&limit=..&marker=<last>`.
+pub fn next_link(
+    req: &HttpRequest,
+    path: &str,
+    page: &PageRequest,
+    returned: usize,
+    last: Option<String>,
+) -> Option<String> {
+    if returned < page.limit as usize || returned == 0 {
+        return None;
+    }
+    let last = last?;
+    let query = serde_urlencoded::to_string([
+        ("sort_key", page.sort_key.as_str()),
+        ("sort_dir", page.sort_dir.as_str()),
+        ("limit", &page.limit.to_string()),
+        ("marker", &last),
+    ])
+    .ok()?;
+    Some(format!("{}/v1/{path}?{query}", app_url(req)))
+}
+
+/// A list body: `{"<key>": items}` plus, when the page is full, a `next` link that carries
+/// `extra` query parameters (filters) over to the next page.
+pub fn collection_body(
+    req: &HttpRequest,
+    key: &str,
+    path: &str,
+    page: &PageRequest,
+    items: Vec<serde_json::Value>,
+    last: Option<String>,
+    extra: &[(&str, &str)],
+) -> serde_json::Value {
+    let returned = items.len();
+    let mut body = serde_json::json!({ key: items });
+    if let Some(mut next) = next_link(req, path, page, returned, last) {
+        if let Ok(q) = serde_urlencoded::to_string(extra) {
+            if !q.is_empty() {
+                next.push('&');
+                next.push_str(&q);
+            }
+        }
+        body["next"] = serde_json::Value::String(next);
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEYS: &[(&str, bool)] = &[("id", false), ("name", false)];
+
+    fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_id_ascending_with_the_maximum_limit() {
+        let p = page_request(&params(&[]), KEYS, 1000).expect("valid");
+        assert_eq!(
+            (p.limit, p.sort_key.as_str(), p.sort_dir),
+            (1000, "id", SortDir::Asc)
+        );
+    }
+
+    #[test]
+    fn limits_are_positive_and_clamped() {
+        let err = page_request(&params(&[("limit", "0")]), KEYS, 1000).expect_err("zero");
+        assert_eq!(err.to_string(), "Limit must be positive");
+        let p = page_request(&params(&[("limit", "5000")]), KEYS, 1000).expect("clamped");
+        assert_eq!(p.limit, 1000);
+    }
+
+    #[test]
+    fn unknown_sort_keys_and_directions_are_refused_with_magnums_sentences() {
+        let err = page_request(&params(&[("sort_key", "node_count")]), KEYS, 10).expect_err("key");
+        assert_eq!(
+            err.to_string(),
+            "The sort_key value \"node_count\" is an invalid field for sorting"
+        );
+        let err = page_request(&params(&[("sort_dir", "up")]), KEYS, 10).expect_err("dir");
+        assert_eq!(
+            err.to_string(),
+            "Invalid sort direction: up. Acceptable values are 'asc' or 'desc'"
+        );
+    }
+
+    #[test]
+    fn a_marker_must_be_a_uuid() {
+        assert!(page_request(&params(&[("marker", "nope")]), KEYS, 10).is_err());
+    }
+}

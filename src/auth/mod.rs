@@ -1,0 +1,8 @@
+//! Who is calling and what they may do: JWT verification ([`token`]), the request context
+//! extractor ([`context`]) and the oslo.policy-compatible rule engine ([`policy`]).
+
+pub mod context;
+pub mod policy;
+pub mod token;
+
+pub use context::{Authenticator, RequestContext};

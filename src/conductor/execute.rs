@@ -1,0 +1,804 @@
+//! Working one job: claim, call the driver, commit the result with its notification.
+
+use chrono::Utc;
+use serde_json::Value;
+
+use super::Conductor;
+use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::federation::Federation;
+use crate::domain::job::{Job, Operation};
+use crate::domain::status::{FederationStatus, Verb};
+use crate::domain::ResourceId;
+use crate::drivers::{
+    ClusterContext, ClusterObservation, DriverError, FederationContext, FederationProgress,
+    MemberChange, Phase, Progress, Resize,
+};
+use crate::notify::events::{self, Action, Outcome as EventOutcome};
+use crate::store::{StoreError, StoreResult, Write};
+
+/// What one call of [`Conductor::try_execute_one`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// No job was due.
+    Idle,
+    /// The operation finished and the resource reached its terminal state.
+    Completed {
+        operation: Operation,
+        resource: String,
+    },
+    /// The driver started the work; the status sync will see it finish.
+    Started {
+        operation: Operation,
+        resource: String,
+    },
+    /// A transient failure; the job runs again later.
+    Retried {
+        operation: Operation,
+        resource: String,
+        error: String,
+    },
+    /// The operation failed for good; the resource is `*_FAILED`.
+    Failed {
+        operation: Operation,
+        resource: String,
+        reason: String,
+    },
+    /// The resource no longer exists; the job was closed.
+    Skipped {
+        operation: Operation,
+        resource: String,
+    },
+    /// Another conductor took the job over (this one's lease expired).
+    LostLease {
+        operation: Operation,
+        resource: String,
+    },
+}
+
+pub(crate) fn verb_of(op: Operation) -> Verb {
+    match op {
+        Operation::ClusterCreate | Operation::FederationCreate => Verb::Create,
+        Operation::ClusterDelete | Operation::FederationDelete => Verb::Delete,
+        _ => Verb::Update,
+    }
+}
+
+pub(crate) fn action_of(verb: Verb) -> Action {
+    match verb {
+        Verb::Create => Action::Create,
+        Verb::Update => Action::Update,
+        Verb::Delete => Action::Delete,
+    }
+}
+
+fn payload_str<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
+    payload.get(key).and_then(Value::as_str)
+}
+
+fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
+    payload
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Seconds to wait before attempt `attempts + 1`: 1, 2, 4, ... capped at 60.
+fn backoff(attempts: i32) -> chrono::Duration {
+    let exp = attempts.clamp(1, 7) - 1;
+    chrono::Duration::seconds((1_i64 << exp).min(60))
+}
+
+/// Copies what the backend reported onto the cluster and its node groups.
+pub(crate) fn apply_observation(c: &mut Cluster, ngs: &mut [NodeGroup], obs: &ClusterObservation) {
+    if obs.stack_id.is_some() {
+        c.stack_id = obs.stack_id.clone();
+    }
+    if obs.api_address.is_some() {
+        c.api_address = obs.api_address.clone();
+    }
+    if obs.coe_version.is_some() {
+        c.coe_version = obs.coe_version.clone();
+    }
+    if obs.container_version.is_some() {
+        c.container_version = obs.container_version.clone();
+    }
+    for ng in ngs.iter_mut() {
+        if let Some(o) = obs.nodegroups.get(&ng.uuid.to_string()) {
+            ng.node_addresses = o.node_addresses.clone();
+            if o.version.is_some() {
+                ng.version = o.version.clone();
+            }
+            if ng.stack_id.is_none() {
+                ng.stack_id = c.stack_id.clone();
+            }
+        }
+    }
+}
+
+/// Moves the cluster and its in-progress node groups to their complete states.
+pub(crate) fn complete(c: &mut Cluster, ngs: &mut [NodeGroup], verb: Verb) {
+    c.status = verb.complete();
+    c.status_reason = None;
+    for ng in ngs.iter_mut() {
+        if ng.status.is_in_progress() {
+            if let Some(v) = ng.status.verb() {
+                ng.status = v.complete();
+                ng.status_reason = None;
+            }
+        }
+    }
+}
+
+/// Moves the cluster and its in-progress node groups to their failed states.
+pub(crate) fn fail(c: &mut Cluster, ngs: &mut [NodeGroup], verb: Verb, reason: &str) {
+    c.status = verb.failed();
+    c.status_reason = Some(reason.to_string());
+    for ng in ngs.iter_mut() {
+        if ng.status.is_in_progress() {
+            if let Some(v) = ng.status.verb() {
+                ng.status = v.failed();
+                ng.status_reason = Some(reason.to_string());
+            }
+        }
+    }
+}
+
+/// The writes that store a changed cluster and its changed node groups; node groups that
+/// finished deleting are removed.
+pub(crate) fn cluster_writes(
+    before: &ClusterContext,
+    c: &Cluster,
+    ngs: &[NodeGroup],
+) -> Vec<Write> {
+    let mut writes = Vec::new();
+    if *c != before.cluster {
+        writes.push(Write::update_cluster(c));
+    }
+    for ng in ngs {
+        if ng.status == crate::domain::status::ClusterStatus::DeleteComplete {
+            writes.push(Write::DeleteNodeGroup { id: ng.id });
+        } else if before.nodegroups.iter().find(|b| b.id == ng.id) != Some(ng) {
+            writes.push(Write::update_nodegroup(ng));
+        }
+    }
+    // Node group rows carry no version of their own: the cluster's version guards them, so a
+    // node group write computed from a stale view fails instead of overwriting a newer one.
+    if !writes.is_empty() && *c == before.cluster {
+        writes.insert(0, Write::update_cluster(c));
+    }
+    writes
+}
+
+impl Conductor {
+    /// Claims and works one due job. Exposed so tests can drive the conductor step by step.
+    pub async fn try_execute_one(&self) -> StoreResult<Outcome> {
+        let Some(job) = self.store.claim_job(&self.owner, self.lease()).await? else {
+            return Ok(Outcome::Idle);
+        };
+        tracing::info!(job = %job.uuid, operation = job.operation.as_str(), resource = %job.resource_uuid, attempt = job.attempts, "working job");
+        let renewer = {
+            let store = self.store.clone();
+            let owner = self.owner.clone();
+            let lease = self.lease();
+            let id = job.id;
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval(lease / 3);
+                ticker.tick().await;
+                loop {
+                    ticker.tick().await;
+                    match store.renew_lease(id, &owner, lease).await {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
+                    }
+                }
+            })
+        };
+        let result = if job.operation.resource_type() == "federation" {
+            self.execute_federation(&job).await
+        } else {
+            self.execute_cluster(&job).await
+        };
+        renewer.abort();
+        match &result {
+            Ok(outcome) => tracing::info!(job = %job.uuid, outcome = ?outcome, "job worked"),
+            Err(e) => tracing::warn!(job = %job.uuid, error = %e, "job could not be recorded"),
+        }
+        result
+    }
+
+    /// Whether another job waits for the same resource.
+    async fn others_pending(&self, job: &Job) -> StoreResult<bool> {
+        self.store
+            .other_pending_job(&job.resource_uuid, job.id)
+            .await
+    }
+
+    fn deadline_passed(job: &Job) -> bool {
+        job.deadline_at.is_some_and(|d| Utc::now() > d)
+    }
+
+    async fn execute_cluster(&self, job: &Job) -> StoreResult<Outcome> {
+        let op = job.operation;
+        let resource = job.resource_uuid.clone();
+        let Some(cluster) = self.store.find_cluster(&job.resource_uuid).await? else {
+            self.store
+                .commit(&[Write::FinishJob {
+                    id: job.id,
+                    owner: self.owner.clone(),
+                    failed: false,
+                    error: Some("the cluster no longer exists".into()),
+                }])
+                .await?;
+            return Ok(Outcome::Skipped {
+                operation: op,
+                resource,
+            });
+        };
+        let mut ctx = self.context(cluster, job.attempts).await?;
+        // Certificates first (a create's CA exists before the driver runs).
+        let result = match self.prepare_certificates(job, &ctx.cluster).await {
+            Ok(ca) => {
+                ctx.ca = ca;
+                self.call_cluster_driver(job, &ctx).await
+            }
+            Err(e) => Err(e),
+        };
+        for _ in 0..5 {
+            let others_pending = self.others_pending(job).await?;
+            let (writes, outcome) = self.cluster_result_writes(job, &ctx, &result, others_pending);
+            match self.store.commit(&writes).await {
+                Ok(()) => return Ok(outcome),
+                Err(StoreError::Stale) => {
+                    // Either the cluster changed under us (re-read and re-apply) or the lease
+                    // was lost (another conductor owns the job now).
+                    if !self
+                        .store
+                        .renew_lease(job.id, &self.owner, self.lease())
+                        .await?
+                    {
+                        return Ok(Outcome::LostLease {
+                            operation: op,
+                            resource,
+                        });
+                    }
+                    match self.store.find_cluster(&job.resource_uuid).await? {
+                        Some(c) => ctx = self.context(c, job.attempts).await?,
+                        None => {
+                            return Ok(Outcome::Skipped {
+                                operation: op,
+                                resource,
+                            })
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Stale)
+    }
+
+    async fn call_cluster_driver(
+        &self,
+        job: &Job,
+        ctx: &ClusterContext,
+    ) -> Result<Progress, DriverError> {
+        if Self::deadline_passed(job) {
+            return Err(DriverError::Permanent(format!(
+                "The operation did not finish within the cluster's create_timeout of {} minutes.",
+                ctx.cluster.create_timeout.unwrap_or(60)
+            )));
+        }
+        let driver = self.drivers.get(&job.driver).ok_or_else(|| {
+            DriverError::Permanent(format!(
+                "The cluster driver '{}' is not available in this conductor.",
+                job.driver
+            ))
+        })?;
+        let nodegroup = |key: &str| -> Result<NodeGroup, DriverError> {
+            let uuid = payload_str(&job.payload, key).unwrap_or_default();
+            ctx.nodegroups
+                .iter()
+                .find(|n| n.uuid.to_string() == uuid)
+                .cloned()
+                .ok_or_else(|| {
+                    DriverError::Permanent(format!("The node group {uuid} no longer exists."))
+                })
+        };
+        match job.operation {
+            Operation::ClusterCreate => driver.create_cluster(ctx).await,
+            Operation::ClusterUpdate => driver.update_cluster(ctx).await,
+            Operation::ClusterResize => {
+                let ng = nodegroup("nodegroup")?;
+                let resize = Resize {
+                    nodegroup: ng.uuid.to_string(),
+                    node_count: ng.node_count,
+                    nodes_to_remove: payload_strings(&job.payload, "nodes_to_remove"),
+                };
+                driver.resize_cluster(ctx, &resize).await
+            }
+            Operation::ClusterUpgrade => {
+                let max_batch = job
+                    .payload
+                    .get("max_batch_size")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1) as i32;
+                let ng = payload_str(&job.payload, "nodegroup").map(String::from);
+                driver
+                    .upgrade_cluster(ctx, &ctx.template, max_batch, ng.as_deref())
+                    .await
+            }
+            Operation::ClusterDelete => driver.delete_cluster(ctx).await,
+            Operation::NodegroupCreate => {
+                driver.create_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            }
+            Operation::NodegroupUpdate => {
+                driver.update_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            }
+            Operation::NodegroupDelete => {
+                driver.delete_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            }
+            Operation::CaRotate => driver.rotate_ca(ctx).await,
+            Operation::CredentialRotate => driver
+                .rotate_credential(ctx)
+                .await
+                .map(|()| Progress::Done(ClusterObservation::phase(Phase::Complete))),
+            other => Err(DriverError::Permanent(format!(
+                "{} is not a cluster operation.",
+                other.as_str()
+            ))),
+        }
+    }
+
+    fn cluster_result_writes(
+        &self,
+        job: &Job,
+        ctx: &ClusterContext,
+        result: &Result<Progress, DriverError>,
+        others_pending: bool,
+    ) -> (Vec<Write>, Outcome) {
+        let op = job.operation;
+        let resource = job.resource_uuid.clone();
+        let verb = verb_of(op);
+        let mut c = ctx.cluster.clone();
+        let mut ngs = ctx.nodegroups.clone();
+        let finish = |failed: bool, error: Option<String>| Write::FinishJob {
+            id: job.id,
+            owner: self.owner.clone(),
+            failed,
+            error,
+        };
+        // A credential rotation changes no status (as in Magnum): the job records the outcome,
+        // a failure is logged.
+        if op == Operation::CredentialRotate {
+            return match result {
+                Err(DriverError::Transient(msg))
+                    if job.attempts < job.max_attempts && !Self::deadline_passed(job) =>
+                {
+                    (
+                        vec![Write::RetryJob {
+                            id: job.id,
+                            owner: self.owner.clone(),
+                            run_after: crate::store::sql::now() + backoff(job.attempts),
+                            error: msg.clone(),
+                        }],
+                        Outcome::Retried {
+                            operation: op,
+                            resource,
+                            error: msg.clone(),
+                        },
+                    )
+                }
+                Err(e) => {
+                    tracing::error!(cluster = %resource, error = %e, "credential rotation failed");
+                    (
+                        vec![finish(true, Some(e.to_string()))],
+                        Outcome::Failed {
+                            operation: op,
+                            resource,
+                            reason: e.to_string(),
+                        },
+                    )
+                }
+                Ok(_) => (
+                    vec![finish(false, None)],
+                    Outcome::Completed {
+                        operation: op,
+                        resource,
+                    },
+                ),
+            };
+        }
+        // Another request's job is waiting (a delete during a create, a second resize): that
+        // later job decides the status; this one records what the backend reported.
+        if others_pending && !matches!(result, Err(DriverError::Transient(_))) {
+            let error = match result {
+                Ok(Progress::Done(obs) | Progress::Started(obs)) => {
+                    if obs.phase != Phase::Gone {
+                        apply_observation(&mut c, &mut ngs, obs);
+                    }
+                    None
+                }
+                Err(e) => Some(e.to_string()),
+            };
+            let mut writes = cluster_writes(ctx, &c, &ngs);
+            let failed = error.is_some();
+            writes.push(finish(failed, error));
+            return (
+                writes,
+                Outcome::Completed {
+                    operation: op,
+                    resource,
+                },
+            );
+        }
+        match result {
+            Ok(Progress::Done(obs))
+                if obs.phase == Phase::Gone || op == Operation::ClusterDelete =>
+            {
+                c.status = Verb::Delete.complete();
+                let event = events::cluster_event(
+                    &self.host,
+                    Action::Delete,
+                    EventOutcome::Success,
+                    &c,
+                    &ngs,
+                    None,
+                );
+                let writes = vec![
+                    Write::DeleteCluster {
+                        uuid: resource.clone(),
+                    },
+                    Write::event(event),
+                    finish(false, None),
+                ];
+                (
+                    writes,
+                    Outcome::Completed {
+                        operation: op,
+                        resource,
+                    },
+                )
+            }
+            Ok(Progress::Done(obs)) => {
+                apply_observation(&mut c, &mut ngs, obs);
+                if op == Operation::NodegroupDelete {
+                    if let Some(ng) = ngs.iter_mut().find(|n| {
+                        Some(n.uuid.to_string().as_str()) == payload_str(&job.payload, "nodegroup")
+                    }) {
+                        ng.status = Verb::Delete.complete();
+                    }
+                }
+                complete(&mut c, &mut ngs, verb);
+                let mut writes = cluster_writes(ctx, &c, &ngs);
+                writes.push(Write::event(events::cluster_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Success,
+                    &c,
+                    &ngs,
+                    None,
+                )));
+                writes.push(finish(false, None));
+                (
+                    writes,
+                    Outcome::Completed {
+                        operation: op,
+                        resource,
+                    },
+                )
+            }
+            Ok(Progress::Started(obs)) => {
+                apply_observation(&mut c, &mut ngs, obs);
+                let mut writes = cluster_writes(ctx, &c, &ngs);
+                writes.push(finish(false, None));
+                (
+                    writes,
+                    Outcome::Started {
+                        operation: op,
+                        resource,
+                    },
+                )
+            }
+            Err(DriverError::Transient(msg))
+                if job.attempts < job.max_attempts && !Self::deadline_passed(job) =>
+            {
+                let writes = vec![Write::RetryJob {
+                    id: job.id,
+                    owner: self.owner.clone(),
+                    run_after: crate::store::sql::now() + backoff(job.attempts),
+                    error: msg.clone(),
+                }];
+                (
+                    writes,
+                    Outcome::Retried {
+                        operation: op,
+                        resource,
+                        error: msg.clone(),
+                    },
+                )
+            }
+            Err(e) => {
+                let reason = match e {
+                    DriverError::Transient(msg) => {
+                        format!("{msg} (gave up after {} attempts)", job.attempts)
+                    }
+                    DriverError::Permanent(msg) => msg.clone(),
+                };
+                // Undo what the request changed ahead of the driver.
+                if let (Some(uuid), Some(old)) = (
+                    payload_str(&job.payload, "nodegroup"),
+                    job.payload.get("old_node_count").and_then(Value::as_i64),
+                ) {
+                    if let Some(ng) = ngs.iter_mut().find(|n| n.uuid.to_string() == uuid) {
+                        ng.node_count = old as i32;
+                    }
+                }
+                if op == Operation::ClusterUpgrade {
+                    if let Some(old) = payload_str(&job.payload, "old_template")
+                        .and_then(|t| uuid::Uuid::try_parse(t).ok())
+                    {
+                        c.cluster_template_id = ResourceId(old);
+                    }
+                }
+                fail(&mut c, &mut ngs, verb, &reason);
+                let mut writes = cluster_writes(ctx, &c, &ngs);
+                writes.push(Write::event(events::cluster_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Failure,
+                    &c,
+                    &ngs,
+                    None,
+                )));
+                writes.push(finish(true, Some(reason.clone())));
+                (
+                    writes,
+                    Outcome::Failed {
+                        operation: op,
+                        resource,
+                        reason,
+                    },
+                )
+            }
+        }
+    }
+
+    pub(crate) async fn federation_context(
+        &self,
+        f: &Federation,
+        extra_members: &[String],
+    ) -> StoreResult<FederationContext> {
+        let host = match self.store.find_cluster(&f.hostcluster_id).await? {
+            Some(c) => Some(self.context(c, 1).await?),
+            None => None,
+        };
+        let mut uuids = f.member_ids.clone();
+        uuids.extend(extra_members.iter().cloned());
+        let members = self.store.clusters_by_uuid(&uuids).await?;
+        Ok(FederationContext {
+            federation: f.clone(),
+            host,
+            members,
+        })
+    }
+
+    async fn execute_federation(&self, job: &Job) -> StoreResult<Outcome> {
+        let op = job.operation;
+        let resource = job.resource_uuid.clone();
+        let change = MemberChange {
+            joined: payload_strings(&job.payload, "joined"),
+            unjoined: payload_strings(&job.payload, "unjoined"),
+        };
+        let Some(f) = self.store.find_federation(&job.resource_uuid).await? else {
+            self.store
+                .commit(&[Write::FinishJob {
+                    id: job.id,
+                    owner: self.owner.clone(),
+                    failed: false,
+                    error: Some("the federation no longer exists".into()),
+                }])
+                .await?;
+            return Ok(Outcome::Skipped {
+                operation: op,
+                resource,
+            });
+        };
+        let ctx = self.federation_context(&f, &change.unjoined).await?;
+        let result = if Self::deadline_passed(job) {
+            Err(DriverError::Permanent(
+                "The federation operation timed out.".into(),
+            ))
+        } else {
+            match self.drivers.get(&job.driver) {
+                None => Err(DriverError::Permanent(format!(
+                    "The cluster driver '{}' is not available in this conductor.",
+                    job.driver
+                ))),
+                Some(d) if !d.capabilities().federation => Err(DriverError::Permanent(format!(
+                    "The cluster driver '{}' does not support federations.",
+                    job.driver
+                ))),
+                Some(d) => match op {
+                    Operation::FederationCreate => d.create_federation(&ctx).await,
+                    Operation::FederationUpdate => d.update_federation(&ctx, &change).await,
+                    _ => d.delete_federation(&ctx).await,
+                },
+            }
+        };
+        let mut current = f;
+        for _ in 0..5 {
+            let others_pending = self.others_pending(job).await?;
+            let (writes, outcome) =
+                self.federation_result_writes(job, &current, &change, &result, others_pending);
+            match self.store.commit(&writes).await {
+                Ok(()) => return Ok(outcome),
+                Err(StoreError::Stale) => {
+                    if !self
+                        .store
+                        .renew_lease(job.id, &self.owner, self.lease())
+                        .await?
+                    {
+                        return Ok(Outcome::LostLease {
+                            operation: op,
+                            resource,
+                        });
+                    }
+                    match self.store.find_federation(&job.resource_uuid).await? {
+                        Some(f) => current = f,
+                        None => {
+                            return Ok(Outcome::Skipped {
+                                operation: op,
+                                resource,
+                            })
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Stale)
+    }
+
+    fn federation_result_writes(
+        &self,
+        job: &Job,
+        f: &Federation,
+        change: &MemberChange,
+        result: &Result<FederationProgress, DriverError>,
+        others_pending: bool,
+    ) -> (Vec<Write>, Outcome) {
+        let op = job.operation;
+        let resource = job.resource_uuid.clone();
+        let verb = verb_of(op);
+        let finish = |failed: bool, error: Option<String>| Write::FinishJob {
+            id: job.id,
+            owner: self.owner.clone(),
+            failed,
+            error,
+        };
+        let change_ref = (op == Operation::FederationUpdate)
+            .then_some((change.joined.as_slice(), change.unjoined.as_slice()));
+        let mut next = f.clone();
+        if others_pending && !matches!(result, Err(DriverError::Transient(_))) {
+            let error = result.as_ref().err().map(|e| e.to_string());
+            let failed = error.is_some();
+            return (
+                vec![finish(failed, error)],
+                Outcome::Completed {
+                    operation: op,
+                    resource,
+                },
+            );
+        }
+        match result {
+            Ok(FederationProgress::Started) => (
+                vec![finish(false, None)],
+                Outcome::Started {
+                    operation: op,
+                    resource,
+                },
+            ),
+            Ok(done) => {
+                if verb == Verb::Delete {
+                    next.status = FederationStatus::DeleteComplete;
+                    let event = events::federation_event(
+                        &self.host,
+                        Action::Delete,
+                        EventOutcome::Success,
+                        &next,
+                        None,
+                        None,
+                    );
+                    return (
+                        vec![
+                            Write::DeleteFederation { id: f.id },
+                            Write::event(event),
+                            finish(false, None),
+                        ],
+                        Outcome::Completed {
+                            operation: op,
+                            resource,
+                        },
+                    );
+                }
+                next.status = verb.federation_complete();
+                next.status_reason = match done {
+                    FederationProgress::DoneWithNote(note) => Some(note.clone()),
+                    _ => None,
+                };
+                let event = events::federation_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Success,
+                    &next,
+                    change_ref,
+                    None,
+                );
+                (
+                    vec![
+                        Write::update_federation(&next),
+                        Write::event(event),
+                        finish(false, None),
+                    ],
+                    Outcome::Completed {
+                        operation: op,
+                        resource,
+                    },
+                )
+            }
+            Err(DriverError::Transient(msg))
+                if job.attempts < job.max_attempts && !Self::deadline_passed(job) =>
+            {
+                (
+                    vec![Write::RetryJob {
+                        id: job.id,
+                        owner: self.owner.clone(),
+                        run_after: crate::store::sql::now() + backoff(job.attempts),
+                        error: msg.clone(),
+                    }],
+                    Outcome::Retried {
+                        operation: op,
+                        resource,
+                        error: msg.clone(),
+                    },
+                )
+            }
+            Err(e) => {
+                let reason = match e {
+                    DriverError::Transient(msg) => {
+                        format!("{msg} (gave up after {} attempts)", job.attempts)
+                    }
+                    DriverError::Permanent(msg) => msg.clone(),
+                };
+                next.status = verb.federation_failed();
+                next.status_reason = Some(reason.clone());
+                let event = events::federation_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Failure,
+                    &next,
+                    change_ref,
+                    None,
+                );
+                (
+                    vec![
+                        Write::update_federation(&next),
+                        Write::event(event),
+                        finish(true, Some(reason.clone())),
+                    ],
+                    Outcome::Failed {
+                        operation: op,
+                        resource,
+                        reason,
+                    },
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Periodic polling: statuses of `*_IN_PROGRESS` clusters and federations whose work
+//! converges after the job (as Magnum's 10-second `sync_cluster_status`), and cluster health.
+
+use std::collections::{BTreeMap, HashSet};
+
+use futures_util::stream::{self, StreamExt};
+
+use super::execute::{action_of, apply_observation, cluster_writes, complete, fail};
+use super::Conductor;
+use crate::domain::cluster::Cluster;
+use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus, Verb};
+use crate::drivers::{ClusterContext, Phase};
+use crate::notify::events::{self, Action, Outcome as EventOutcome};
+use crate::store::{PageRequest, Scope, SortDir, StoreError, StoreResult, Write};
+
+/// Clusters polled at once per conductor.
+const CONCURRENCY: usize = 16;
+const BATCH: u32 = 500;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncReport {
+    /// Resources asked about.
+    pub polled: usize,
+    /// Resources whose stored state changed.
+    pub changed: usize,
+}
+
+impl Conductor {
+    /// Contexts for many clusters with two queries (node groups and templates).
+    pub(crate) async fn contexts_for(
+        &self,
+        clusters: Vec<Cluster>,
+    ) -> StoreResult<Vec<ClusterContext>> {
+        let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.to_string()).collect();
+        let mut template_ids: Vec<String> = clusters
+            .iter()
+            .map(|c| c.cluster_template_id.to_string())
+            .collect();
+        template_ids.sort();
+        template_ids.dedup();
+        let mut by_cluster: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for ng in self.store.nodegroups_of(&uuids).await? {
+            by_cluster
+                .entry(ng.cluster_id.to_string())
+                .or_default()
+                .push(ng);
+        }
+        let templates: BTreeMap<String, _> = self
+            .store
+            .templates_by_uuid(&template_ids)
+            .await?
+            .into_iter()
+            .map(|t| (t.uuid.to_string(), t))
+            .collect();
+        let mut out = Vec::with_capacity(clusters.len());
+        for c in clusters {
+            let Some(template) = templates.get(&c.cluster_template_id.to_string()).cloned() else {
+                continue;
+            };
+            let nodegroups = by_cluster.remove(&c.uuid.to_string()).unwrap_or_default();
+            out.push(ClusterContext {
+                attempt: 1,
+                cluster: c,
+                nodegroups,
+                template,
+                ca: None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One round of status polling over every in-progress cluster and federation that has no
+    /// job waiting (a waiting job will move it itself).
+    pub async fn sync_round(&self) -> StoreResult<SyncReport> {
+        let mut report = SyncReport::default();
+        let mut after = 0_i64;
+        loop {
+            let batch = self.store.clusters_in_progress(after, BATCH).await?;
+            let Some(last) = batch.last() else { break };
+            after = last.id;
+            let uuids: Vec<String> = batch.iter().map(|c| c.uuid.to_string()).collect();
+            let busy: HashSet<String> = self
+                .store
+                .resources_with_pending_jobs(&uuids)
+                .await?
+                .into_iter()
+                .collect();
+            let idle: Vec<Cluster> = batch
+                .into_iter()
+                .filter(|c| !busy.contains(&c.uuid.to_string()))
+                .collect();
+            let contexts = self.contexts_for(idle).await?;
+            report.polled += contexts.len();
+            let changed: Vec<bool> = stream::iter(contexts)
+                .map(|ctx| async move { self.sync_cluster(ctx).await })
+                .buffer_unordered(CONCURRENCY)
+                .collect::<Vec<StoreResult<bool>>>()
+                .await
+                .into_iter()
+                .map(|r| {
+                    r.unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "cluster status sync failed");
+                        false
+                    })
+                })
+                .collect();
+            report.changed += changed.into_iter().filter(|c| *c).count();
+        }
+        let feds = self.store.federations_in_progress(BATCH).await?;
+        let uuids: Vec<String> = feds.iter().map(|f| f.uuid.to_string()).collect();
+        let busy: HashSet<String> = self
+            .store
+            .resources_with_pending_jobs(&uuids)
+            .await?
+            .into_iter()
+            .collect();
+        for f in feds
+            .into_iter()
+            .filter(|f| !busy.contains(&f.uuid.to_string()))
+        {
+            report.polled += 1;
+            match self.sync_federation(&f).await {
+                Ok(true) => report.changed += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, federation = %f.uuid, "federation status sync failed")
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    async fn sync_cluster(&self, ctx: ClusterContext) -> StoreResult<bool> {
+        let Some(driver) = self
+            .drivers
+            .get(ctx.template.spec.driver.as_deref().unwrap_or_default())
+        else {
+            return Ok(false);
+        };
+        let obs = match driver.cluster_status(&ctx).await {
+            Ok(obs) => obs,
+            Err(e) => {
+                tracing::warn!(cluster = %ctx.cluster.uuid, error = %e, "status poll failed");
+                return Ok(false);
+            }
+        };
+        let Some(verb) = ctx.cluster.status.verb() else {
+            return Ok(false);
+        };
+        let mut c = ctx.cluster.clone();
+        let mut ngs = ctx.nodegroups.clone();
+        let writes = match &obs.phase {
+            Phase::Gone if verb == Verb::Delete => {
+                c.status = ClusterStatus::DeleteComplete;
+                let e = events::cluster_event(
+                    &self.host,
+                    Action::Delete,
+                    EventOutcome::Success,
+                    &c,
+                    &ngs,
+                    None,
+                );
+                vec![
+                    Write::DeleteCluster {
+                        uuid: c.uuid.to_string(),
+                    },
+                    Write::event(e),
+                ]
+            }
+            Phase::Gone => {
+                fail(
+                    &mut c,
+                    &mut ngs,
+                    verb,
+                    "The backend no longer has this cluster.",
+                );
+                let mut w = cluster_writes(&ctx, &c, &ngs);
+                w.push(Write::event(events::cluster_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Failure,
+                    &c,
+                    &ngs,
+                    None,
+                )));
+                w
+            }
+            Phase::Complete => {
+                apply_observation(&mut c, &mut ngs, &obs);
+                for ng in ngs
+                    .iter_mut()
+                    .filter(|n| n.status == ClusterStatus::DeleteInProgress)
+                {
+                    ng.status = ClusterStatus::DeleteComplete;
+                }
+                complete(&mut c, &mut ngs, verb);
+                let mut w = cluster_writes(&ctx, &c, &ngs);
+                w.push(Write::event(events::cluster_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Success,
+                    &c,
+                    &ngs,
+                    None,
+                )));
+                w
+            }
+            Phase::Failed(reason) => {
+                apply_observation(&mut c, &mut ngs, &obs);
+                fail(&mut c, &mut ngs, verb, reason);
+                let mut w = cluster_writes(&ctx, &c, &ngs);
+                w.push(Write::event(events::cluster_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Failure,
+                    &c,
+                    &ngs,
+                    None,
+                )));
+                w
+            }
+            Phase::InProgress => {
+                apply_observation(&mut c, &mut ngs, &obs);
+                cluster_writes(&ctx, &c, &ngs)
+            }
+        };
+        if writes.is_empty() {
+            return Ok(false);
+        }
+        match self.store.commit(&writes).await {
+            Ok(()) => Ok(true),
+            // Changed meanwhile (a request or another conductor): next round sees it.
+            Err(StoreError::Stale) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn sync_federation(
+        &self,
+        f: &crate::domain::federation::Federation,
+    ) -> StoreResult<bool> {
+        let ctx = self.federation_context(f, &[]).await?;
+        let driver_name = ctx
+            .host
+            .as_ref()
+            .and_then(|h| h.template.spec.driver.clone())
+            .unwrap_or_default();
+        let Some(driver) = self.drivers.get(&driver_name) else {
+            return Ok(false);
+        };
+        let phase = match driver.federation_status(&ctx).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(federation = %f.uuid, error = %e, "federation status poll failed");
+                return Ok(false);
+            }
+        };
+        let verb = f.status.verb();
+        let mut next = f.clone();
+        let writes = match phase {
+            Phase::InProgress => return Ok(false),
+            Phase::Gone if verb == Verb::Delete => {
+                next.status = FederationStatus::DeleteComplete;
+                let e = events::federation_event(
+                    &self.host,
+                    Action::Delete,
+                    EventOutcome::Success,
+                    &next,
+                    None,
+                    None,
+                );
+                vec![Write::DeleteFederation { id: f.id }, Write::event(e)]
+            }
+            Phase::Complete => {
+                next.status = verb.federation_complete();
+                next.status_reason = None;
+                let e = events::federation_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Success,
+                    &next,
+                    None,
+                    None,
+                );
+                vec![Write::update_federation(&next), Write::event(e)]
+            }
+            Phase::Failed(reason) => {
+                next.status = verb.federation_failed();
+                next.status_reason = Some(reason);
+                let e = events::federation_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Failure,
+                    &next,
+                    None,
+                    None,
+                );
+                vec![Write::update_federation(&next), Write::event(e)]
+            }
+            Phase::Gone => {
+                next.status = verb.federation_failed();
+                next.status_reason = Some("The federation control plane is gone.".into());
+                let e = events::federation_event(
+                    &self.host,
+                    action_of(verb),
+                    EventOutcome::Failure,
+                    &next,
+                    None,
+                    None,
+                );
+                vec![Write::update_federation(&next), Write::event(e)]
+            }
+        };
+        match self.store.commit(&writes).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Stale) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One round of health polling. Clusters that run magnum-auto-healer report their own
+    /// health through PATCH and are skipped, as in Magnum.
+    pub async fn health_round(&self) -> StoreResult<usize> {
+        let scope = Scope {
+            project_id: String::new(),
+            all_projects: true,
+        };
+        let mut marker = None;
+        let mut changed = 0;
+        loop {
+            let page = PageRequest {
+                limit: BATCH,
+                marker,
+                sort_key: "id".into(),
+                sort_dir: SortDir::Asc,
+            };
+            let batch = self.store.list_clusters(&scope, &page).await?;
+            let Some(last) = batch.last() else { break };
+            marker = Some(last.uuid.0);
+            let full = batch.len() == BATCH as usize;
+            let polled: Vec<Cluster> = batch
+                .into_iter()
+                .filter(|c| {
+                    let healer = c
+                        .labels
+                        .get("auto_healing_enabled")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                        && c.labels
+                            .get("auto_healing_controller")
+                            .is_some_and(|v| v == "magnum-auto-healer");
+                    !healer && !c.status.is_in_progress() && c.status.is_complete_like()
+                })
+                .collect();
+            for ctx in self.contexts_for(polled).await? {
+                let Some(driver) = self
+                    .drivers
+                    .get(ctx.template.spec.driver.as_deref().unwrap_or_default())
+                else {
+                    continue;
+                };
+                let Ok(Some(h)) = driver.cluster_health(&ctx).await else {
+                    continue;
+                };
+                let status = match h.healthy {
+                    Some(true) => HealthStatus::Healthy,
+                    Some(false) => HealthStatus::Unhealthy,
+                    None => HealthStatus::Unknown,
+                };
+                if ctx.cluster.health_status == Some(status)
+                    && ctx.cluster.health_status_reason == h.reason
+                {
+                    continue;
+                }
+                let mut c = ctx.cluster.clone();
+                c.health_status = Some(status);
+                c.health_status_reason = h.reason;
+                match self.store.commit(&[Write::update_cluster(&c)]).await {
+                    Ok(()) => changed += 1,
+                    Err(StoreError::Stale) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        Ok(changed)
+    }
+}

@@ -1,0 +1,825 @@
+//! One typed settings tree, loaded once and validated once.
+//!
+//! Sources, later ones winning: built-in defaults (the embedded quick start), an INI file in
+//! OpenStack's shape (`--config-file`, else `etc/fleetyard/fleetyard.conf` when present), then
+//! environment variables `FLEETYARD__SECTION__KEY`. An unknown section or option, or a value of
+//! the wrong type, fails start-up with one line naming the option.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use crate::auth::token::JwtSettings;
+
+/// The file read when no `--config-file` is given, if it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "etc/fleetyard/fleetyard.conf";
+
+/// A string that never appears in logs or debug output.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl Serialize for Secret {
+    /// Only the option's presence is ever serialised, never its value.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    #[serde(rename = "default")]
+    pub default: DefaultSection,
+    pub database: DatabaseSection,
+    pub api: ApiSection,
+    pub oslo_messaging_notifications: NotificationsSection,
+    pub oslo_policy: PolicySection,
+    pub cors: CorsSection,
+    pub jwt: JwtSettings,
+    pub noauth: NoauthSection,
+    pub cluster_template: ClusterTemplateSection,
+    pub drivers: DriversSection,
+    pub fake_driver: FakeDriverSection,
+    pub kubernetes_driver: KubernetesDriverSection,
+    pub conductor: ConductorSection,
+    pub quotas: QuotasSection,
+    pub certificates: CertificatesSection,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthStrategy {
+    Noauth,
+    Jwt,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DefaultSection {
+    /// Name of this host in notifications (`container-infra.<host>`) and in `mservices`.
+    pub host: String,
+    /// Message broker, as oslo.messaging writes it: `rabbit://user:pass@host:port/vhost`.
+    pub transport_url: Secret,
+    /// The AMQP topic exchange notifications are published to (Magnum's is `magnum`).
+    pub control_exchange: String,
+    pub auth_strategy: AuthStrategy,
+    pub log_format: LogFormat,
+    /// A tracing `EnvFilter` directive, e.g. `info` or `fleetyard=debug,info`.
+    pub log_level: String,
+}
+
+impl Default for DefaultSection {
+    fn default() -> Self {
+        DefaultSection {
+            host: default_host(),
+            transport_url: Secret::new("rabbit://guest:guest@127.0.0.1:5672/"),
+            control_exchange: "magnum".into(),
+            auth_strategy: AuthStrategy::Noauth,
+            log_format: LogFormat::Text,
+            log_level: "info".into(),
+        }
+    }
+}
+
+fn default_host() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSection {
+    /// `postgres://user@host/db` (production) or `sqlite://path` (embedded default).
+    pub connection: Secret,
+    pub max_pool_size: u32,
+    /// Run pending migrations when the service starts (`fleetyard db upgrade` does it explicitly).
+    pub auto_migrate: bool,
+}
+
+impl Default for DatabaseSection {
+    fn default() -> Self {
+        DatabaseSection {
+            connection: Secret::new("sqlite://fleetyard.sqlite"),
+            max_pool_size: 16,
+            auto_migrate: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiSection {
+    pub host: String,
+    pub port: u16,
+    /// HTTP worker threads; 0 means one per CPU.
+    pub workers: usize,
+    /// The largest page a list returns (`limit` is clamped to it).
+    pub max_limit: u32,
+}
+
+impl Default for ApiSection {
+    fn default() -> Self {
+        ApiSection {
+            host: "127.0.0.1".into(),
+            port: 9511,
+            workers: 0,
+            max_limit: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NotificationDriver {
+    Messagingv2,
+    Log,
+    Noop,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotificationsSection {
+    pub driver: NotificationDriver,
+    /// Comma-separated AMQP topics; each event goes to `<topic>.<priority>`.
+    pub topics: String,
+    /// Days to keep sent events in the outbox before pruning.
+    pub retention_days: u32,
+    /// Events one relay claims and publishes per round.
+    pub relay_batch_size: u32,
+    /// Seconds between polls of an empty outbox (the upper bound of the delay a relay adds).
+    pub relay_poll_interval: f64,
+    /// Seconds a relay's claim on a batch lasts; a relay that dies mid-batch lets another
+    /// relay take its events after this long.
+    pub relay_claim_timeout: u64,
+    /// Seconds between status lines logging the outbox backlog and its oldest event's age.
+    pub relay_status_interval: u64,
+}
+
+impl Default for NotificationsSection {
+    fn default() -> Self {
+        NotificationsSection {
+            driver: NotificationDriver::Log,
+            topics: "notifications".into(),
+            retention_days: 7,
+            relay_batch_size: 100,
+            relay_poll_interval: 0.2,
+            relay_claim_timeout: 30,
+            relay_status_interval: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicySection {
+    /// YAML (or JSON) file overriding default rules; unset means the built-in defaults.
+    pub policy_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct CorsSection {
+    /// Comma-separated origins allowed to call the API from a browser (`*` for any); empty disables CORS.
+    pub allowed_origin: String,
+    pub allow_credentials: bool,
+    pub expose_headers: String,
+    pub max_age: usize,
+    pub allow_methods: String,
+    pub allow_headers: String,
+}
+
+impl Default for CorsSection {
+    fn default() -> Self {
+        CorsSection {
+            allowed_origin: String::new(),
+            allow_credentials: true,
+            expose_headers: "X-Auth-Token,X-Openstack-Request-Id,OpenStack-API-Version,OpenStack-API-Minimum-Version,OpenStack-API-Maximum-Version".into(),
+            max_age: 3600,
+            allow_methods: "GET,PUT,POST,DELETE,PATCH".into(),
+            allow_headers: "X-Auth-Token,X-Identity-Status,X-Roles,X-Service-Catalog,X-User-Id,X-Tenant-Id,X-Project-Id,X-OpenStack-Request-Id,OpenStack-API-Version,Content-Type,Authorization".into(),
+        }
+    }
+}
+
+impl CorsSection {
+    pub fn origins(&self) -> Vec<String> {
+        split_list(&self.allowed_origin)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct NoauthSection {
+    /// Identity used for requests without `X-User-Id`/`X-Project-Id`/`X-Roles` headers
+    /// (the `openstack` CLI cannot send them).
+    pub user_id: String,
+    pub project_id: String,
+    pub roles: String,
+}
+
+impl Default for NoauthSection {
+    fn default() -> Self {
+        NoauthSection {
+            user_id: "admin".into(),
+            project_id: "admin".into(),
+            roles: "admin,member,reader".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterTemplateSection {
+    /// Network drivers templates may name (`all` for every supported one).
+    pub kubernetes_allowed_network_drivers: String,
+    pub kubernetes_default_network_driver: String,
+}
+
+impl Default for ClusterTemplateSection {
+    fn default() -> Self {
+        ClusterTemplateSection {
+            kubernetes_allowed_network_drivers: "flannel,calico".into(),
+            kubernetes_default_network_driver: "flannel".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DriversSection {
+    /// Driver for templates that name none (`fake` is the simulator used by the quick start).
+    pub default_driver: String,
+    /// Comma-separated driver names that may not be used.
+    pub disabled_drivers: String,
+}
+
+impl Default for DriversSection {
+    fn default() -> Self {
+        DriversSection {
+            default_driver: "fake".into(),
+            disabled_drivers: String::new(),
+        }
+    }
+}
+
+/// The `fake` driver: a deterministic simulator of provisioning.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FakeDriverSection {
+    /// Simulated seconds each operation takes; 0 completes within the job.
+    pub create_seconds: u64,
+    pub update_seconds: u64,
+    pub delete_seconds: u64,
+    pub federation_seconds: u64,
+    /// Milliseconds every simulated backend call blocks (a slow cloud API).
+    pub latency_ms: u64,
+}
+
+impl Default for FakeDriverSection {
+    fn default() -> Self {
+        FakeDriverSection {
+            create_seconds: 3,
+            update_seconds: 2,
+            delete_seconds: 1,
+            federation_seconds: 1,
+            latency_ms: 0,
+        }
+    }
+}
+
+/// The `kubernetes` driver: Cluster API objects on a management cluster, Karmada for
+/// federations. It is registered only when `kubeconfig` is set.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct KubernetesDriverSection {
+    /// Path of the kubeconfig of the Cluster API management cluster; empty leaves the driver
+    /// unconfigured.
+    pub kubeconfig: String,
+    /// Context of that kubeconfig to use; empty means its current context.
+    pub context: String,
+    /// Namespace of the management cluster the Cluster API objects are applied in.
+    pub namespace: String,
+    /// Kubernetes version of clusters whose template and labels name no `kube_tag`.
+    pub default_kube_tag: String,
+    /// apiVersion of the infrastructure provider's objects.
+    pub infrastructure_api_version: String,
+    /// Kind of the infrastructure cluster object (OpenStackCluster for CAPO).
+    pub infrastructure_cluster_kind: String,
+    /// Kind of the infrastructure machine template (OpenStackMachineTemplate for CAPO).
+    pub infrastructure_machine_template_kind: String,
+    /// Secret (in `namespace`) holding the clouds.yaml CAPO uses, and the cloud's name in it.
+    pub cloud_credentials_secret: String,
+    pub cloud_name: String,
+    /// Seconds to wait for a Kubernetes API server to connect or answer.
+    pub request_timeout: u64,
+    /// The federation control plane: only `karmada` exists.
+    pub federation_engine: String,
+    /// Namespace of the host cluster the Karmada control plane runs in.
+    pub karmada_namespace: String,
+    /// Service type of the Karmada API server (the operator writes its address from it).
+    pub karmada_apiserver_service_type: String,
+}
+
+impl Default for KubernetesDriverSection {
+    fn default() -> Self {
+        KubernetesDriverSection {
+            kubeconfig: String::new(),
+            context: String::new(),
+            namespace: "magnum-system".into(),
+            default_kube_tag: "v1.30.1".into(),
+            infrastructure_api_version: "infrastructure.cluster.x-k8s.io/v1beta1".into(),
+            infrastructure_cluster_kind: "OpenStackCluster".into(),
+            infrastructure_machine_template_kind: "OpenStackMachineTemplate".into(),
+            cloud_credentials_secret: "openstack-cloud-credentials".into(),
+            cloud_name: "openstack".into(),
+            request_timeout: 30,
+            federation_engine: "karmada".into(),
+            karmada_namespace: "karmada-system".into(),
+            karmada_apiserver_service_type: "NodePort".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConductorSection {
+    /// Seconds between a conductor's heartbeats into the services table.
+    pub heartbeat_interval: u64,
+    /// A service whose last heartbeat is older than this many seconds is reported `down`.
+    pub service_down_time: u64,
+    /// Seconds a claimed job is leased for; renewed while the driver works. A conductor that
+    /// dies loses its lease after this long and another one takes the job.
+    pub lease_seconds: u64,
+    /// Seconds between polls of clusters and federations whose work converges later (Magnum
+    /// polls every 10).
+    pub sync_interval: u64,
+    /// Seconds between health polls of clusters; 0 disables them.
+    pub health_interval: u64,
+    /// Attempts at a job before it fails for good (transient driver errors are retried with
+    /// exponential backoff).
+    pub max_attempts: i32,
+    /// Jobs one conductor process works on at once.
+    pub workers: usize,
+}
+
+impl Default for ConductorSection {
+    fn default() -> Self {
+        ConductorSection {
+            heartbeat_interval: 10,
+            service_down_time: 60,
+            lease_seconds: 30,
+            sync_interval: 10,
+            health_interval: 60,
+            max_attempts: 5,
+            workers: 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotasSection {
+    /// Clusters a project may have when it has no quota of its own.
+    pub max_clusters_per_project: i64,
+}
+
+impl Default for QuotasSection {
+    fn default() -> Self {
+        QuotasSection {
+            max_clusters_per_project: 20,
+        }
+    }
+}
+
+/// Per-cluster CAs, CSR signing and the key that encrypts private keys at rest.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct CertificatesSection {
+    /// File holding the AES-256 key (32 random bytes, base64) that encrypts private keys at
+    /// rest. Empty: with an SQLite database, `certificates.key` beside it (generated on first
+    /// start); with PostgreSQL, certificates are unavailable until it is set.
+    pub key_file: String,
+    /// Days a cluster CA (and the service's own client certificate) is valid.
+    pub ca_validity_days: u32,
+    /// The most days a certificate signed from a CSR is valid (never past its CA).
+    pub max_validity_days: u32,
+    /// Key types a CSR may carry: rsa, ecdsa-p256, ecdsa-p384, ed25519.
+    pub allowed_key_types: String,
+    /// Smallest RSA key, in bits (2048 to 8192).
+    pub min_rsa_key_bits: u32,
+    /// Groups (O=) whose certificates need `certificate:create_privileged`.
+    pub privileged_groups: String,
+    /// Common-name prefixes (users) whose certificates need `certificate:create_privileged`.
+    pub privileged_user_prefixes: String,
+}
+
+impl Default for CertificatesSection {
+    fn default() -> Self {
+        CertificatesSection {
+            key_file: String::new(),
+            ca_validity_days: 3650,
+            max_validity_days: 365,
+            allowed_key_types: "rsa,ecdsa-p256,ecdsa-p384,ed25519".into(),
+            min_rsa_key_bits: 2048,
+            privileged_groups: "system:masters,kubeadm:cluster-admins,system:nodes".into(),
+            privileged_user_prefixes: "system:".into(),
+        }
+    }
+}
+
+/// Splits a comma-separated option into trimmed, non-empty items.
+pub fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Settings {
+    /// Loads defaults, then the file (explicit, or the default path when present), then the
+    /// environment.
+    pub fn load(config_file: Option<&Path>) -> Result<Settings, ConfigError> {
+        let file = match config_file {
+            Some(path) if !path.exists() => return Err(ConfigError::MissingFile(path.into())),
+            Some(path) => Some(path.to_path_buf()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
+        };
+        let mut builder = config::Config::builder();
+        if let Some(path) = &file {
+            builder = builder
+                .add_source(config::File::from(path.as_path()).format(config::FileFormat::Ini));
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("FLEETYARD")
+                .prefix_separator("__")
+                .separator("__"),
+        );
+        let raw = builder
+            .build()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        check_known_options(&raw)?;
+        let settings: Settings = raw
+            .clone()
+            .try_deserialize()
+            .map_err(|e| ConfigError::Invalid(describe(e)))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let conn = self.database.connection.expose();
+        if !(conn.starts_with("postgres://")
+            || conn.starts_with("postgresql://")
+            || conn.starts_with("sqlite:"))
+        {
+            return Err(ConfigError::Invalid(
+                "[database] connection: expected a postgres:// or sqlite:// URL".into(),
+            ));
+        }
+        if self.api.max_limit == 0 {
+            return Err(ConfigError::Invalid(
+                "[api] max_limit: must be at least 1".into(),
+            ));
+        }
+        for driver in split_list(&self.cluster_template.kubernetes_allowed_network_drivers) {
+            if driver != "all"
+                && !crate::domain::template::NETWORK_DRIVERS.contains(&driver.as_str())
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "[cluster_template] kubernetes_allowed_network_drivers: unknown network driver '{driver}'"
+                )));
+            }
+        }
+        let n = &self.oslo_messaging_notifications;
+        if n.driver == NotificationDriver::Messagingv2 {
+            crate::notify::amqp::parse_transport_url(self.default.transport_url.expose())
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            if self.notification_topics().is_empty() {
+                return Err(ConfigError::Invalid(
+                    "[oslo_messaging_notifications] topics: at least one topic is needed".into(),
+                ));
+            }
+        }
+        if n.relay_batch_size == 0 {
+            return Err(ConfigError::Invalid(
+                "[oslo_messaging_notifications] relay_batch_size: must be at least 1".into(),
+            ));
+        }
+        if !(n.relay_poll_interval.is_finite() && n.relay_poll_interval > 0.0) {
+            return Err(ConfigError::Invalid(
+                "[oslo_messaging_notifications] relay_poll_interval: must be a positive number of seconds".into(),
+            ));
+        }
+        crate::certificates::validate_settings(&self.certificates).map_err(ConfigError::Invalid)?;
+        if n.relay_claim_timeout < 3 {
+            return Err(ConfigError::Invalid(
+                "[oslo_messaging_notifications] relay_claim_timeout: must be at least 3 seconds"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn notification_topics(&self) -> Vec<String> {
+        split_list(&self.oslo_messaging_notifications.topics)
+    }
+}
+
+/// Refuses sections and options this version does not know, naming them.
+fn check_known_options(raw: &config::Config) -> Result<(), ConfigError> {
+    let known = serde_json::to_value(Settings::default())
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let table: std::collections::BTreeMap<String, config::Value> = raw
+        .clone()
+        .try_deserialize()
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let shown = |section: &str| section_label(section).to_string();
+    for (section, value) in table {
+        let Some(options) = known.get(&section).and_then(|v| v.as_object()) else {
+            return Err(ConfigError::Invalid(format!(
+                "unknown section [{}]",
+                shown(&section)
+            )));
+        };
+        let given = value.into_table().map_err(|_| {
+            ConfigError::Invalid(format!(
+                "[{}] must be a section of options",
+                shown(&section)
+            ))
+        })?;
+        if let Some(unknown) = given.keys().find(|k| !options.contains_key(*k)) {
+            return Err(ConfigError::Invalid(format!(
+                "[{}] {unknown}: unknown option",
+                shown(&section)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Turns serde's wording into the `[section] option` form operators know from oslo.config.
+/// Unknown options never get here: [`check_known_options`] names them first.
+fn describe(err: config::ConfigError) -> String {
+    let text = err.to_string();
+    // config renders "invalid type: ... for key `api.port`".
+    if let Some((what, key)) = text.rsplit_once(" for key `") {
+        let key = key.trim_end_matches('`');
+        if let Some((section, option)) = key.split_once('.') {
+            return format!("[{}] {option}: {what}", section_label(section));
+        }
+    }
+    text
+}
+
+/// The section as written in the file (`[DEFAULT]` is deserialised as `default`).
+fn section_label(section: &str) -> &str {
+    if section == "default" {
+        "DEFAULT"
+    } else {
+        section
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn load_text(text: &str) -> Result<Settings, ConfigError> {
+        let mut file = tempfile_in_target();
+        file.1.write_all(text.as_bytes()).expect("write config");
+        Settings::load(Some(&file.0))
+    }
+
+    fn tempfile_in_target() -> (PathBuf, std::fs::File) {
+        let dir = std::env::temp_dir().join(format!("fleetyard-conf-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("fleetyard.conf");
+        let file = std::fs::File::create(&path).expect("create");
+        (path, file)
+    }
+
+    #[test]
+    fn built_in_defaults_are_the_embedded_quick_start() {
+        let s = Settings::default();
+        assert_eq!(s.database.connection.expose(), "sqlite://fleetyard.sqlite");
+        assert_eq!(s.default.auth_strategy, AuthStrategy::Noauth);
+        assert_eq!(
+            s.oslo_messaging_notifications.driver,
+            NotificationDriver::Log
+        );
+        assert_eq!((s.api.host.as_str(), s.api.port), ("127.0.0.1", 9511));
+    }
+
+    #[test]
+    fn an_ini_file_in_openstack_shape_is_read() {
+        let s = load_text(
+            "[DEFAULT]\nauth_strategy = jwt\nhost = node-1\n[api]\nport = 9999\n[database]\nconnection = postgres://x@h/db\n[oslo_messaging_notifications]\ndriver = messagingv2\n",
+        )
+        .expect("valid");
+        assert_eq!(s.default.auth_strategy, AuthStrategy::Jwt);
+        assert_eq!(s.default.host, "node-1");
+        assert_eq!(s.api.port, 9999);
+        assert_eq!(s.database.connection.expose(), "postgres://x@h/db");
+        assert_eq!(
+            s.oslo_messaging_notifications.driver,
+            NotificationDriver::Messagingv2
+        );
+    }
+
+    #[test]
+    fn an_unknown_option_names_section_and_option() {
+        let err = load_text("[api]\nportt = 1\n").expect_err("must fail");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: [api] portt: unknown option"
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_the_option() {
+        let err = load_text("[api]\nport = many\n").expect_err("must fail");
+        let text = err.to_string();
+        assert!(text.contains("[api] port"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_enum_value_names_the_option() {
+        let err = load_text("[DEFAULT]\nauth_strategy = keystone\n").expect_err("must fail");
+        let text = err.to_string();
+        assert!(
+            text.contains("auth_strategy") || text.contains("keystone"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_section_is_named() {
+        let err = load_text("[databse]\nconnection = x\n").expect_err("must fail");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: unknown section [databse]"
+        );
+    }
+
+    #[test]
+    fn a_missing_explicit_file_is_an_error() {
+        let err =
+            Settings::load(Some(Path::new("/nonexistent/fleetyard.conf"))).expect_err("must fail");
+        assert!(err.to_string().contains("/nonexistent/fleetyard.conf"));
+    }
+
+    #[test]
+    fn messagingv2_needs_a_usable_transport_url_and_relay_options_are_checked() {
+        let err = load_text(
+            "[DEFAULT]\ntransport_url = kafka://h:9092/\n[oslo_messaging_notifications]\ndriver = messagingv2\n",
+        )
+        .expect_err("must fail");
+        assert!(
+            err.to_string()
+                .contains("[DEFAULT] transport_url: unsupported scheme 'kafka'"),
+            "{err}"
+        );
+        let s = load_text(
+            "[DEFAULT]\ntransport_url = rabbit://u:p@mq1:5672,u:p@mq2:5672/vh\n[oslo_messaging_notifications]\ndriver = messagingv2\nrelay_poll_interval = 0.05\nrelay_batch_size = 500\n",
+        )
+        .expect("valid");
+        assert!((s.oslo_messaging_notifications.relay_poll_interval - 0.05).abs() < 1e-9);
+        assert_eq!(s.oslo_messaging_notifications.relay_batch_size, 500);
+        for (text, option) in [
+            ("relay_batch_size = 0", "relay_batch_size"),
+            ("relay_poll_interval = 0", "relay_poll_interval"),
+            ("relay_claim_timeout = 1", "relay_claim_timeout"),
+        ] {
+            let err = load_text(&format!("[oslo_messaging_notifications]\n{text}\n"))
+                .expect_err("must fail");
+            assert!(
+                err.to_string()
+                    .contains(&format!("[oslo_messaging_notifications] {option}")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn secrets_do_not_show_in_debug_output() {
+        let s = Secret::new("hunter2");
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+}
+
+#[cfg(test)]
+mod sample_tests {
+    use super::*;
+
+    /// etc/fleetyard.conf.sample documents every option with its default: uncommenting every
+    /// option line (except those whose default depends on the machine) must load and give the
+    /// built-in defaults.
+    #[test]
+    fn the_sample_configuration_documents_every_option_with_its_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/etc/fleetyard.conf.sample");
+        let text = std::fs::read_to_string(path).expect("sample exists");
+        let mut uncommented = String::new();
+        let mut options = 0;
+        for line in text.lines() {
+            let option = line.strip_prefix('#').filter(|l| {
+                let l = l.trim_start();
+                l.split_once('=').is_some_and(|(k, _)| {
+                    let k = k.trim();
+                    !k.is_empty()
+                        && !k.contains(' ')
+                        && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                })
+            });
+            match option {
+                Some(l) if l.starts_with("host = <") || l.starts_with("policy_file") => {}
+                Some(l) => {
+                    options += 1;
+                    uncommented.push_str(l);
+                    uncommented.push('\n');
+                }
+                None => {
+                    uncommented.push_str(line);
+                    uncommented.push('\n');
+                }
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("fleetyard-sample-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("fleetyard.conf");
+        std::fs::write(&file, uncommented).expect("write");
+        let mut loaded = Settings::load(Some(&file)).expect("every sample option is valid");
+        // An empty [jwt] path or string means "not set" to the verifier.
+        let empty_path = |p: &Option<PathBuf>| p.as_ref().is_some_and(|p| p.as_os_str().is_empty());
+        if empty_path(&loaded.jwt.key_file) {
+            loaded.jwt.key_file = None;
+        }
+        if empty_path(&loaded.jwt.jwks_file) {
+            loaded.jwt.jwks_file = None;
+        }
+        loaded.jwt.issuer = loaded.jwt.issuer.filter(|s| !s.is_empty());
+        loaded.jwt.audience = loaded.jwt.audience.filter(|s| !s.is_empty());
+        let mut defaults = Settings::default();
+        defaults.default.host = loaded.default.host.clone();
+        assert_eq!(loaded, defaults);
+        assert!(options >= 40, "only {options} options documented");
+    }
+
+    #[test]
+    fn the_sample_policy_file_is_the_generated_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/etc/policy.yaml.sample");
+        let text = std::fs::read_to_string(path).expect("sample exists");
+        assert_eq!(
+            text,
+            crate::auth::policy::Enforcer::sample_yaml(),
+            "regenerate with: fleetyard policy sample > etc/policy.yaml.sample"
+        );
+    }
+}

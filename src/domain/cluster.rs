@@ -1,0 +1,599 @@
+//! Clusters and their node groups: stored forms, label inheritance, node-count rules and the
+//! status transitions Magnum allows.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::labels::Labels;
+use super::status::{ClusterStatus, HealthStatus};
+use super::ResourceId;
+
+pub const ROLE_MASTER: &str = "master";
+pub const ROLE_WORKER: &str = "worker";
+pub const DEFAULT_MASTER_NAME: &str = "default-master";
+pub const DEFAULT_WORKER_NAME: &str = "default-worker";
+
+/// A stored cluster. Node counts and addresses live on its node groups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub id: i64,
+    pub uuid: ResourceId,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub cluster_template_id: ResourceId,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub stack_id: Option<String>,
+    pub api_address: Option<String>,
+    pub status: ClusterStatus,
+    pub status_reason: Option<String>,
+    pub health_status: Option<HealthStatus>,
+    pub health_status_reason: BTreeMap<String, String>,
+    pub create_timeout: Option<i32>,
+    pub discovery_url: Option<String>,
+    pub coe_version: Option<String>,
+    pub container_version: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: bool,
+    pub master_lb_enabled: bool,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// A cluster about to be inserted, with its two default node groups.
+#[derive(Debug, Clone)]
+pub struct NewCluster {
+    pub uuid: ResourceId,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub cluster_template_id: ResourceId,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub create_timeout: i32,
+    pub discovery_url: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: bool,
+    pub master_lb_enabled: bool,
+    pub nodegroups: Vec<NewNodeGroup>,
+}
+
+/// A Kubernetes taint as node groups carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Taint {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub effect: String,
+}
+
+pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeGroup {
+    pub id: i64,
+    pub uuid: ResourceId,
+    pub name: String,
+    pub cluster_id: ResourceId,
+    pub project_id: String,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub flavor_id: Option<String>,
+    pub image_id: Option<String>,
+    pub node_addresses: Vec<String>,
+    pub node_count: i32,
+    pub role: String,
+    pub min_node_count: i32,
+    pub max_node_count: Option<i32>,
+    pub is_default: bool,
+    pub stack_id: Option<String>,
+    pub status: ClusterStatus,
+    pub status_reason: Option<String>,
+    pub version: Option<String>,
+    pub node_labels: Labels,
+    pub node_taints: Vec<Taint>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl NodeGroup {
+    pub fn is_master(&self) -> bool {
+        self.role == ROLE_MASTER
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewNodeGroup {
+    pub uuid: ResourceId,
+    pub name: String,
+    pub project_id: String,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub flavor_id: Option<String>,
+    pub image_id: Option<String>,
+    pub node_count: i32,
+    pub role: String,
+    pub min_node_count: i32,
+    pub max_node_count: Option<i32>,
+    pub is_default: bool,
+    pub status: ClusterStatus,
+    pub node_labels: Labels,
+    pub node_taints: Vec<Taint>,
+}
+
+/// The node groups Magnum gives every cluster: `default-master` and `default-worker`.
+#[allow(clippy::too_many_arguments)]
+pub fn default_nodegroups(
+    project_id: &str,
+    labels: &Labels,
+    image_id: &str,
+    master_flavor: Option<String>,
+    flavor: Option<String>,
+    docker_volume_size: Option<i32>,
+    master_count: i32,
+    node_count: i32,
+) -> Vec<NewNodeGroup> {
+    let min_workers = labels
+        .get("min_node_count")
+        .and_then(|v| v.parse::<i32>().ok())
+        .filter(|n| *n >= 0)
+        .unwrap_or(0)
+        .min(node_count);
+    let max_workers = labels
+        .get("max_node_count")
+        .and_then(|v| v.parse::<i32>().ok())
+        .filter(|n| *n >= node_count);
+    let group =
+        |name: &str, role: &str, flavor: Option<String>, count: i32, min: i32, max: Option<i32>| {
+            NewNodeGroup {
+                uuid: ResourceId::new(),
+                name: name.into(),
+                project_id: project_id.into(),
+                docker_volume_size,
+                labels: labels.clone(),
+                flavor_id: flavor,
+                image_id: Some(image_id.into()),
+                node_count: count,
+                role: role.into(),
+                min_node_count: min,
+                max_node_count: max,
+                is_default: true,
+                status: ClusterStatus::CreateInProgress,
+                node_labels: Labels::new(),
+                node_taints: Vec::new(),
+            }
+        };
+    vec![
+        group(
+            DEFAULT_MASTER_NAME,
+            ROLE_MASTER,
+            master_flavor,
+            master_count,
+            1,
+            None,
+        ),
+        group(
+            DEFAULT_WORKER_NAME,
+            ROLE_WORKER,
+            flavor,
+            node_count,
+            min_workers,
+            max_workers,
+        ),
+    ]
+}
+
+/// The cluster's labels from the request and the template, as Magnum combines them: absent or
+/// empty means the template's; `merge_labels` overlays the given ones on the template's.
+pub fn effective_labels(given: Option<Labels>, template: &Labels, merge: bool) -> Labels {
+    match given {
+        None => template.clone(),
+        Some(g) if g.is_empty() => template.clone(),
+        Some(g) if merge => {
+            let mut out = template.clone();
+            out.extend(g);
+            out
+        }
+        Some(g) => g,
+    }
+}
+
+/// `labels_overridden` (template value), `labels_added` (own value), `labels_skipped` (parent
+/// value), relative to the parent's labels.
+pub fn label_diff(own: &Labels, parent: &Labels) -> (Labels, Labels, Labels) {
+    let overridden = own
+        .iter()
+        .filter_map(|(k, v)| {
+            parent
+                .get(k)
+                .filter(|pv| *pv != v)
+                .map(|pv| (k.clone(), pv.clone()))
+        })
+        .collect();
+    let added = own
+        .iter()
+        .filter(|(k, _)| !parent.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let skipped = parent
+        .iter()
+        .filter(|(k, _)| !own.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (overridden, added, skipped)
+}
+
+/// Why a cluster name is refused, if it is.
+pub fn invalid_cluster_name(name: &str) -> Option<&'static str> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Some("Value should have a minimum character requirement of 1.");
+    };
+    if name.chars().count() > 242 {
+        return Some("Value should have a maximum character requirement of 242.");
+    }
+    if !first.is_ascii_alphabetic()
+        || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+    {
+        return Some("Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.");
+    }
+    None
+}
+
+/// Checks a node group's count bounds; the sentence names the group as Magnum does.
+pub fn check_counts(name: &str, node_count: i32, min: i32, max: Option<i32>) -> Result<(), String> {
+    if let Some(max) = max {
+        if max < min {
+            return Err(format!(
+                "max_node_count for {name} is invalid (min_node_count ({min}) should be less or equal to max_node_count ({max}))."
+            ));
+        }
+        if node_count > max {
+            return Err(format!(
+                "node_count for {name} is invalid (node_count ({node_count}) should be less or equal to max_node_count ({max}))."
+            ));
+        }
+    }
+    if node_count < min {
+        return Err(format!(
+            "min_node_count for {name} is invalid (min_node_count ({min}) should be less or equal to node_count ({node_count}))."
+        ));
+    }
+    Ok(())
+}
+
+/// Kubernetes reserves the `kubernetes.io` and `k8s.io` label namespaces; these keys and
+/// prefixes are still allowed on nodes.
+pub fn node_label_allowed(key: &str) -> bool {
+    const ALLOWED_KEYS: &[&str] = &[
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "beta.kubernetes.io/os",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "kubernetes.io/arch",
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "node.kubernetes.io/instance-type",
+        "node.kubernetes.io/windows-build",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+    ];
+    let Some((prefix, _)) = key.split_once('/') else {
+        return true;
+    };
+    let reserved = |p: &str| {
+        p == "kubernetes.io"
+            || p == "k8s.io"
+            || p.ends_with(".kubernetes.io")
+            || p.ends_with(".k8s.io")
+    };
+    if !reserved(prefix) {
+        return true;
+    }
+    prefix == "kubelet.kubernetes.io"
+        || prefix == "node.kubernetes.io"
+        || ALLOWED_KEYS.contains(&key)
+}
+
+/// A new node group's labels, as Magnum derives them from its cluster's: absent means a copy of
+/// the cluster's; `merge_labels` overlays the given ones on the cluster's.
+pub fn nodegroup_labels(given: Option<Labels>, cluster: &Labels, merge: bool) -> Labels {
+    match given {
+        None => cluster.clone(),
+        Some(g) if merge => {
+            let mut out = cluster.clone();
+            out.extend(g);
+            out
+        }
+        Some(g) => g,
+    }
+}
+
+/// Node group states in which a node group may be changed (Magnum's nodegroup conductor
+/// refuses the others).
+pub fn nodegroup_change_allowed(status: ClusterStatus) -> bool {
+    status.is_complete_like()
+        || matches!(
+            status,
+            ClusterStatus::UpdateInProgress | ClusterStatus::UpdateFailed
+        )
+}
+
+/// Why a node label key is refused, if it is: empty, or in a reserved Kubernetes namespace.
+pub fn invalid_node_label(key: &str) -> Option<String> {
+    if key.is_empty() {
+        return Some("label key '' is invalid".into());
+    }
+    if !node_label_allowed(key) {
+        return Some(format!(
+            "label key '{key}' is in a reserved Kubernetes namespace"
+        ));
+    }
+    None
+}
+
+/// Parses node taints: each one an object with a non-empty `key`, an `effect` among
+/// [`TAINT_EFFECTS`] and an optional string `value`, and nothing else; a key and effect pair
+/// may appear once. `Err` explains the first malformed taint.
+pub fn parse_taints(items: &[serde_json::Value]) -> Result<Vec<Taint>, String> {
+    use serde_json::Value;
+    let mut out: Vec<Taint> = Vec::with_capacity(items.len());
+    for item in items {
+        let Value::Object(m) = item else {
+            return Err("each taint must be an object with key, value and effect".into());
+        };
+        if let Some(extra) = m
+            .keys()
+            .find(|k| !["key", "value", "effect"].contains(&k.as_str()))
+        {
+            return Err(format!(
+                "taint attribute '{extra}' is unknown; a taint has key, value and effect"
+            ));
+        }
+        let key = match m.get("key") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err("each taint needs a non-empty key".into()),
+        };
+        let value = match m.get("value") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(format!("the value of taint '{key}' must be a string")),
+        };
+        let effect = match m.get("effect") {
+            Some(Value::String(s)) if TAINT_EFFECTS.contains(&s.as_str()) => s.clone(),
+            _ => {
+                return Err(format!(
+                    "the effect of taint '{key}' must be one of {}",
+                    TAINT_EFFECTS.join(", ")
+                ))
+            }
+        };
+        if out.iter().any(|t| t.key == key && t.effect == effect) {
+            return Err(format!(
+                "taint '{key}' with effect {effect} is given more than once"
+            ));
+        }
+        out.push(Taint { key, value, effect });
+    }
+    Ok(out)
+}
+
+/// The cluster status that follows from a set of node group statuses, with priority
+/// IN_PROGRESS > FAILED > COMPLETE (the model Magnum's Heat driver used).
+pub fn aggregate_status(statuses: &[ClusterStatus]) -> Option<ClusterStatus> {
+    statuses
+        .iter()
+        .find(|s| s.is_in_progress())
+        .or_else(|| statuses.iter().find(|s| s.is_failed()))
+        .or_else(|| statuses.first())
+        .copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn labels_come_from_the_template_unless_given_and_merge_overlays() {
+        let t = labels(&[("a", "1"), ("b", "2")]);
+        assert_eq!(effective_labels(None, &t, false), t);
+        assert_eq!(effective_labels(Some(Labels::new()), &t, false), t);
+        assert_eq!(
+            effective_labels(Some(labels(&[("b", "9")])), &t, false),
+            labels(&[("b", "9")])
+        );
+        assert_eq!(
+            effective_labels(Some(labels(&[("b", "9"), ("c", "3")])), &t, true),
+            labels(&[("a", "1"), ("b", "9"), ("c", "3")])
+        );
+    }
+
+    #[test]
+    fn label_diff_shows_the_parents_value_when_overridden() {
+        let own = labels(&[("a", "1"), ("b", "9"), ("c", "3")]);
+        let parent = labels(&[("a", "1"), ("b", "2"), ("d", "4")]);
+        let (o, a, s) = label_diff(&own, &parent);
+        assert_eq!(o, labels(&[("b", "2")]));
+        assert_eq!(a, labels(&[("c", "3")]));
+        assert_eq!(s, labels(&[("d", "4")]));
+    }
+
+    #[test]
+    fn cluster_names_follow_magnums_pattern() {
+        assert_eq!(invalid_cluster_name("k8s-prod_1.a"), None);
+        assert!(invalid_cluster_name("1k8s").is_some());
+        assert!(invalid_cluster_name("k8s prod").is_some());
+        assert!(invalid_cluster_name("").is_some());
+        assert!(invalid_cluster_name(&"a".repeat(243)).is_some());
+    }
+
+    #[test]
+    fn count_bounds_are_checked_with_magnums_sentences() {
+        assert!(check_counts("ng", 3, 1, Some(5)).is_ok());
+        assert_eq!(
+            check_counts("ng1", 2, 3, Some(2)).expect_err("max < min"),
+            "max_node_count for ng1 is invalid (min_node_count (3) should be less or equal to max_node_count (2))."
+        );
+        assert!(check_counts("ng", 6, 1, Some(5)).is_err());
+        assert!(check_counts("ng", 0, 1, None).is_err());
+    }
+
+    #[test]
+    fn reserved_kubernetes_label_namespaces_are_refused_except_the_allowed_ones() {
+        assert!(node_label_allowed("tier"));
+        assert!(node_label_allowed("example.com/tier"));
+        assert!(node_label_allowed("kubernetes.io/os"));
+        assert!(node_label_allowed("node.kubernetes.io/pool"));
+        assert!(!node_label_allowed("kubernetes.io/role"));
+        assert!(!node_label_allowed("node-role.kubernetes.io/master"));
+        assert!(!node_label_allowed("k8s.io/x"));
+    }
+
+    #[test]
+    fn default_nodegroups_follow_the_cluster() {
+        let ngs = default_nodegroups(
+            "p",
+            &labels(&[("min_node_count", "1")]),
+            "img",
+            Some("m1.large".into()),
+            Some("m1.small".into()),
+            Some(10),
+            3,
+            2,
+        );
+        assert_eq!(ngs.len(), 2);
+        assert_eq!(
+            (
+                ngs[0].name.as_str(),
+                ngs[0].role.as_str(),
+                ngs[0].node_count
+            ),
+            ("default-master", "master", 3)
+        );
+        assert_eq!(
+            (
+                ngs[1].name.as_str(),
+                ngs[1].role.as_str(),
+                ngs[1].node_count
+            ),
+            ("default-worker", "worker", 2)
+        );
+        assert_eq!(ngs[1].min_node_count, 1);
+        assert!(ngs
+            .iter()
+            .all(|n| n.is_default && n.status == ClusterStatus::CreateInProgress));
+    }
+
+    #[test]
+    fn nodegroup_labels_copy_the_clusters_unless_given_and_merge_overlays() {
+        let c = labels(&[("a", "1"), ("b", "2")]);
+        assert_eq!(nodegroup_labels(None, &c, false), c);
+        assert_eq!(
+            nodegroup_labels(Some(Labels::new()), &c, false),
+            Labels::new()
+        );
+        assert_eq!(
+            nodegroup_labels(Some(labels(&[("b", "9")])), &c, true),
+            labels(&[("a", "1"), ("b", "9")])
+        );
+        assert_eq!(
+            nodegroup_labels(Some(labels(&[("b", "9")])), &c, false),
+            labels(&[("b", "9")])
+        );
+    }
+
+    #[test]
+    fn node_groups_change_only_in_magnums_allowed_states() {
+        use ClusterStatus::*;
+        for s in [
+            CreateComplete,
+            UpdateComplete,
+            UpdateInProgress,
+            UpdateFailed,
+            CheckComplete,
+        ] {
+            assert!(nodegroup_change_allowed(s), "{s}");
+        }
+        for s in [
+            CreateInProgress,
+            CreateFailed,
+            DeleteInProgress,
+            DeleteFailed,
+        ] {
+            assert!(!nodegroup_change_allowed(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn taints_need_a_key_and_a_known_effect() {
+        use serde_json::json;
+        let ok = parse_taints(&[
+            json!({"key": "k", "value": "v", "effect": "NoSchedule"}),
+            json!({"key": "k", "effect": "NoExecute"}),
+        ])
+        .expect("valid");
+        assert_eq!(ok[0].value.as_deref(), Some("v"));
+        assert_eq!(ok[1].value, None);
+        assert_eq!(
+            parse_taints(&[json!({"key": "", "effect": "NoSchedule"})]).expect_err("empty key"),
+            "each taint needs a non-empty key"
+        );
+        assert_eq!(
+            parse_taints(&[json!({"key": "k", "effect": "Sometimes"})]).expect_err("effect"),
+            "the effect of taint 'k' must be one of NoSchedule, PreferNoSchedule, NoExecute"
+        );
+        assert!(parse_taints(&[json!({"key": "k"})]).is_err());
+        assert!(parse_taints(&[json!("k=v:NoSchedule")]).is_err());
+        assert!(parse_taints(&[json!({"key": "k", "effect": "NoSchedule", "x": 1})]).is_err());
+        assert!(parse_taints(&[
+            json!({"key": "k", "effect": "NoSchedule"}),
+            json!({"key": "k", "value": "2", "effect": "NoSchedule"})
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn node_label_keys_are_non_empty_and_outside_reserved_namespaces() {
+        assert_eq!(invalid_node_label("tier"), None);
+        assert!(invalid_node_label("").is_some());
+        assert_eq!(
+            invalid_node_label("kubernetes.io/role"),
+            Some("label key 'kubernetes.io/role' is in a reserved Kubernetes namespace".into())
+        );
+    }
+
+    #[test]
+    fn aggregate_status_prefers_in_progress_then_failed() {
+        use ClusterStatus::*;
+        assert_eq!(
+            aggregate_status(&[UpdateComplete, UpdateInProgress, UpdateFailed]),
+            Some(UpdateInProgress)
+        );
+        assert_eq!(
+            aggregate_status(&[UpdateComplete, UpdateFailed]),
+            Some(UpdateFailed)
+        );
+        assert_eq!(aggregate_status(&[CreateComplete]), Some(CreateComplete));
+        assert_eq!(aggregate_status(&[]), None);
+    }
+}

@@ -1,0 +1,14 @@
+//! Types and rules with no I/O: identifiers, names, labels, statuses and their transitions.
+//! Everything inward of the API takes these parsed types.
+
+pub mod cluster;
+pub mod federation;
+pub mod ids;
+pub mod job;
+pub mod labels;
+pub mod names;
+pub mod pyliteral;
+pub mod status;
+pub mod template;
+
+pub use ids::{Ident, ResourceId};

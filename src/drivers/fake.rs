@@ -1,0 +1,376 @@
+//! The `fake` driver: a deterministic simulator of provisioning, in the spirit of Nova's fake
+//! virt driver. It creates nothing anywhere; it answers as a backend would, with addresses
+//! derived from the cluster's uuid and configurable durations. It is the quick start's default
+//! and the driver of the test suite and the scale benchmark.
+//!
+//! Failure injection, by cluster label: `fake_fail=<op>` (`create`, `update`, `resize`,
+//! `upgrade`, `delete`, `rotate_ca`, `rotate_credential`, `federation`) makes that operation
+//! fail permanently; `fake_transient_failures=N` makes the first N attempts of each operation
+//! fail transiently.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::Utc;
+
+use super::{
+    Capabilities, ClusterContext, ClusterObservation, Driver, DriverError, DriverResult,
+    FederationContext, FederationProgress, HealthObservation, MemberChange, NodeGroupObservation,
+    Phase, Progress, Provides, Resize,
+};
+use crate::config::FakeDriverSection;
+use crate::domain::cluster::{NodeGroup, ROLE_MASTER};
+use crate::domain::status::{ClusterStatus, FederationStatus};
+use crate::domain::template::ClusterTemplate;
+
+const PROVIDES: &[Provides] = &[
+    Provides {
+        server_type: "vm",
+        os: "fedora-coreos",
+        coe: "kubernetes",
+    },
+    Provides {
+        server_type: "vm",
+        os: "ubuntu",
+        coe: "kubernetes",
+    },
+    Provides {
+        server_type: "vm",
+        os: "flatcar",
+        coe: "kubernetes",
+    },
+    Provides {
+        server_type: "bm",
+        os: "ubuntu",
+        coe: "kubernetes",
+    },
+];
+
+pub struct FakeDriver {
+    settings: FakeDriverSection,
+}
+
+impl FakeDriver {
+    pub fn new(settings: FakeDriverSection) -> FakeDriver {
+        FakeDriver { settings }
+    }
+
+    /// Waits the configured latency, then applies the failure-injection labels.
+    async fn simulate(&self, ctx: &ClusterContext, op: &str) -> DriverResult<()> {
+        if self.settings.latency_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(self.settings.latency_ms)).await;
+        }
+        self.check_failure(ctx, op)
+    }
+
+    fn check_failure(&self, ctx: &ClusterContext, op: &str) -> DriverResult<()> {
+        let labels = &ctx.cluster.labels;
+        if labels
+            .get("fake_fail")
+            .is_some_and(|v| v.split(',').any(|o| o.trim() == op))
+        {
+            return Err(DriverError::Permanent(format!(
+                "The fake driver simulated a failure of '{op}' (label fake_fail={op})."
+            )));
+        }
+        let transient: i32 = labels
+            .get("fake_transient_failures")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if ctx.attempt <= transient {
+            return Err(DriverError::Transient(format!(
+                "The fake driver simulated a transient failure of '{op}' (attempt {} of the first {transient}).",
+                ctx.attempt
+            )));
+        }
+        Ok(())
+    }
+
+    fn seconds_for(&self, status: ClusterStatus) -> u64 {
+        match status {
+            ClusterStatus::CreateInProgress => self.settings.create_seconds,
+            ClusterStatus::DeleteInProgress => self.settings.delete_seconds,
+            _ => self.settings.update_seconds,
+        }
+    }
+
+    /// Finished within the job when the simulated duration is zero, else started.
+    fn progress(&self, ctx: &ClusterContext, seconds: u64) -> Progress {
+        let phase = if seconds == 0 {
+            Phase::Complete
+        } else {
+            Phase::InProgress
+        };
+        let obs = observe(ctx, phase);
+        if seconds == 0 {
+            Progress::Done(obs)
+        } else {
+            Progress::Started(obs)
+        }
+    }
+}
+
+/// A deterministic private address for node `index` of a group.
+fn address(ctx: &ClusterContext, group: usize, index: i32) -> String {
+    let b = ctx.cluster.uuid.0.as_bytes();
+    format!(
+        "10.{}.{}.{}",
+        b[0] % 250,
+        (b[1] as usize + group * 16) % 250,
+        10 + index.clamp(0, 240)
+    )
+}
+
+fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
+    let mut nodegroups = BTreeMap::new();
+    let mut api_address = None;
+    for (i, ng) in ctx.nodegroups.iter().enumerate() {
+        let addresses: Vec<String> = (0..ng.node_count).map(|n| address(ctx, i, n)).collect();
+        if ng.role == ROLE_MASTER && api_address.is_none() {
+            api_address = addresses.first().map(|a| format!("https://{a}:6443"));
+        }
+        nodegroups.insert(
+            ng.uuid.to_string(),
+            NodeGroupObservation {
+                node_count: Some(ng.node_count),
+                node_addresses: addresses,
+                ready: phase == Phase::Complete,
+                version: Some(kube_version(ctx)),
+            },
+        );
+    }
+    ClusterObservation {
+        phase,
+        stack_id: Some(format!("fake-{}", ctx.cluster.uuid)),
+        api_address,
+        coe_version: Some(kube_version(ctx)),
+        container_version: Some("containerd 1.7.20".into()),
+        nodegroups,
+    }
+}
+
+fn kube_version(ctx: &ClusterContext) -> String {
+    ctx.cluster
+        .labels
+        .get("kube_tag")
+        .or_else(|| ctx.template.spec.labels.get("kube_tag"))
+        .cloned()
+        .unwrap_or_else(|| "v1.30.1".into())
+}
+
+#[async_trait]
+impl Driver for FakeDriver {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn provides(&self) -> &[Provides] {
+        PROVIDES
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            federation: true,
+            rotate_ca: true,
+            rotate_credential: true,
+            master_resize: false,
+            upgrade: true,
+        }
+    }
+
+    async fn create_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        self.simulate(ctx, "create").await?;
+        Ok(self.progress(ctx, self.settings.create_seconds))
+    }
+
+    async fn update_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        self.simulate(ctx, "update").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn resize_cluster(
+        &self,
+        ctx: &ClusterContext,
+        _resize: &Resize,
+    ) -> DriverResult<Progress> {
+        self.simulate(ctx, "resize").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn upgrade_cluster(
+        &self,
+        ctx: &ClusterContext,
+        _template: &ClusterTemplate,
+        _max_batch_size: i32,
+        _nodegroup: Option<&str>,
+    ) -> DriverResult<Progress> {
+        self.simulate(ctx, "upgrade").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn delete_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        self.simulate(ctx, "delete").await?;
+        if self.settings.delete_seconds == 0 {
+            return Ok(Progress::Done(ClusterObservation::phase(Phase::Gone)));
+        }
+        Ok(Progress::Started(ClusterObservation::phase(
+            Phase::InProgress,
+        )))
+    }
+
+    async fn create_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        _ng: &NodeGroup,
+    ) -> DriverResult<Progress> {
+        self.simulate(ctx, "update").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn update_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        _ng: &NodeGroup,
+    ) -> DriverResult<Progress> {
+        self.simulate(ctx, "update").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn delete_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        _ng: &NodeGroup,
+    ) -> DriverResult<Progress> {
+        self.simulate(ctx, "update").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn cluster_status(&self, ctx: &ClusterContext) -> DriverResult<ClusterObservation> {
+        let status = ctx.cluster.status;
+        if !status.is_in_progress() {
+            return Ok(observe(ctx, Phase::Complete));
+        }
+        let since = ctx.cluster.updated_at.unwrap_or(ctx.cluster.created_at);
+        let elapsed = (Utc::now() - since).num_milliseconds().max(0) as u64;
+        if elapsed < self.seconds_for(status) * 1000 {
+            return Ok(observe(ctx, Phase::InProgress));
+        }
+        if status == ClusterStatus::DeleteInProgress {
+            return Ok(ClusterObservation::phase(Phase::Gone));
+        }
+        Ok(observe(ctx, Phase::Complete))
+    }
+
+    async fn cluster_health(
+        &self,
+        ctx: &ClusterContext,
+    ) -> DriverResult<Option<HealthObservation>> {
+        if !ctx.cluster.status.is_complete_like() {
+            return Ok(None);
+        }
+        let mut reason = BTreeMap::new();
+        reason.insert("api".to_string(), "ok".to_string());
+        for ng in &ctx.nodegroups {
+            for n in 0..ng.node_count {
+                reason.insert(
+                    format!("{}-{}-node-{n}.Ready", ctx.cluster.name, ng.name),
+                    "True".into(),
+                );
+            }
+        }
+        Ok(Some(HealthObservation {
+            healthy: Some(true),
+            reason,
+        }))
+    }
+
+    async fn rotate_ca(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        self.simulate(ctx, "rotate_ca").await?;
+        Ok(self.progress(ctx, self.settings.update_seconds))
+    }
+
+    async fn rotate_credential(&self, ctx: &ClusterContext) -> DriverResult<()> {
+        self.simulate(ctx, "rotate_credential").await
+    }
+
+    async fn create_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress> {
+        let host = ctx.host.as_ref().ok_or_else(|| {
+            DriverError::Permanent(format!(
+                "The host cluster {} no longer exists.",
+                ctx.federation.hostcluster_id
+            ))
+        })?;
+        self.simulate(host, "federation").await?;
+        if !host.cluster.status.is_complete_like() {
+            return Err(DriverError::Transient(format!(
+                "The host cluster {} is {}; the federation control plane waits for it to complete.",
+                host.cluster.name, host.cluster.status
+            )));
+        }
+        Ok(self.federation_progress())
+    }
+
+    async fn update_federation(
+        &self,
+        ctx: &FederationContext,
+        change: &MemberChange,
+    ) -> DriverResult<FederationProgress> {
+        if let Some(host) = &ctx.host {
+            self.simulate(host, "federation").await?;
+        }
+        let missing: Vec<&String> = change
+            .joined
+            .iter()
+            .filter(|m| !ctx.members.iter().any(|c| c.uuid.to_string() == **m))
+            .collect();
+        if let Some(m) = missing.first() {
+            return Err(DriverError::Permanent(format!(
+                "The member cluster {m} no longer exists."
+            )));
+        }
+        let gone: Vec<&String> = change
+            .unjoined
+            .iter()
+            .filter(|m| !ctx.members.iter().any(|c| c.uuid.to_string() == **m))
+            .collect();
+        if !gone.is_empty() {
+            let names: Vec<&str> = gone.iter().map(|s| s.as_str()).collect();
+            return Ok(FederationProgress::DoneWithNote(format!(
+                "Unjoined {}: the cluster no longer exists, so its member-side clean-up was skipped.",
+                names.join(", ")
+            )));
+        }
+        Ok(self.federation_progress())
+    }
+
+    async fn delete_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress> {
+        if let Some(host) = &ctx.host {
+            self.simulate(host, "federation").await?;
+        }
+        Ok(self.federation_progress())
+    }
+
+    async fn federation_status(&self, ctx: &FederationContext) -> DriverResult<Phase> {
+        let f = &ctx.federation;
+        let since = f.updated_at.unwrap_or(f.created_at);
+        let elapsed = (Utc::now() - since).num_milliseconds().max(0) as u64;
+        if elapsed < self.settings.federation_seconds * 1000 {
+            return Ok(Phase::InProgress);
+        }
+        Ok(if f.status == FederationStatus::DeleteInProgress {
+            Phase::Gone
+        } else {
+            Phase::Complete
+        })
+    }
+}
+
+impl FakeDriver {
+    fn federation_progress(&self) -> FederationProgress {
+        if self.settings.federation_seconds == 0 {
+            FederationProgress::Done
+        } else {
+            FederationProgress::Started
+        }
+    }
+}

@@ -1,0 +1,861 @@
+//! The `kubernetes` driver: Cluster API on a management cluster, as Magnum's maintained drivers
+//! do it (magnum-capi-helm, vexxhost's magnum-cluster-api), and Karmada for federations.
+//!
+//! * create renders the cluster's Cluster API objects ([`render`]) and server-side applies
+//!   them to `[kubernetes_driver] namespace` of the management cluster; the status poll
+//!   ([`status`]) reads them back until Cluster API reports the cluster provisioned.
+//! * resize and node-count updates patch `replicas` (and mark `nodes_to_remove` machines with
+//!   `cluster.x-k8s.io/delete-machine`); upgrade re-renders the targeted groups with the new
+//!   template's `kube_tag` and image and lets Cluster API roll the machines (in place or by
+//!   replacement is its choice, KEP-3's principle); delete removes the `Cluster` and reports
+//!   the cluster gone only once the management cluster answers 404.
+//! * federations run on the host cluster through a [`federation::FederationEngine`]; members'
+//!   and host's credentials are the `<cluster>-kubeconfig` Secrets Cluster API keeps.
+//!
+//! Every operation is idempotent: objects have deterministic names and are applied, deletes
+//! tolerate 404. Unreachable servers, conflicts and 5xx answers are transient (the conductor
+//! retries); refusals are permanent with the server's message.
+
+pub mod client;
+pub mod federation;
+pub mod render;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use tokio::sync::OnceCell;
+
+use crate::config::KubernetesDriverSection;
+use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::status::{ClusterStatus, FederationStatus};
+use crate::domain::template::ClusterTemplate;
+
+use super::{
+    Capabilities, ClusterContext, ClusterObservation, Driver, DriverError, DriverResult,
+    FederationContext, FederationProgress, HealthObservation, MemberChange, Phase, Progress,
+    Provides, Resize,
+};
+use client::Kube;
+use federation::{access_from_kubeconfig, ClusterAccess, FederationEngine, Karmada};
+use render::{
+    cluster_name, cluster_name_of, control_plane_name, deployment_name, kubeconfig_secret_name,
+    normalize_version, Overrides, Renderer, AUTOSCALER_MAX, AUTOSCALER_MIN, BOOTSTRAP_API_VERSION,
+    CAPI_API_VERSION, CAPI_CLUSTER_NAME_LABEL, CONTROL_PLANE_API_VERSION, DELETE_MACHINE,
+    LABEL_CLUSTER_UUID,
+};
+use status::Observed;
+
+const PROVIDES: &[Provides] = &[
+    Provides {
+        server_type: "vm",
+        os: "ubuntu",
+        coe: "kubernetes",
+    },
+    Provides {
+        server_type: "vm",
+        os: "flatcar",
+        coe: "kubernetes",
+    },
+    Provides {
+        server_type: "vm",
+        os: "rockylinux",
+        coe: "kubernetes",
+    },
+];
+
+pub struct KubernetesDriver {
+    settings: KubernetesDriverSection,
+    kubeconfig: kube::config::Kubeconfig,
+    management: OnceCell<Kube>,
+    engine: Box<dyn FederationEngine>,
+}
+
+impl std::fmt::Debug for KubernetesDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubernetesDriver")
+            .field("kubeconfig", &self.settings.kubeconfig)
+            .field("namespace", &self.settings.namespace)
+            .field("engine", &self.engine.name())
+            .finish()
+    }
+}
+
+impl KubernetesDriver {
+    /// Checks the section (the kubeconfig must be readable and name the context) and builds the
+    /// driver; the management cluster is first contacted by the first operation.
+    pub fn new(settings: KubernetesDriverSection) -> Result<KubernetesDriver, String> {
+        let path = settings.kubeconfig.trim();
+        if path.is_empty() {
+            return Err("[kubernetes_driver] kubeconfig: not set".into());
+        }
+        let kubeconfig = kube::config::Kubeconfig::read_from(path)
+            .map_err(|e| format!("[kubernetes_driver] kubeconfig: cannot read {path}: {e}"))?;
+        let context = settings.context.trim();
+        if !context.is_empty() && !kubeconfig.contexts.iter().any(|c| c.name == context) {
+            return Err(format!(
+                "[kubernetes_driver] context: {path} has no context '{context}'"
+            ));
+        }
+        if settings.namespace.trim().is_empty() {
+            return Err("[kubernetes_driver] namespace: must not be empty".into());
+        }
+        let engine: Box<dyn FederationEngine> = match settings.federation_engine.as_str() {
+            "karmada" => Box::new(Karmada::new(
+                &settings.karmada_namespace,
+                &settings.karmada_apiserver_service_type,
+                Duration::from_secs(settings.request_timeout.max(1)),
+            )),
+            other => {
+                return Err(format!(
+                "[kubernetes_driver] federation_engine: unknown engine '{other}' (known: karmada)"
+            ))
+            }
+        };
+        Ok(KubernetesDriver {
+            settings,
+            kubeconfig,
+            management: OnceCell::new(),
+            engine,
+        })
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.settings.request_timeout.max(1))
+    }
+
+    fn ns(&self) -> &str {
+        &self.settings.namespace
+    }
+
+    async fn management(&self) -> DriverResult<&Kube> {
+        self.management
+            .get_or_try_init(|| async {
+                let context = Some(self.settings.context.trim()).filter(|c| !c.is_empty());
+                Kube::connect(
+                    self.kubeconfig.clone(),
+                    context,
+                    "the management cluster",
+                    self.timeout(),
+                )
+                .await
+            })
+            .await
+    }
+
+    /// A client for a workload cluster, from the `<cluster>-kubeconfig` Secret.
+    async fn cluster_access(&self, cluster: &Cluster) -> DriverResult<ClusterAccess> {
+        let name = cluster_name(&cluster.uuid);
+        let secret = kubeconfig_secret_name(&name);
+        let text = self
+            .management()
+            .await?
+            .secret_value(self.ns(), &secret, "value")
+            .await?;
+        let Some(text) = text else {
+            let message = format!(
+                "The kubeconfig of cluster {} (Secret {}/{secret} on the management cluster) does not exist",
+                cluster.name,
+                self.ns()
+            );
+            return Err(if cluster.status.is_in_progress() {
+                DriverError::Transient(format!("{message} yet."))
+            } else {
+                DriverError::Permanent(format!(
+                    "{message}: is the cluster managed by the kubernetes driver, and did it finish creating?"
+                ))
+            });
+        };
+        let what = format!("cluster {} ({name})", cluster.name);
+        access_from_kubeconfig(
+            &name,
+            &cluster.uuid.to_string(),
+            &text,
+            what,
+            self.timeout(),
+        )
+        .await
+    }
+
+    fn started(ctx: &ClusterContext) -> Progress {
+        let mut obs = ClusterObservation::phase(Phase::InProgress);
+        obs.stack_id = Some(cluster_name(&ctx.cluster.uuid));
+        Progress::Started(obs)
+    }
+
+    async fn apply_all(&self, objects: &[Value]) -> DriverResult<()> {
+        let mgmt = self.management().await?;
+        for obj in objects {
+            mgmt.apply(obj).await?;
+        }
+        Ok(())
+    }
+
+    fn find_group<'a>(ctx: &'a ClusterContext, id: &str) -> DriverResult<&'a NodeGroup> {
+        ctx.nodegroups
+            .iter()
+            .find(|ng| ng.uuid.to_string() == id || ng.name == id)
+            .ok_or_else(|| {
+                DriverError::Permanent(format!(
+                    "The cluster {} has no node group {id}.",
+                    ctx.cluster.name
+                ))
+            })
+    }
+
+    /// The control plane's Kubernetes version as the management cluster has it.
+    async fn live_control_plane_version(
+        &self,
+        ctx: &ClusterContext,
+    ) -> DriverResult<Option<String>> {
+        let name = control_plane_name(&cluster_name(&ctx.cluster.uuid));
+        let kcp = self
+            .management()
+            .await?
+            .get(
+                CONTROL_PLANE_API_VERSION,
+                "KubeadmControlPlane",
+                Some(self.ns()),
+                &name,
+            )
+            .await?;
+        Ok(kcp.and_then(|k| k["spec"]["version"].as_str().map(str::to_string)))
+    }
+
+    /// Sets a node group's replicas (and autoscaler bounds) on its KCP or MachineDeployment.
+    async fn scale(&self, ctx: &ClusterContext, ng: &NodeGroup, count: i32) -> DriverResult<()> {
+        let mgmt = self.management().await?;
+        let cluster = cluster_name(&ctx.cluster.uuid);
+        let (api, kind, name, patch) = if ng.is_master() {
+            self.validate_master_size(count)
+                .map_err(DriverError::Permanent)?;
+            (
+                CONTROL_PLANE_API_VERSION,
+                "KubeadmControlPlane",
+                control_plane_name(&cluster),
+                json!({"spec": {"replicas": count}}),
+            )
+        } else {
+            let max = ng.max_node_count.unwrap_or(count).max(count);
+            let min = ng.min_node_count.min(count);
+            (
+                CAPI_API_VERSION,
+                "MachineDeployment",
+                deployment_name(&cluster, ng),
+                json!({
+                    "metadata": {"annotations": {AUTOSCALER_MIN: min.to_string(), AUTOSCALER_MAX: max.to_string()}},
+                    "spec": {"replicas": count},
+                }),
+            )
+        };
+        if mgmt
+            .merge_patch(api, kind, Some(self.ns()), &name, &patch)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
+        if ng.is_master() {
+            return Err(DriverError::Permanent(format!(
+                "The KubeadmControlPlane {name} of cluster {} is missing from the management cluster.",
+                ctx.cluster.name
+            )));
+        }
+        // A worker group without its MachineDeployment (added while the cluster was busy):
+        // create it at the control plane's version.
+        let version = self.live_control_plane_version(ctx).await?;
+        let mut group = ng.clone();
+        group.node_count = count;
+        let objects = Renderer::new(&self.settings, ctx)
+            .worker(&group, &Overrides::default(), version.as_deref())
+            .map_err(DriverError::Permanent)?;
+        self.apply_all(&objects).await
+    }
+
+    /// Marks the machines named in `nodes_to_remove` for deletion by Cluster API.
+    async fn mark_for_deletion(
+        &self,
+        ctx: &ClusterContext,
+        ng: &NodeGroup,
+        resize: &Resize,
+    ) -> DriverResult<()> {
+        let mgmt = self.management().await?;
+        let cluster = cluster_name(&ctx.cluster.uuid);
+        let selector = format!("{CAPI_CLUSTER_NAME_LABEL}={cluster}");
+        let machines = mgmt
+            .list(CAPI_API_VERSION, "Machine", Some(self.ns()), &selector)
+            .await?;
+        let deployment = deployment_name(&cluster, ng);
+        let group: Vec<&Value> = machines
+            .iter()
+            .filter(|m| {
+                if ng.is_master() {
+                    status::is_control_plane_machine(m)
+                } else {
+                    status::machine_deployment(m) == Some(deployment.as_str())
+                }
+            })
+            .collect();
+        let mut unmatched = Vec::new();
+        for wanted in &resize.nodes_to_remove {
+            let Some(machine) = group.iter().find(|m| status::machine_matches(m, wanted)) else {
+                unmatched.push(wanted.as_str());
+                continue;
+            };
+            let name = machine["metadata"]["name"].as_str().unwrap_or_default();
+            if machine["metadata"]["annotations"][DELETE_MACHINE].is_string() {
+                continue;
+            }
+            let patch = json!({"metadata": {"annotations": {DELETE_MACHINE: "yes"}}});
+            mgmt.merge_patch(CAPI_API_VERSION, "Machine", Some(self.ns()), name, &patch)
+                .await?;
+        }
+        if unmatched.is_empty() {
+            return Ok(());
+        }
+        // A retry after the scale-down went through finds the removed machines gone.
+        let (api, kind, name) = if ng.is_master() {
+            (
+                CONTROL_PLANE_API_VERSION,
+                "KubeadmControlPlane",
+                control_plane_name(&cluster),
+            )
+        } else {
+            (CAPI_API_VERSION, "MachineDeployment", deployment)
+        };
+        let live = mgmt.get(api, kind, Some(self.ns()), &name).await?;
+        if live.and_then(|o| o["spec"]["replicas"].as_i64()) == Some(i64::from(resize.node_count)) {
+            return Ok(());
+        }
+        let known: Vec<String> = group
+            .iter()
+            .map(|m| {
+                m["status"]["nodeRef"]["name"]
+                    .as_str()
+                    .or_else(|| m["metadata"]["name"].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        Err(DriverError::Permanent(format!(
+            "nodes_to_remove names {}, which {} not a node of node group {} (its nodes: {}).",
+            unmatched.join(", "),
+            if unmatched.len() == 1 { "is" } else { "are" },
+            ng.name,
+            if known.is_empty() {
+                "none yet".to_string()
+            } else {
+                known.join(", ")
+            }
+        )))
+    }
+
+    /// Deletes whatever labelled objects of a deleted cluster owner references left behind.
+    async fn remove_leftovers(&self, ctx: &ClusterContext) -> DriverResult<()> {
+        let mgmt = self.management().await?;
+        let selector = format!("{LABEL_CLUSTER_UUID}={}", ctx.cluster.uuid);
+        let s = &self.settings;
+        let kinds = [
+            (CAPI_API_VERSION, "MachineDeployment"),
+            (CONTROL_PLANE_API_VERSION, "KubeadmControlPlane"),
+            (BOOTSTRAP_API_VERSION, "KubeadmConfigTemplate"),
+            (
+                s.infrastructure_api_version.as_str(),
+                s.infrastructure_machine_template_kind.as_str(),
+            ),
+            (
+                s.infrastructure_api_version.as_str(),
+                s.infrastructure_cluster_kind.as_str(),
+            ),
+            // The CA Secrets Fleetyard handed to Cluster API.
+            ("v1", "Secret"),
+        ];
+        for (api, kind) in kinds {
+            for obj in mgmt.list(api, kind, Some(self.ns()), &selector).await? {
+                if let Some(name) = obj["metadata"]["name"].as_str() {
+                    mgmt.delete(api, kind, Some(self.ns()), name).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn observed(&self, ctx: &ClusterContext) -> DriverResult<Observed> {
+        let mgmt = self.management().await?;
+        let name = cluster_name(&ctx.cluster.uuid);
+        let ns = Some(self.ns());
+        let cluster = mgmt.get(CAPI_API_VERSION, "Cluster", ns, &name).await?;
+        if cluster.is_none() {
+            return Ok(Observed::default());
+        }
+        let control_plane = mgmt
+            .get(
+                CONTROL_PLANE_API_VERSION,
+                "KubeadmControlPlane",
+                ns,
+                &control_plane_name(&name),
+            )
+            .await?;
+        let selector = format!("{LABEL_CLUSTER_UUID}={}", ctx.cluster.uuid);
+        let deployments: BTreeMap<String, Value> = mgmt
+            .list(CAPI_API_VERSION, "MachineDeployment", ns, &selector)
+            .await?
+            .into_iter()
+            .filter_map(|d| {
+                d["metadata"]["name"]
+                    .as_str()
+                    .map(str::to_string)
+                    .map(|n| (n, d))
+            })
+            .collect();
+        let machines = mgmt
+            .list(
+                CAPI_API_VERSION,
+                "Machine",
+                ns,
+                &format!("{CAPI_CLUSTER_NAME_LABEL}={name}"),
+            )
+            .await?;
+        Ok(Observed {
+            cluster,
+            control_plane,
+            deployments,
+            machines,
+        })
+    }
+
+    async fn host_access(&self, ctx: &FederationContext) -> DriverResult<Option<ClusterAccess>> {
+        match &ctx.host {
+            Some(host) => self.cluster_access(&host.cluster).await.map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The version an upgrade asks for: the new template's `kube_tag`.
+fn target_version(template: &ClusterTemplate) -> DriverResult<String> {
+    template
+        .spec
+        .labels
+        .get("kube_tag")
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| normalize_version(v))
+        .ok_or_else(|| {
+            DriverError::Permanent(format!(
+                "The cluster template {} has no kube_tag label, so it names no Kubernetes version to upgrade to.",
+                template.spec.name
+            ))
+        })
+}
+
+/// `(major, minor, patch)` of `v1.30.1`; `None` when unparsable.
+fn semver(v: &str) -> Option<(u64, u64, u64)> {
+    let core = v.trim().trim_start_matches('v');
+    let core = core.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+#[async_trait]
+impl Driver for KubernetesDriver {
+    fn name(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn provides(&self) -> &[Provides] {
+        PROVIDES
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            federation: true,
+            // Cluster API keeps the CA in the <cluster>-ca Secret and offers no rotation; the
+            // driver does not do one of its own yet.
+            rotate_ca: false,
+            rotate_credential: false,
+            // KubeadmControlPlane replicas; always odd (validate_master_size).
+            master_resize: true,
+            upgrade: true,
+        }
+    }
+
+    async fn create_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        let renderer = Renderer::new(&self.settings, ctx);
+        let mut objects = ctx
+            .ca
+            .as_ref()
+            .map(|ca| renderer.ca_secrets(ca))
+            .unwrap_or_default();
+        objects.extend(renderer.all().map_err(DriverError::Permanent)?);
+        self.apply_all(&objects).await?;
+        Ok(Self::started(ctx))
+    }
+
+    async fn update_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        for ng in ctx
+            .nodegroups
+            .iter()
+            .filter(|ng| ng.status != ClusterStatus::DeleteInProgress)
+        {
+            self.scale(ctx, ng, ng.node_count).await?;
+        }
+        Ok(Self::started(ctx))
+    }
+
+    async fn resize_cluster(
+        &self,
+        ctx: &ClusterContext,
+        resize: &Resize,
+    ) -> DriverResult<Progress> {
+        let ng = Self::find_group(ctx, &resize.nodegroup)?;
+        if ng.is_master() {
+            self.validate_master_size(resize.node_count)
+                .map_err(DriverError::Permanent)?;
+        } else if resize.node_count < 0 {
+            return Err(DriverError::Permanent(format!(
+                "The node count of node group {} cannot be negative.",
+                ng.name
+            )));
+        }
+        if !resize.nodes_to_remove.is_empty() {
+            self.mark_for_deletion(ctx, ng, resize).await?;
+        }
+        self.scale(ctx, ng, resize.node_count).await?;
+        Ok(Self::started(ctx))
+    }
+
+    async fn upgrade_cluster(
+        &self,
+        ctx: &ClusterContext,
+        template: &ClusterTemplate,
+        max_batch_size: i32,
+        nodegroup: Option<&str>,
+    ) -> DriverResult<Progress> {
+        let version = target_version(template)?;
+        let overrides = Overrides {
+            version: Some(version.clone()),
+            image: Some(template.spec.image_id.clone()),
+            max_surge: Some(max_batch_size.max(1)),
+        };
+        let renderer = Renderer {
+            settings: &self.settings,
+            ctx,
+            template,
+        };
+        let groups: Vec<&NodeGroup> = match nodegroup {
+            Some(id) => vec![Self::find_group(ctx, id)?],
+            None => ctx.nodegroups.iter().collect(),
+        };
+        if !groups.iter().any(|ng| ng.is_master()) {
+            // Workers may not run a newer kubelet than the control plane.
+            let control_plane = self.live_control_plane_version(ctx).await?;
+            if let (Some(cp), Some(target)) =
+                (control_plane.as_deref().and_then(semver), semver(&version))
+            {
+                if target > cp {
+                    return Err(DriverError::Permanent(format!(
+                        "Upgrade the master node group first: the control plane runs {}, older than {version}.",
+                        control_plane.unwrap_or_default()
+                    )));
+                }
+            }
+        }
+        let mut objects = Vec::new();
+        if let Some(master) = groups.iter().find(|ng| ng.is_master()) {
+            objects.extend(
+                renderer
+                    .control_plane(master, &overrides)
+                    .map_err(DriverError::Permanent)?,
+            );
+        }
+        for ng in groups.iter().filter(|ng| !ng.is_master()) {
+            objects.extend(
+                renderer
+                    .worker(ng, &overrides, None)
+                    .map_err(DriverError::Permanent)?,
+            );
+        }
+        self.apply_all(&objects).await?;
+        Ok(Self::started(ctx))
+    }
+
+    async fn delete_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        let name = cluster_name(&ctx.cluster.uuid);
+        let existed = self
+            .management()
+            .await?
+            .delete(CAPI_API_VERSION, "Cluster", Some(self.ns()), &name)
+            .await?;
+        if existed {
+            let mut obs = ClusterObservation::phase(Phase::InProgress);
+            obs.stack_id = Some(name);
+            return Ok(Progress::Started(obs));
+        }
+        self.remove_leftovers(ctx).await?;
+        Ok(Progress::Done(ClusterObservation::phase(Phase::Gone)))
+    }
+
+    async fn create_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        nodegroup: &NodeGroup,
+    ) -> DriverResult<Progress> {
+        if nodegroup.is_master() {
+            return Err(DriverError::Permanent(
+                "The kubernetes driver runs one control plane per cluster (the KubeadmControlPlane of the master node group); add worker node groups only.".into(),
+            ));
+        }
+        let version = self.live_control_plane_version(ctx).await?;
+        let objects = Renderer::new(&self.settings, ctx)
+            .worker(nodegroup, &Overrides::default(), version.as_deref())
+            .map_err(DriverError::Permanent)?;
+        self.apply_all(&objects).await?;
+        Ok(Self::started(ctx))
+    }
+
+    async fn update_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        nodegroup: &NodeGroup,
+    ) -> DriverResult<Progress> {
+        self.scale(ctx, nodegroup, nodegroup.node_count).await?;
+        Ok(Self::started(ctx))
+    }
+
+    async fn delete_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        nodegroup: &NodeGroup,
+    ) -> DriverResult<Progress> {
+        if nodegroup.is_master() {
+            return Err(DriverError::Permanent(
+                "The master node group cannot be deleted.".into(),
+            ));
+        }
+        let name = deployment_name(&cluster_name(&ctx.cluster.uuid), nodegroup);
+        self.management()
+            .await?
+            .delete(
+                CAPI_API_VERSION,
+                "MachineDeployment",
+                Some(self.ns()),
+                &name,
+            )
+            .await?;
+        Ok(Self::started(ctx))
+    }
+
+    async fn cluster_status(&self, ctx: &ClusterContext) -> DriverResult<ClusterObservation> {
+        let observed = self.observed(ctx).await?;
+        let observation = status::observe(ctx, &observed);
+        if observation.phase == Phase::Gone {
+            self.remove_leftovers(ctx).await?;
+        }
+        Ok(observation)
+    }
+
+    async fn cluster_health(
+        &self,
+        ctx: &ClusterContext,
+    ) -> DriverResult<Option<HealthObservation>> {
+        if !ctx.cluster.status.is_complete_like() {
+            return Ok(None);
+        }
+        let observed = self.observed(ctx).await?;
+        Ok(Some(status::health(
+            observed.cluster.as_ref(),
+            &observed.machines,
+        )))
+    }
+
+    async fn rotate_ca(&self, _ctx: &ClusterContext) -> DriverResult<Progress> {
+        Err(DriverError::Permanent(
+            "The kubernetes driver cannot rotate cluster CAs yet: Cluster API keeps the CA in the <cluster>-ca Secret and has no rotation of its own.".into(),
+        ))
+    }
+
+    async fn create_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress> {
+        let Some(host) = self.host_access(ctx).await? else {
+            return Err(DriverError::Permanent(format!(
+                "The host cluster {} no longer exists.",
+                ctx.federation.hostcluster_id
+            )));
+        };
+        self.engine
+            .ensure_control_plane(&host, &ctx.federation)
+            .await
+    }
+
+    async fn update_federation(
+        &self,
+        ctx: &FederationContext,
+        change: &MemberChange,
+    ) -> DriverResult<FederationProgress> {
+        let fed = &ctx.federation;
+        let Some(host) = self.host_access(ctx).await? else {
+            return Err(DriverError::Permanent(format!(
+                "The host cluster {} no longer exists, so federation {} cannot change its members.",
+                fed.hostcluster_id, fed.name
+            )));
+        };
+        let mut notes = Vec::new();
+        for id in &change.unjoined {
+            let Some(member_name) = cluster_name_of(id) else {
+                return Err(DriverError::Permanent(format!(
+                    "{id} is not a cluster uuid."
+                )));
+            };
+            let access = match ctx.members.iter().find(|c| c.uuid.to_string() == *id) {
+                Some(cluster) => self
+                    .cluster_access(cluster)
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err(format!("the cluster {id} no longer exists")),
+            };
+            if let Some(note) = self
+                .engine
+                .unjoin(
+                    &host,
+                    fed,
+                    &member_name,
+                    access.as_ref().map_err(Clone::clone),
+                )
+                .await?
+            {
+                notes.push(note);
+            }
+        }
+        for id in &change.joined {
+            let Some(cluster) = ctx.members.iter().find(|c| c.uuid.to_string() == *id) else {
+                return Err(DriverError::Permanent(format!(
+                    "The member cluster {id} no longer exists."
+                )));
+            };
+            let member = self.cluster_access(cluster).await?;
+            self.engine.join(&host, fed, &member).await?;
+        }
+        Ok(if notes.is_empty() {
+            FederationProgress::Done
+        } else {
+            FederationProgress::DoneWithNote(notes.join(" "))
+        })
+    }
+
+    async fn delete_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress> {
+        let fed = &ctx.federation;
+        let Some(host_ctx) = &ctx.host else {
+            return Ok(FederationProgress::DoneWithNote(format!(
+                "The host cluster {} no longer exists; the federation control plane went with it.",
+                fed.hostcluster_id
+            )));
+        };
+        let host = match self.cluster_access(&host_ctx.cluster).await {
+            Ok(host) => host,
+            Err(DriverError::Permanent(why)) => {
+                return Ok(FederationProgress::DoneWithNote(format!(
+                    "The host cluster cannot be reached, so nothing was removed from it: {why}"
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        let owned = self.engine.owns_control_plane(fed);
+        if owned && self.engine.control_plane_phase(&host, fed, true).await? == Phase::Gone {
+            // A retry after the control plane went away: nothing is registered any more.
+            return Ok(FederationProgress::Done);
+        }
+        let mut notes = Vec::new();
+        for id in &fed.member_ids {
+            let Some(member_name) = cluster_name_of(id) else {
+                continue;
+            };
+            let access = match ctx.members.iter().find(|c| c.uuid.to_string() == *id) {
+                Some(cluster) => self
+                    .cluster_access(cluster)
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err(format!("the cluster {id} no longer exists")),
+            };
+            match self
+                .engine
+                .unjoin(
+                    &host,
+                    fed,
+                    &member_name,
+                    access.as_ref().map_err(Clone::clone),
+                )
+                .await
+            {
+                Ok(Some(note)) => notes.push(note),
+                Ok(None) => {}
+                // The control plane and its registrations go away together.
+                Err(e) if owned => notes.push(format!("Unjoining {member_name} failed: {e}")),
+                Err(e) => return Err(e),
+            }
+        }
+        for note in &notes {
+            tracing::warn!(federation = %fed.uuid, note = %note, "federation delete: best-effort clean-up incomplete");
+        }
+        let progress = self.engine.remove_control_plane(&host, fed).await?;
+        Ok(match progress {
+            FederationProgress::Done if !notes.is_empty() => {
+                FederationProgress::DoneWithNote(notes.join(" "))
+            }
+            other => other,
+        })
+    }
+
+    async fn federation_status(&self, ctx: &FederationContext) -> DriverResult<Phase> {
+        let fed = &ctx.federation;
+        let deleting = fed.status == FederationStatus::DeleteInProgress;
+        if fed.status == FederationStatus::UpdateInProgress {
+            return Ok(Phase::Complete);
+        }
+        let host = match self.host_access(ctx).await {
+            Ok(Some(host)) => host,
+            Ok(None) if deleting => return Ok(Phase::Gone),
+            Ok(None) => {
+                return Ok(Phase::Failed(format!(
+                    "The host cluster {} no longer exists.",
+                    fed.hostcluster_id
+                )))
+            }
+            Err(DriverError::Permanent(_)) if deleting => return Ok(Phase::Gone),
+            Err(e) => return Err(e),
+        };
+        self.engine.control_plane_phase(&host, fed, deleting).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_as_semver() {
+        assert!(semver("v1.30.1") > semver("v1.29.9"));
+        assert_eq!(semver("1.30"), Some((1, 30, 0)));
+        assert_eq!(semver("v1.31.0-rc.1"), Some((1, 31, 0)));
+        assert_eq!(semver("latest"), None);
+    }
+
+    #[test]
+    fn an_unset_kubeconfig_or_unknown_engine_is_refused_by_name() {
+        let err = KubernetesDriver::new(KubernetesDriverSection::default()).expect_err("unset");
+        assert_eq!(err, "[kubernetes_driver] kubeconfig: not set");
+        let err = KubernetesDriver::new(KubernetesDriverSection {
+            kubeconfig: "/nonexistent/kubeconfig".into(),
+            ..KubernetesDriverSection::default()
+        })
+        .expect_err("missing file");
+        assert!(
+            err.starts_with("[kubernetes_driver] kubeconfig: cannot read /nonexistent/kubeconfig"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,402 @@
+//! The outbox relay: claims pending events, hands them to the configured sink and marks them
+//! sent only once the sink has them (for AMQP: once the broker confirmed them). A crash between
+//! the two resends the event with the same `message_id`, never loses it.
+//!
+//! Several relays (one per `serve` or `conductor` process) share one outbox: each claims a batch
+//! under a short claim ([`Store::claim_events`]), so in normal operation an event is sent once.
+//! A resource's events go out in outbox order: a claim never takes a later event while an
+//! earlier one of the same resource is held elsewhere, and within a batch the events of one
+//! resource are published in successive rounds, each after the previous one was confirmed;
+//! when an event fails, the resource's later events wait for the next attempt.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::amqp::{self, AmqpError, AmqpPublisher, Delivery, PublisherSettings};
+use crate::config::{NotificationDriver, Settings};
+use crate::store::{OutboxEvent, Store, StoreError};
+
+/// The oslo.messaging v2 envelope: the inner message as a JSON *string*.
+pub fn envelope(event: &OutboxEvent) -> serde_json::Value {
+    json!({"oslo.version": "2.0", "oslo.message": event.message.to_string()})
+}
+
+/// The longest pause between two attempts to reach the broker.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The first pause after a failure.
+const MIN_BACKOFF: Duration = Duration::from_millis(500);
+/// How often sent events past their retention are deleted.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// How a relay runs; [`RelaySettings::from_settings`] reads it from the configuration.
+#[derive(Debug, Clone)]
+pub struct RelaySettings {
+    pub driver: NotificationDriver,
+    /// Who holds a claim: unique per relay (host, process, random suffix).
+    pub owner: String,
+    pub batch_size: u32,
+    /// Pause between polls of an empty outbox.
+    pub poll_interval: Duration,
+    /// How long a claim holds before another relay may take the events.
+    pub claim_timeout: Duration,
+    /// How long sent events stay in the outbox.
+    pub retention: chrono::Duration,
+    /// How often the backlog status line is logged.
+    pub status_interval: Duration,
+    /// Where `messagingv2` publishes.
+    pub publisher: Option<PublisherSettings>,
+}
+
+impl RelaySettings {
+    /// The relay of this process; fails on an unusable `transport_url` with `messagingv2`.
+    pub fn from_settings(s: &Settings) -> Result<RelaySettings, amqp::TransportUrlError> {
+        let n = &s.oslo_messaging_notifications;
+        let owner = format!(
+            "{}:{}:{}",
+            s.default.host,
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let claim_timeout = Duration::from_secs(n.relay_claim_timeout.max(3));
+        let publisher = match n.driver {
+            NotificationDriver::Messagingv2 => Some(PublisherSettings {
+                transport: amqp::parse_transport_url(s.default.transport_url.expose())?,
+                exchange: s.default.control_exchange.clone(),
+                topics: s.notification_topics(),
+                connection_name: format!("fleetyard-notifier:{owner}"),
+                // Well inside the claim, so an unconfirmed batch is released by its own relay
+                // before another one may take it.
+                confirm_timeout: claim_timeout / 3,
+            }),
+            _ => None,
+        };
+        Ok(RelaySettings {
+            driver: n.driver,
+            owner,
+            batch_size: n.relay_batch_size.max(1),
+            poll_interval: Duration::from_secs_f64(n.relay_poll_interval.clamp(0.001, 3600.0)),
+            claim_timeout,
+            retention: chrono::Duration::days(i64::from(n.retention_days)),
+            status_interval: Duration::from_secs(n.relay_status_interval.max(1)),
+            publisher,
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("outbox: {0}")]
+    Store(#[from] StoreError),
+    #[error("notification broker: {0}")]
+    Broker(#[from] AmqpError),
+}
+
+/// What one round did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BatchReport {
+    /// Events claimed from the outbox.
+    pub claimed: usize,
+    /// Delivered and marked sent.
+    pub sent: usize,
+    /// Attempted and failed; pending again.
+    pub failed: usize,
+    /// Not attempted because an earlier event of their resource failed; pending again.
+    pub held: usize,
+}
+
+impl std::ops::AddAssign for BatchReport {
+    fn add_assign(&mut self, o: BatchReport) {
+        self.claimed += o.claimed;
+        self.sent += o.sent;
+        self.failed += o.failed;
+        self.held += o.held;
+    }
+}
+
+enum Sink {
+    Log,
+    Noop,
+    Amqp(Box<AmqpPublisher>),
+}
+
+/// One relay over one outbox.
+pub struct Relay {
+    store: Arc<dyn Store>,
+    settings: RelaySettings,
+    sink: Sink,
+}
+
+/// Splits a batch (in outbox order) into rounds: round `k` holds the `k`-th event of every
+/// resource, so no round holds two events of one resource and a resource's events come in order.
+pub fn rounds(events: &[OutboxEvent]) -> Vec<Vec<usize>> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let k = seen.entry(e.resource_uuid.as_str()).or_insert(0);
+        if rounds.len() <= *k {
+            rounds.push(Vec::new());
+        }
+        rounds[*k].push(i);
+        *k += 1;
+    }
+    rounds
+}
+
+impl Relay {
+    pub fn new(store: Arc<dyn Store>, settings: RelaySettings) -> Relay {
+        let sink = match (settings.driver, &settings.publisher) {
+            (NotificationDriver::Messagingv2, Some(p)) => {
+                Sink::Amqp(Box::new(AmqpPublisher::new(p.clone())))
+            }
+            (NotificationDriver::Messagingv2, None) | (NotificationDriver::Log, _) => Sink::Log,
+            (NotificationDriver::Noop, _) => Sink::Noop,
+        };
+        Relay {
+            store,
+            settings,
+            sink,
+        }
+    }
+
+    pub fn settings(&self) -> &RelaySettings {
+        &self.settings
+    }
+
+    /// One round: claim a batch, deliver it, mark what was delivered sent and give the rest
+    /// back. With `messagingv2` and no reachable broker nothing is claimed and the broker's
+    /// error is returned: events wait in the outbox.
+    pub async fn run_once(&mut self) -> Result<BatchReport, RelayError> {
+        if let Sink::Amqp(publisher) = &mut self.sink {
+            publisher.connect().await?;
+        }
+        let started = Instant::now();
+        let events = self
+            .store
+            .claim_events(
+                &self.settings.owner,
+                self.settings.batch_size,
+                self.settings.claim_timeout,
+            )
+            .await?;
+        let mut report = BatchReport {
+            claimed: events.len(),
+            ..BatchReport::default()
+        };
+        if events.is_empty() {
+            return Ok(report);
+        }
+        let claimed = started.elapsed();
+        let mut sent = Vec::with_capacity(events.len());
+        let mut failed = Vec::new();
+        let mut held = Vec::new();
+        match &mut self.sink {
+            Sink::Log => {
+                for e in &events {
+                    tracing::info!(
+                        target: "fleetyard::notification",
+                        event_type = %e.event_type,
+                        priority = %e.priority,
+                        message_id = %e.message_id,
+                        "{}",
+                        envelope(e)
+                    );
+                    sent.push(e.id);
+                }
+            }
+            Sink::Noop => sent.extend(events.iter().map(|e| e.id)),
+            Sink::Amqp(publisher) => {
+                let mut stopped: HashSet<&str> = HashSet::new();
+                let mut first_failure: Option<String> = None;
+                for round in rounds(&events) {
+                    let (go, wait): (Vec<usize>, Vec<usize>) = round
+                        .into_iter()
+                        .partition(|i| !stopped.contains(events[*i].resource_uuid.as_str()));
+                    held.extend(wait.iter().map(|i| events[*i].id));
+                    if go.is_empty() {
+                        continue;
+                    }
+                    let batch: Vec<&OutboxEvent> = go.iter().map(|i| &events[*i]).collect();
+                    let results = publisher.publish(&batch).await;
+                    for (event, result) in batch.iter().zip(results) {
+                        match result {
+                            Delivery::Confirmed => sent.push(event.id),
+                            Delivery::Failed(reason) => {
+                                failed.push(event.id);
+                                stopped.insert(event.resource_uuid.as_str());
+                                first_failure.get_or_insert(reason);
+                            }
+                        }
+                    }
+                }
+                if let Some(reason) = first_failure {
+                    tracing::warn!(
+                        failed = failed.len(),
+                        held = held.len(),
+                        reason = %reason,
+                        "notifications not confirmed by the broker stay in the outbox"
+                    );
+                }
+            }
+        }
+        report.sent = sent.len();
+        report.failed = failed.len();
+        report.held = held.len();
+        let delivered = started.elapsed();
+        self.store.mark_events_sent(&sent).await?;
+        self.store
+            .release_events(&self.settings.owner, &failed, true)
+            .await?;
+        self.store
+            .release_events(&self.settings.owner, &held, false)
+            .await?;
+        tracing::debug!(
+            claimed = report.claimed,
+            sent = report.sent,
+            failed = report.failed,
+            held = report.held,
+            claim_ms = claimed.as_secs_f64() * 1e3,
+            deliver_ms = (delivered - claimed).as_secs_f64() * 1e3,
+            mark_ms = (started.elapsed() - delivered).as_secs_f64() * 1e3,
+            "notification relay round"
+        );
+        Ok(report)
+    }
+
+    /// Rounds until one claims nothing or delivers nothing; the totals.
+    pub async fn drain(&mut self) -> Result<BatchReport, RelayError> {
+        let mut total = BatchReport::default();
+        loop {
+            let r = self.run_once().await?;
+            total += r;
+            if r.claimed == 0 || r.sent == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Logs the backlog: how many events wait and for how long the oldest has.
+    pub async fn log_status(&self) {
+        match self.store.outbox_backlog().await {
+            Ok((pending, oldest)) => {
+                let age = oldest
+                    .map(|t| (chrono::Utc::now() - t).num_milliseconds().max(0) as f64 / 1000.0)
+                    .unwrap_or(0.0);
+                let connected = match &self.sink {
+                    Sink::Amqp(p) => Some(p.is_connected()),
+                    _ => None,
+                };
+                if pending > 0 {
+                    tracing::info!(
+                        backlog = pending,
+                        oldest_pending_age_seconds = age,
+                        broker_connected = ?connected,
+                        "notification outbox status"
+                    );
+                } else {
+                    tracing::debug!(backlog = 0, broker_connected = ?connected, "notification outbox status");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the notification outbox backlog failed"),
+        }
+    }
+
+    /// Runs until the task is dropped: delivers, backs off (capped, exponential) while the
+    /// broker or the database fails, logs the backlog every `status_interval` and prunes sent
+    /// events past their retention.
+    pub async fn run(mut self) {
+        tracing::info!(
+            driver = ?self.settings.driver,
+            owner = %self.settings.owner,
+            "notification relay started"
+        );
+        let mut backoff = MIN_BACKOFF;
+        let mut last_status = Instant::now();
+        let mut last_prune: Option<Instant> = None;
+        loop {
+            if last_status.elapsed() >= self.settings.status_interval {
+                self.log_status().await;
+                last_status = Instant::now();
+            }
+            if last_prune.is_none_or(|t| t.elapsed() >= PRUNE_INTERVAL) {
+                let cutoff = chrono::Utc::now() - self.settings.retention;
+                match self.store.prune_sent_events(cutoff).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(pruned = n, "pruned sent notifications"),
+                    Err(e) => tracing::warn!(error = %e, "pruning sent notifications failed"),
+                }
+                last_prune = Some(Instant::now());
+            }
+            let pause = match self.run_once().await {
+                Ok(r) if r.failed > 0 => {
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    backoff
+                }
+                Ok(r) => {
+                    backoff = MIN_BACKOFF;
+                    if r.claimed > 0 {
+                        continue;
+                    }
+                    self.settings.poll_interval
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, retry_in = ?backoff, "notification relay: events wait in the outbox");
+                    let pause = backoff;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    pause
+                }
+            };
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// Runs the relay of this process until the task is dropped.
+pub async fn relay_loop(store: Arc<dyn Store>, settings: RelaySettings) {
+    Relay::new(store, settings).run().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: i64, resource: &str) -> OutboxEvent {
+        OutboxEvent {
+            id,
+            message_id: uuid::Uuid::new_v4(),
+            resource_uuid: resource.into(),
+            event_type: "magnum.cluster.update".into(),
+            priority: "INFO".into(),
+            message: json!({}),
+            created_at: chrono::Utc::now(),
+            attempts: 0,
+        }
+    }
+
+    #[test]
+    fn a_resources_events_go_out_in_successive_rounds() {
+        let events = [
+            event(1, "a"),
+            event(2, "b"),
+            event(3, "a"),
+            event(4, "c"),
+            event(5, "a"),
+            event(6, "b"),
+        ];
+        assert_eq!(rounds(&events), vec![vec![0, 1, 3], vec![2, 5], vec![4]]);
+        assert!(rounds(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_envelope_carries_the_inner_message_as_a_string() {
+        let mut e = event(1, "a");
+        e.message = json!({"event_type": "magnum.cluster.create", "priority": "INFO"});
+        let env = envelope(&e);
+        assert_eq!(env["oslo.version"], "2.0");
+        let inner = env["oslo.message"].as_str().expect("a string");
+        let parsed: serde_json::Value = serde_json::from_str(inner).expect("JSON");
+        assert_eq!(parsed, e.message);
+    }
+}

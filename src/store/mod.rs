@@ -1,0 +1,369 @@
+//! The only place with SQL. One [`Store`] trait, two implementations chosen from the connection
+//! URL: PostgreSQL (production) and SQLite (the embedded default). Both run the same SQL text
+//! (`$n` placeholders work on both); the few dialect differences live in [`Dialect`].
+//!
+//! A state change is one transaction: a row, its job and its outbox event commit together.
+
+mod postgres;
+pub(crate) mod resources;
+pub(crate) mod rows;
+pub(crate) mod sql;
+mod sqlite;
+mod write;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
+use crate::domain::Ident;
+
+pub use postgres::PgStore;
+pub use resources::{
+    CLUSTER_SORT_KEYS, FEDERATION_SORT_KEYS, NODEGROUP_SORT_KEYS, QUOTA_SORT_KEYS,
+};
+pub use rows::QuotaRow;
+pub use sqlite::SqliteStore;
+pub use write::Write;
+
+use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::federation::Federation;
+use crate::domain::job::Job;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    Sqlite,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No visible row matched.
+    #[error("not found")]
+    NotFound,
+    /// A name matched more than one visible row.
+    #[error("more than one row has that name")]
+    Ambiguous,
+    /// A named constraint refused the write.
+    #[error("constraint {constraint} refused the write")]
+    Conflict { constraint: String },
+    /// An optimistic update lost against a concurrent writer.
+    #[error("the row changed concurrently")]
+    Stale,
+    /// The database is unreachable or the pool is exhausted.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A quota refused the write.
+    #[error("the quota of {limit} is reached")]
+    LimitExceeded { limit: i64 },
+    /// A stored value does not decode into its domain type.
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    pub fn is_constraint(&self, name: &str) -> bool {
+        matches!(self, StoreError::Conflict { constraint } if constraint == name)
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Which rows a caller may see.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub project_id: String,
+    /// Admin cross-project mode.
+    pub all_projects: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortDir {
+    Asc,
+    Desc,
+}
+
+impl SortDir {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SortDir::Asc => "asc",
+            SortDir::Desc => "desc",
+        }
+    }
+}
+
+/// A validated page request: `sort_key` is one of the table's sortable columns.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub limit: u32,
+    pub marker: Option<Uuid>,
+    pub sort_key: String,
+    pub sort_dir: SortDir,
+}
+
+/// Sortable columns of the cluster template table, with whether they may be NULL.
+pub const TEMPLATE_SORT_KEYS: &[(&str, bool)] = &[
+    ("id", false),
+    ("uuid", false),
+    ("name", false),
+    ("project_id", false),
+    ("user_id", false),
+    ("coe", false),
+    ("image_id", false),
+    ("flavor_id", true),
+    ("master_flavor_id", true),
+    ("keypair_id", true),
+    ("external_network_id", true),
+    ("fixed_network", true),
+    ("fixed_subnet", true),
+    ("network_driver", true),
+    ("volume_driver", true),
+    ("dns_nameserver", true),
+    ("docker_storage_driver", true),
+    ("cluster_distro", true),
+    ("http_proxy", true),
+    ("https_proxy", true),
+    ("no_proxy", true),
+    ("insecure_registry", true),
+    ("server_type", false),
+    ("tags", true),
+    ("driver", true),
+    ("apiserver_port", true),
+    ("docker_volume_size", true),
+    ("registry_enabled", false),
+    ("tls_disabled", false),
+    ("public", false),
+    ("master_lb_enabled", false),
+    ("floating_ip_enabled", false),
+    ("hidden", false),
+    ("created_at", false),
+    ("updated_at", true),
+];
+
+/// One notification, written to the outbox in the transaction of the change it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub message_id: Uuid,
+    pub resource_type: String,
+    pub resource_uuid: String,
+    pub event_type: String,
+    pub priority: String,
+    /// The inner oslo message.
+    pub message: Value,
+}
+
+/// An outbox row waiting to be (or already) delivered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEvent {
+    pub id: i64,
+    pub message_id: Uuid,
+    pub resource_uuid: String,
+    pub event_type: String,
+    pub priority: String,
+    pub message: Value,
+    pub created_at: DateTime<Utc>,
+    pub attempts: i32,
+}
+
+/// A conductor or API process as `GET /v1/mservices` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceRecord {
+    pub id: i64,
+    pub host: String,
+    pub binary: String,
+    pub disabled: bool,
+    pub disabled_reason: Option<String>,
+    pub last_seen_up: Option<DateTime<Utc>>,
+    pub forced_down: bool,
+    pub report_count: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Clusters, node groups, federations, jobs, quotas and stats.
+#[async_trait]
+pub trait ResourceStore: Send + Sync {
+    /// Commits every write in one transaction, or none of them.
+    async fn commit(&self, writes: &[Write]) -> StoreResult<()>;
+
+    async fn get_cluster(&self, scope: &Scope, ident: &Ident) -> StoreResult<Cluster>;
+    /// Any project's cluster by uuid (the conductor's view).
+    async fn find_cluster(&self, uuid: &str) -> StoreResult<Option<Cluster>>;
+    async fn clusters_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<Cluster>>;
+    async fn list_clusters(&self, scope: &Scope, page: &PageRequest) -> StoreResult<Vec<Cluster>>;
+    /// Every node group of the given clusters, in one query.
+    async fn nodegroups_of(&self, cluster_uuids: &[String]) -> StoreResult<Vec<NodeGroup>>;
+    async fn list_nodegroups(
+        &self,
+        cluster_uuid: &str,
+        scope: &Scope,
+        role: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<NodeGroup>>;
+    /// A node group of a cluster by uuid, name or integer id.
+    async fn get_nodegroup(&self, cluster_uuid: &str, ident: &str) -> StoreResult<NodeGroup>;
+    async fn templates_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<ClusterTemplate>>;
+    /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.
+    async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>>;
+
+    async fn get_federation(&self, scope: &Scope, ident: &Ident) -> StoreResult<Federation>;
+    async fn find_federation(&self, uuid: &str) -> StoreResult<Option<Federation>>;
+    async fn list_federations(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<Federation>>;
+    /// Federations the cluster hosts or belongs to.
+    async fn federations_of_cluster(&self, cluster_uuid: &str) -> StoreResult<Vec<Federation>>;
+    async fn federations_in_progress(&self, limit: u32) -> StoreResult<Vec<Federation>>;
+
+    /// Claims the next due job under a lease, committed before the caller starts work.
+    async fn claim_job(&self, owner: &str, lease: std::time::Duration) -> StoreResult<Option<Job>>;
+    /// Extends a held lease; false when the lease was lost.
+    async fn renew_lease(
+        &self,
+        job_id: i64,
+        owner: &str,
+        lease: std::time::Duration,
+    ) -> StoreResult<bool>;
+    /// Whether a job other than `job_id` waits for the resource.
+    async fn other_pending_job(&self, resource_uuid: &str, job_id: i64) -> StoreResult<bool>;
+    /// Which of these resources have a job waiting.
+    async fn resources_with_pending_jobs(&self, uuids: &[String]) -> StoreResult<Vec<String>>;
+    /// Every job of a resource with its state (`pending`, `done`, `failed`).
+    async fn jobs_for(&self, resource_uuid: &str) -> StoreResult<Vec<(Job, String)>>;
+
+    /// A cluster's key pairs (CAs and the service's client certificate), private keys sealed.
+    async fn get_keypairs(
+        &self,
+        cluster_uuid: &str,
+    ) -> StoreResult<Vec<crate::certificates::StoredKeyPair>>;
+
+    async fn get_quota(&self, project_id: &str, resource: &str) -> StoreResult<Option<QuotaRow>>;
+    /// Quotas of one project (or all, with `None`), keyset-paged by integer id markers.
+    async fn list_quotas(
+        &self,
+        project_id: Option<&str>,
+        marker: Option<i64>,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<QuotaRow>>;
+    async fn create_quota(
+        &self,
+        project_id: &str,
+        resource: &str,
+        hard_limit: i32,
+    ) -> StoreResult<QuotaRow>;
+    async fn update_quota(
+        &self,
+        project_id: &str,
+        resource: &str,
+        hard_limit: i32,
+    ) -> StoreResult<QuotaRow>;
+    async fn delete_quota(&self, project_id: &str, resource: &str) -> StoreResult<()>;
+    /// Number of clusters and total node count (masters included), of a project or everywhere.
+    async fn stats(&self, project_id: Option<&str>) -> StoreResult<(i64, i64)>;
+}
+
+#[async_trait]
+pub trait Store: ResourceStore + Send + Sync + 'static {
+    fn dialect(&self) -> Dialect;
+    /// Applies pending migrations.
+    async fn migrate(&self) -> StoreResult<()>;
+    /// The newest applied migration, if any.
+    async fn schema_version(&self) -> StoreResult<Option<i64>>;
+    async fn ping(&self) -> StoreResult<()>;
+
+    // Cluster templates.
+    async fn create_cluster_template(
+        &self,
+        template: &NewClusterTemplate,
+        events: &[NewEvent],
+    ) -> StoreResult<ClusterTemplate>;
+    async fn get_cluster_template(
+        &self,
+        scope: &Scope,
+        ident: &Ident,
+    ) -> StoreResult<ClusterTemplate>;
+    async fn list_cluster_templates(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterTemplate>>;
+    /// Writes `spec` if the row is still at `expected_version`, else [`StoreError::Stale`].
+    async fn update_cluster_template(
+        &self,
+        id: i64,
+        expected_version: i64,
+        spec: &TemplateSpec,
+        events: &[NewEvent],
+    ) -> StoreResult<ClusterTemplate>;
+    /// Deletes the template; [`StoreError::Conflict`] `fk_cluster_cluster_template` while a
+    /// cluster uses it.
+    async fn delete_cluster_template(&self, id: i64, events: &[NewEvent]) -> StoreResult<()>;
+    async fn template_in_use(&self, uuid: &str) -> StoreResult<bool>;
+
+    // Services.
+    async fn heartbeat_service(&self, host: &str, binary: &str) -> StoreResult<()>;
+    async fn list_services(&self) -> StoreResult<Vec<ServiceRecord>>;
+
+    // Outbox.
+    async fn pending_events(&self, limit: u32) -> StoreResult<Vec<OutboxEvent>>;
+    async fn mark_events_sent(&self, ids: &[i64]) -> StoreResult<()>;
+    async fn prune_sent_events(&self, older_than: DateTime<Utc>) -> StoreResult<u64>;
+    /// Claims for `owner`, until `claim` elapses, up to `limit` unsent events in id order that
+    /// nobody else holds, keeping each resource's order: an event is claimed only when every
+    /// earlier unsent event of its resource is claimed with it (or already held by `owner`).
+    /// PostgreSQL skips rows another relay is claiming (`FOR UPDATE SKIP LOCKED`); SQLite
+    /// serializes claims (`BEGIN IMMEDIATE`). Returns nothing, without a write transaction,
+    /// when no event is claimable.
+    async fn claim_events(
+        &self,
+        owner: &str,
+        limit: u32,
+        claim: std::time::Duration,
+    ) -> StoreResult<Vec<OutboxEvent>>;
+    /// Gives claimed events back unsent; `attempted` counts a failed delivery attempt.
+    async fn release_events(&self, owner: &str, ids: &[i64], attempted: bool) -> StoreResult<()>;
+    /// Unsent events and the creation time of the oldest one.
+    async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)>;
+}
+
+/// Opens the store named by a connection URL.
+pub async fn connect(url: &str, max_connections: u32) -> StoreResult<std::sync::Arc<dyn Store>> {
+    if url.starts_with("sqlite:") {
+        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+    } else {
+        Ok(std::sync::Arc::new(
+            PgStore::connect(url, max_connections).await?,
+        ))
+    }
+}
+
+/// Maps a sqlx error to a store error; constraint names come from `constraint_name`.
+pub(crate) fn map_sqlx(
+    err: sqlx::Error,
+    constraint_name: fn(&str) -> Option<String>,
+) -> StoreError {
+    match err {
+        sqlx::Error::RowNotFound => StoreError::NotFound,
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+            StoreError::Unavailable(err)
+        }
+        sqlx::Error::Database(ref db) => {
+            let named = db
+                .constraint()
+                .map(String::from)
+                .or_else(|| constraint_name(db.message()));
+            match named {
+                Some(constraint) => StoreError::Conflict { constraint },
+                None => StoreError::Database(err),
+            }
+        }
+        other => StoreError::Database(other),
+    }
+}

@@ -1,0 +1,258 @@
+//! Row types of clusters, node groups, federations, jobs and quotas, and their conversion into
+//! domain types. Shared by both backends.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use super::{StoreError, StoreResult};
+use crate::domain::cluster::{Cluster, NodeGroup, Taint};
+use crate::domain::federation::Federation;
+use crate::domain::job::{Job, Operation};
+use crate::domain::labels::Labels;
+use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus};
+use crate::domain::ResourceId;
+
+fn uuid_of(table: &str, text: &str) -> StoreResult<ResourceId> {
+    uuid::Uuid::try_parse(text)
+        .map(ResourceId)
+        .map_err(|_| StoreError::Corrupt(format!("{table}.uuid {text}")))
+}
+
+fn cluster_status(table: &str, text: &str) -> StoreResult<ClusterStatus> {
+    ClusterStatus::parse(text).ok_or_else(|| StoreError::Corrupt(format!("{table}.status {text}")))
+}
+
+pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
+    cluster_template_id, keypair, docker_volume_size, labels, master_flavor_id, flavor_id, \
+    stack_id, api_address, status, status_reason, health_status, health_status_reason, \
+    create_timeout, discovery_url, coe_version, container_version, fixed_network, fixed_subnet, \
+    floating_ip_enabled, master_lb_enabled, version, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct ClusterRow {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub cluster_template_id: String,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Json<Labels>,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub stack_id: Option<String>,
+    pub api_address: Option<String>,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub health_status: Option<String>,
+    pub health_status_reason: Json<BTreeMap<String, String>>,
+    pub create_timeout: Option<i32>,
+    pub discovery_url: Option<String>,
+    pub coe_version: Option<String>,
+    pub container_version: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: bool,
+    pub master_lb_enabled: bool,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl ClusterRow {
+    pub fn into_domain(self) -> StoreResult<Cluster> {
+        Ok(Cluster {
+            id: self.id,
+            uuid: uuid_of("cluster", &self.uuid)?,
+            project_id: self.project_id,
+            user_id: self.user_id,
+            name: self.name,
+            cluster_template_id: uuid_of("cluster.cluster_template_id", &self.cluster_template_id)?,
+            keypair: self.keypair,
+            docker_volume_size: self.docker_volume_size,
+            labels: self.labels.0,
+            master_flavor_id: self.master_flavor_id,
+            flavor_id: self.flavor_id,
+            stack_id: self.stack_id,
+            api_address: self.api_address,
+            status: cluster_status("cluster", &self.status)?,
+            status_reason: self.status_reason,
+            health_status: match self.health_status {
+                None => None,
+                Some(h) => Some(
+                    HealthStatus::parse(&h)
+                        .ok_or_else(|| StoreError::Corrupt(format!("cluster.health_status {h}")))?,
+                ),
+            },
+            health_status_reason: self.health_status_reason.0,
+            create_timeout: self.create_timeout,
+            discovery_url: self.discovery_url,
+            coe_version: self.coe_version,
+            container_version: self.container_version,
+            fixed_network: self.fixed_network,
+            fixed_subnet: self.fixed_subnet,
+            floating_ip_enabled: self.floating_ip_enabled,
+            master_lb_enabled: self.master_lb_enabled,
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+pub(crate) const NODEGROUP_COLUMNS: &str = "id, uuid, name, cluster_id, project_id, \
+    docker_volume_size, labels, flavor_id, image_id, node_addresses, node_count, role, \
+    min_node_count, max_node_count, is_default, stack_id, status, status_reason, version, \
+    node_labels, node_taints, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct NodeGroupRow {
+    pub id: i64,
+    pub uuid: String,
+    pub name: String,
+    pub cluster_id: String,
+    pub project_id: String,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Json<Labels>,
+    pub flavor_id: Option<String>,
+    pub image_id: Option<String>,
+    pub node_addresses: Json<Vec<String>>,
+    pub node_count: i32,
+    pub role: String,
+    pub min_node_count: i32,
+    pub max_node_count: Option<i32>,
+    pub is_default: bool,
+    pub stack_id: Option<String>,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub version: Option<String>,
+    pub node_labels: Json<Labels>,
+    pub node_taints: Json<Vec<Taint>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl NodeGroupRow {
+    pub fn into_domain(self) -> StoreResult<NodeGroup> {
+        Ok(NodeGroup {
+            id: self.id,
+            uuid: uuid_of("nodegroup", &self.uuid)?,
+            name: self.name,
+            cluster_id: uuid_of("nodegroup.cluster_id", &self.cluster_id)?,
+            project_id: self.project_id,
+            docker_volume_size: self.docker_volume_size,
+            labels: self.labels.0,
+            flavor_id: self.flavor_id,
+            image_id: self.image_id,
+            node_addresses: self.node_addresses.0,
+            node_count: self.node_count,
+            role: self.role,
+            min_node_count: self.min_node_count,
+            max_node_count: self.max_node_count,
+            is_default: self.is_default,
+            stack_id: self.stack_id,
+            status: cluster_status("nodegroup", &self.status)?,
+            status_reason: self.status_reason,
+            version: self.version,
+            node_labels: self.node_labels.0,
+            node_taints: self.node_taints.0,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+pub(crate) const FEDERATION_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
+    hostcluster_id, member_ids, status, status_reason, properties, version, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct FederationRow {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub hostcluster_id: String,
+    pub member_ids: Json<Vec<String>>,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub properties: Json<BTreeMap<String, String>>,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl FederationRow {
+    pub fn into_domain(self) -> StoreResult<Federation> {
+        Ok(Federation {
+            id: self.id,
+            uuid: uuid_of("federation", &self.uuid)?,
+            project_id: self.project_id,
+            user_id: self.user_id,
+            name: self.name,
+            hostcluster_id: self.hostcluster_id,
+            member_ids: self.member_ids.0,
+            status: FederationStatus::parse(&self.status)
+                .ok_or_else(|| StoreError::Corrupt(format!("federation.status {}", self.status)))?,
+            status_reason: self.status_reason,
+            properties: self.properties.0,
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+pub(crate) const JOB_COLUMNS: &str = "id, uuid, operation, resource_uuid, driver, payload, \
+    attempts, max_attempts, deadline_at, lease_owner, lease_expires_at, last_error, created_at";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct JobRow {
+    pub id: i64,
+    pub uuid: String,
+    pub operation: String,
+    pub resource_uuid: String,
+    pub driver: String,
+    pub payload: Json<serde_json::Value>,
+    pub attempts: i32,
+    pub max_attempts: i32,
+    pub deadline_at: Option<DateTime<Utc>>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl JobRow {
+    pub fn into_domain(self) -> StoreResult<Job> {
+        Ok(Job {
+            id: self.id,
+            uuid: self.uuid,
+            operation: Operation::parse(&self.operation)
+                .ok_or_else(|| StoreError::Corrupt(format!("job.operation {}", self.operation)))?,
+            resource_uuid: self.resource_uuid,
+            driver: self.driver,
+            payload: self.payload.0,
+            attempts: self.attempts,
+            max_attempts: self.max_attempts,
+            deadline_at: self.deadline_at,
+            lease_owner: self.lease_owner,
+            lease_expires_at: self.lease_expires_at,
+            last_error: self.last_error,
+            created_at: self.created_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow, Debug, Clone, PartialEq)]
+pub struct QuotaRow {
+    pub id: i64,
+    pub project_id: String,
+    pub resource: String,
+    pub hard_limit: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}

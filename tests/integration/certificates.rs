@@ -1,0 +1,758 @@
+//! `/v1/certificates` and `/v1/credentials` over HTTP, with the conductor driven in-process:
+//! every cluster gets its CA before the driver runs, CSRs are signed under the subject policy
+//! (privileged subjects for admins only, key types and sizes, validity cap), another project's
+//! cluster is as unknown as a missing one, rotation replaces the CA, and no private key is
+//! ever stored in clear, logged, notified or returned.
+
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleetyard::certificates::{Certificates, KeyCipher, StoredKeyPair};
+use fleetyard::conductor::{Conductor, Outcome};
+use fleetyard::config::Settings;
+use fleetyard::drivers::DriverRegistry;
+use reqwest::header::HeaderMap;
+use serde_json::{json, Value};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::clusters::{at, cluster_as, drain, one, project_b, template_as};
+use crate::helpers::{spawn_with, Backend, TestApp};
+
+const CERTS: &str = "/v1/certificates";
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/csr");
+
+pub(crate) fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{FIXTURES}/{name}")).expect("fixture")
+}
+
+/// The app and a conductor sharing one `[certificates]` key, with an instant fake driver.
+pub(crate) struct Pki {
+    pub app: TestApp,
+    pub settings: Settings,
+    pub conductor: Conductor,
+}
+
+/// Spawns the app with a key file of its own (PostgreSQL), or the embedded default's key
+/// beside the database (SQLite, `key_file` left empty).
+pub(crate) async fn spawn_pki(backend: Backend, tweak: impl FnOnce(&mut Settings)) -> Pki {
+    let key_file = if backend == Backend::Postgres {
+        let dir = std::env::temp_dir().join(format!("fy-certs-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("certificates.key");
+        KeyCipher::generate_file(&path).expect("key file");
+        path.display().to_string()
+    } else {
+        String::new()
+    };
+    let mut captured = None;
+    let app = spawn_with(backend, |s| {
+        s.certificates.key_file = key_file;
+        s.fake_driver.create_seconds = 0;
+        s.fake_driver.update_seconds = 0;
+        s.fake_driver.delete_seconds = 0;
+        s.fake_driver.federation_seconds = 0;
+        tweak(s);
+        captured = Some(s.clone());
+    })
+    .await;
+    let settings = captured.expect("settings");
+    let conductor = Conductor::new(
+        app.store.clone(),
+        DriverRegistry::build(&settings.drivers, &settings.fake_driver).expect("drivers"),
+        "test-host",
+        settings.conductor.clone(),
+    )
+    .with_certificates(Certificates::from_settings(&settings).expect("certificates"));
+    Pki {
+        app,
+        settings,
+        conductor,
+    }
+}
+
+/// A completed cluster of `h`'s project (template with TLS); its uuid.
+pub(crate) async fn tls_cluster(pki: &Pki, name: &str, labels: Value, h: &HeaderMap) -> String {
+    let t = template_as(&pki.app, &format!("{name}-tpl"), json!({}), h).await;
+    let uuid = cluster_as(
+        &pki.app,
+        json!({"name": name, "cluster_template_id": t, "labels": labels}),
+        h,
+    )
+    .await;
+    drain(&pki.conductor).await;
+    let shown = pki.app.get_as(&one(&uuid), &at(h, "latest")).await;
+    assert_eq!(shown.body["status"], "CREATE_COMPLETE", "{}", shown.text);
+    uuid
+}
+
+fn der_of(pem: &str) -> Vec<u8> {
+    let (_, p) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("pem");
+    assert_eq!(p.label, "CERTIFICATE");
+    p.contents
+}
+
+/// Whether `cert_pem` is signed by the key of `ca_pem`.
+fn chains_to(cert_pem: &str, ca_pem: &str) -> bool {
+    let cert_der = der_of(cert_pem);
+    let ca_der = der_of(ca_pem);
+    let (_, cert) = X509Certificate::from_der(&cert_der).expect("cert");
+    let (_, ca) = X509Certificate::from_der(&ca_der).expect("ca");
+    cert.issuer() == ca.subject() && cert.verify_signature(Some(ca.public_key())).is_ok()
+}
+
+fn subject_of(cert_pem: &str) -> String {
+    let der = der_of(cert_pem);
+    let (_, cert) = X509Certificate::from_der(&der).expect("cert");
+    cert.subject().to_string()
+}
+
+fn admin_of_a(app: &TestApp) -> HeaderMap {
+    app.as_identity("project-a", "admin-a", "admin,member,reader")
+}
+
+fn csr_body(cluster: &str, csr: &str) -> Value {
+    json!({"cluster_uuid": cluster, "csr": csr})
+}
+
+/// A fresh ECDSA P-256 CSR with the given subject (CN first).
+fn ec_csr(cn: &str, org: Option<&str>) -> String {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut p = rcgen::CertificateParams::default();
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::CommonName, cn);
+    if let Some(o) = org {
+        dn.push(rcgen::DnType::OrganizationName, o);
+    }
+    p.distinguished_name = dn;
+    p.serialize_request(&key).expect("csr").pem().expect("pem")
+}
+
+async fn raw_keypairs(app: &TestApp, cluster: &str) -> Vec<(String, String, String)> {
+    let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connect");
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT kind, certificate, private_key FROM x509keypair WHERE cluster_uuid = $1 ORDER BY id",
+    )
+    .bind(cluster)
+    .fetch_all(&pool)
+    .await
+    .expect("rows");
+    pool.close().await;
+    rows
+}
+
+/// Log lines written on this thread (the conductor runs on the test's thread).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_cluster_gets_its_ca_before_the_driver_runs_and_no_private_key_is_stored_in_clear() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(logs.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    let uuid = tls_cluster(&pki, "k8s-ca", json!({}), &app.headers).await;
+    drop(guard);
+
+    let r = app.get(&format!("{CERTS}/{uuid}")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let ca = r.body["pem"].as_str().expect("pem").to_string();
+    assert_eq!(subject_of(&ca), "CN=k8s-ca");
+    assert_eq!(r.body["cluster_uuid"], uuid.as_str());
+    let links = r.body["links"].as_array().expect("links");
+    assert_eq!(
+        links[0]["href"],
+        app.url(&format!("/v1/certificates/{uuid}"))
+    );
+    assert_eq!(links[1]["href"], app.url(&format!("/certificates/{uuid}")));
+    assert_eq!(
+        r.body.as_object().map(|o| o.len()),
+        Some(3),
+        "cluster_uuid, pem, links only: {}",
+        r.text
+    );
+    for (t, cn) in [
+        ("etcd", "CN=etcd-ca"),
+        ("front_proxy", "CN=front-proxy-ca"),
+        ("front-proxy", "CN=front-proxy-ca"),
+        ("kubernetes", "CN=k8s-ca"),
+    ] {
+        let r = app.get(&format!("{CERTS}/{uuid}?ca_cert_type={t}")).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(subject_of(r.body["pem"].as_str().expect("pem")), cn, "{t}");
+    }
+
+    // The raw rows: four key pairs, every private key sealed.
+    let rows = raw_keypairs(app, &uuid).await;
+    let kinds: Vec<&str> = rows.iter().map(|(k, _, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["ca", "etcd_ca", "front_proxy_ca", "client"]);
+    for (kind, cert, key) in &rows {
+        assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{kind}");
+        assert!(!key.contains("PRIVATE KEY"), "{kind} key stored in clear");
+        assert!(!key.contains("BEGIN"), "{kind} key stored in clear");
+        assert!(key.starts_with("fy-aes256gcm:"), "{kind}: {key}");
+    }
+    let client = &rows[3].1;
+    assert_eq!(subject_of(client), "CN=admin, O=system:masters");
+    assert!(
+        chains_to(client, &ca),
+        "the service's client certificate chains to the CA"
+    );
+
+    // Decrypting needs the key: the configured one opens them, another one does not.
+    let stored: Vec<StoredKeyPair> = app.store.get_keypairs(&uuid).await.expect("rows");
+    let right = Certificates::from_settings(&pki.settings).expect("certificates");
+    let opened = right
+        .open(&stored[0])
+        .expect("opens with the configured key");
+    assert!(opened.expose().contains("BEGIN PRIVATE KEY"));
+    let wrong = Certificates::new(
+        Some(Arc::new(
+            KeyCipher::from_bytes(&[7; 32], "other").expect("key"),
+        )),
+        pki.settings.certificates.clone(),
+    );
+    let err = wrong
+        .open(&stored[0])
+        .expect_err("another key cannot open it");
+    assert!(
+        err.to_string().contains("restore the original key file"),
+        "{err}"
+    );
+    let none = Certificates::new(None, pki.settings.certificates.clone());
+    let err = none.open(&stored[0]).expect_err("no key");
+    assert!(err.to_string().contains("[certificates] key_file"), "{err}");
+
+    // Nothing secret in the notifications or the conductor's log.
+    let events = app.store.pending_events(10_000).await.expect("events");
+    assert!(!events.is_empty());
+    let key_text = opened.expose().to_string();
+    let body_of_key: String = key_text
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    for e in &events {
+        let text = e.message.to_string();
+        assert!(!text.contains("PRIVATE KEY"), "{}", e.event_type);
+        assert!(!text.contains("fy-aes256gcm"), "{}", e.event_type);
+        assert!(!text.contains(&body_of_key[..40]), "{}", e.event_type);
+    }
+    let logged = String::from_utf8(logs.0.lock().expect("lock").clone()).expect("utf8");
+    assert!(
+        logged.contains("made the cluster's CAs and client certificate"),
+        "the conductor made the CA: {logged}"
+    );
+    assert!(!logged.contains("PRIVATE KEY"), "{logged}");
+    assert!(!logged.contains("fy-aes256gcm"), "{logged}");
+    assert!(!logged.contains(&body_of_key[..40]), "{logged}");
+}
+
+#[tokio::test]
+async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-priv", json!({}), &app.headers).await;
+    let ca = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"]
+        .as_str()
+        .expect("pem")
+        .to_string();
+    // What `openstack coe cluster config` sends: CN=admin, O=system:masters, RSA-2048.
+    let admin_csr = fixture("admin-system-masters-rsa2048.csr");
+    let r = app.post(CERTS, &csr_body(&uuid, &admin_csr)).await;
+    r.assert_error(
+        403,
+        "The CSR subject names the privileged group system:masters (O=system:masters), which only callers allowed certificate:create_privileged may have signed.",
+    );
+    let r = app
+        .post(
+            CERTS,
+            &csr_body(&uuid, &ec_csr("system:node:n1", Some("dev"))),
+        )
+        .await;
+    r.assert_error(
+        403,
+        "The CSR subject names the privileged user system:node:n1 (CN starting with system:), which only callers allowed certificate:create_privileged may have signed.",
+    );
+    for group in ["kubeadm:cluster-admins", "system:nodes"] {
+        let r = app
+            .post(CERTS, &csr_body(&uuid, &ec_csr("mallory", Some(group))))
+            .await;
+        assert_eq!(r.status, 403, "{group}: {}", r.text);
+    }
+
+    // The same request from an admin of the project is signed (and chains to the CA).
+    let r = app
+        .post_as(CERTS, &csr_body(&uuid, &admin_csr), &admin_of_a(app))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.body["csr"], admin_csr.as_str());
+    assert_eq!(r.body["cluster_uuid"], uuid.as_str());
+    let pem = r.body["pem"].as_str().expect("pem");
+    assert_eq!(subject_of(pem), "CN=admin, O=system:masters");
+    assert!(chains_to(pem, &ca));
+    assert!(!r.text.contains("PRIVATE KEY"));
+
+    // An ordinary subject is signed for a member, by name too, and another member of the
+    // project (not the cluster's creator) may do it: access follows the project.
+    let colleague = app.as_identity("project-a", "user-a2", "member,reader");
+    let r = app
+        .post_as(
+            CERTS,
+            &csr_body("k8s-priv", &fixture("dave-rsa2048.csr")),
+            &colleague,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(
+        subject_of(r.body["pem"].as_str().expect("pem")),
+        "CN=dave, O=developers"
+    );
+    assert!(r.body.get("ca_cert_type").is_none());
+    let r = app.get_as(&format!("{CERTS}/k8s-priv"), &colleague).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // A reader may read the CA but not sign.
+    let reader = app.as_identity("project-a", "user-r", "reader");
+    assert_eq!(
+        app.get_as(&format!("{CERTS}/{uuid}"), &reader).await.status,
+        200
+    );
+    let r = app
+        .post_as(CERTS, &csr_body(&uuid, &ec_csr("erin", None)), &reader)
+        .await;
+    r.assert_error(
+        403,
+        "Policy doesn't allow certificate:create to be performed.",
+    );
+
+    // ca_cert_type picks the CA and is echoed.
+    let etcd = app
+        .get(&format!("{CERTS}/{uuid}?ca_cert_type=etcd"))
+        .await
+        .body["pem"]
+        .as_str()
+        .expect("pem")
+        .to_string();
+    let r = app
+        .post(
+            CERTS,
+            &json!({"cluster_uuid": uuid, "csr": ec_csr("etcd-client", None), "ca_cert_type": "etcd"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.body["ca_cert_type"], "etcd");
+    assert!(chains_to(r.body["pem"].as_str().expect("pem"), &etcd));
+}
+
+#[tokio::test]
+async fn another_projects_cluster_is_404_like_an_unknown_one() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-a", json!({}), &app.headers).await;
+    let other = project_b(app);
+    let csr = ec_csr("bob", None);
+    let r = app.post_as(CERTS, &csr_body(&uuid, &csr), &other).await;
+    r.assert_error(404, &format!("Cluster {uuid} could not be found."));
+    let missing = uuid::Uuid::new_v4().to_string();
+    let r = app.post_as(CERTS, &csr_body(&missing, &csr), &other).await;
+    r.assert_error(404, &format!("Cluster {missing} could not be found."));
+    let r = app.post_as(CERTS, &csr_body("k8s-a", &csr), &other).await;
+    r.assert_error(404, "Cluster k8s-a could not be found.");
+    let r = app.get_as(&format!("{CERTS}/{uuid}"), &other).await;
+    r.assert_error(404, &format!("Cluster {uuid} could not be found."));
+    let r = app
+        .patch_as(&format!("{CERTS}/{uuid}"), &json!(null), &other)
+        .await;
+    r.assert_error(404, &format!("Cluster {uuid} could not be found."));
+    // Certificates are project-scoped for admins too (as in Magnum).
+    let foreign_admin = app.as_identity("project-b", "admin-b", "admin,member,reader");
+    let r = app
+        .post_as(CERTS, &csr_body(&uuid, &csr), &foreign_admin)
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+}
+
+#[tokio::test]
+async fn malformed_csrs_and_unsupported_keys_are_400_with_a_sentence() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-bad", json!({}), &app.headers).await;
+    let accepted =
+        "Accepted keys: RSA of 2048 to 8192 bits, ECDSA on P-256, ECDSA on P-384, Ed25519.";
+    let cases = [
+        (
+            "not a csr".to_string(),
+            "Received invalid csr: it is not a PEM-encoded certificate request.".to_string(),
+        ),
+        (
+            fixture("bob-rsa1024.csr"),
+            format!("The CSR's key is not accepted: RSA of 1024 bits. {accepted}"),
+        ),
+        (
+            fixture("carol-p521.csr"),
+            format!("The CSR's key is not accepted: ECDSA on curve 1.3.132.0.35. {accepted}"),
+        ),
+        (
+            ec_csr("", None).replace("CERTIFICATE REQUEST", "CERTIFICATE"),
+            "Received invalid csr: expected a PEM block of type CERTIFICATE REQUEST, got CERTIFICATE."
+                .to_string(),
+        ),
+    ];
+    for (csr, detail) in cases {
+        let r = app.post(CERTS, &csr_body(&uuid, &csr)).await;
+        r.assert_error(400, &detail);
+    }
+    // A CSR whose signature does not match its key (one byte of the signature flipped).
+    let good = ec_csr("frank", None);
+    let (_, pem) = x509_parser::pem::parse_x509_pem(good.as_bytes()).expect("pem");
+    let mut der = pem.contents.clone();
+    let last = der.len() - 3;
+    der[last] ^= 0x01;
+    use base64::Engine;
+    let body = base64::engine::general_purpose::STANDARD.encode(&der);
+    let tampered = format!(
+        "-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n",
+        body
+    );
+    let r = app.post(CERTS, &csr_body(&uuid, &tampered)).await;
+    r.assert_error(
+        400,
+        "Received invalid csr: its signature does not verify with its own key.",
+    );
+    // Body validation: missing fields and unknown attributes.
+    let r = app.post(CERTS, &json!({"cluster_uuid": uuid})).await;
+    r.assert_error(
+        400,
+        "Invalid input for field/attribute csr. Value: 'None'. Mandatory field missing.",
+    );
+    let r = app
+        .post(
+            CERTS,
+            &json!({"cluster_uuid": uuid, "csr": good, "bay_uuid": uuid}),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+}
+
+#[tokio::test]
+async fn key_types_the_operator_did_not_allow_are_refused() {
+    let pki = spawn_pki(Backend::Postgres, |s| {
+        s.certificates.allowed_key_types = "rsa".into();
+        s.certificates.min_rsa_key_bits = 3072;
+    })
+    .await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-rsa", json!({}), &app.headers).await;
+    let r = app.post(CERTS, &csr_body(&uuid, &ec_csr("h", None))).await;
+    r.assert_error(
+        400,
+        "The CSR's key is not accepted: ECDSA on P-256. Accepted keys: RSA of 3072 to 8192 bits.",
+    );
+    let r = app
+        .post(CERTS, &csr_body(&uuid, &fixture("dave-rsa2048.csr")))
+        .await;
+    r.assert_error(
+        400,
+        "The CSR's key is not accepted: RSA of 2048 bits. Accepted keys: RSA of 3072 to 8192 bits.",
+    );
+}
+
+#[tokio::test]
+async fn signed_certificates_are_valid_no_longer_than_the_configured_maximum() {
+    let pki = spawn_pki(Backend::Postgres, |s| s.certificates.max_validity_days = 30).await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-days", json!({}), &app.headers).await;
+    let r = app
+        .post(CERTS, &csr_body(&uuid, &ec_csr("ivan", None)))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let der = der_of(r.body["pem"].as_str().expect("pem"));
+    let (_, cert) = X509Certificate::from_der(&der).expect("cert");
+    let now = chrono::Utc::now().timestamp();
+    let left = cert.validity().not_after.timestamp() - now;
+    assert!(left <= 30 * 86_400 && left > 29 * 86_400, "{left} seconds");
+    assert!(cert.validity().not_before.timestamp() <= now);
+    // And never past the CA: with a CA of 10 days, a 30-day request ends with the CA.
+    let pki = spawn_pki(Backend::Postgres, |s| {
+        s.certificates.max_validity_days = 30;
+        s.certificates.ca_validity_days = 10;
+    })
+    .await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-short", json!({}), &app.headers).await;
+    let r = app
+        .post(CERTS, &csr_body(&uuid, &ec_csr("judy", None)))
+        .await;
+    let der = der_of(r.body["pem"].as_str().expect("pem"));
+    let (_, cert) = X509Certificate::from_der(&der).expect("cert");
+    let left = cert.validity().not_after.timestamp() - chrono::Utc::now().timestamp();
+    assert!(left <= 10 * 86_400, "{left} seconds");
+}
+
+#[tokio::test]
+async fn after_rotation_signatures_chain_to_the_new_ca_and_the_old_ca_is_gone() {
+    // One transient failure per operation: the create and the rotation each run twice, and
+    // the retry must not make the CA again.
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let t = template_as(app, "rot-tpl", json!({}), &app.headers).await;
+    let uuid = cluster_as(
+        app,
+        json!({"name": "k8s-rot", "cluster_template_id": t, "labels": {"fake_transient_failures": "1"}}),
+        &app.headers,
+    )
+    .await;
+    let c = &pki.conductor;
+    assert!(matches!(
+        c.try_execute_one().await.expect("job"),
+        Outcome::Retried { .. }
+    ));
+    let first = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"].clone();
+    assert!(
+        first.is_string(),
+        "the CA exists before the driver succeeded"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    drain(c).await;
+    let old = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"]
+        .as_str()
+        .expect("pem")
+        .to_string();
+    assert_eq!(first, old, "the retried create kept its CA");
+    let before = app
+        .post(CERTS, &csr_body(&uuid, &ec_csr("kim", None)))
+        .await;
+    assert!(chains_to(before.body["pem"].as_str().expect("pem"), &old));
+
+    // The CLI sends no body, with Content-Type application/octet-stream.
+    let r = app
+        .send(
+            app.client
+                .patch(app.url(&format!("{CERTS}/{uuid}")))
+                .headers(app.headers.clone())
+                .header("content-type", "application/octet-stream"),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert_eq!(r.body, json!({"uuid": uuid}));
+    let shown = app.get_as(&one(&uuid), &at(&app.headers, "latest")).await;
+    assert_eq!(shown.body["status"], "UPDATE_IN_PROGRESS");
+    // A second rotation while one is under way is refused.
+    let r = app.patch(&format!("{CERTS}/{uuid}"), &json!(null)).await;
+    r.assert_error(
+        400,
+        "Rotating the CA certificate of a cluster when status is \"UPDATE_IN_PROGRESS\" is not supported.",
+    );
+    assert!(matches!(
+        c.try_execute_one().await.expect("job"),
+        Outcome::Retried { .. }
+    ));
+    let rotated = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"].clone();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    drain(c).await;
+    let shown = app.get_as(&one(&uuid), &at(&app.headers, "latest")).await;
+    assert_eq!(shown.body["status"], "UPDATE_COMPLETE", "{}", shown.text);
+    let new = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"]
+        .as_str()
+        .expect("pem")
+        .to_string();
+    assert_eq!(rotated, json!(new), "the retried rotation kept its new CA");
+    assert_ne!(new, old, "the CA was replaced");
+    for t in ["kubernetes", "etcd", "front_proxy"] {
+        let r = app.get(&format!("{CERTS}/{uuid}?ca_cert_type={t}")).await;
+        assert_ne!(r.body["pem"], json!(old), "{t}");
+    }
+    let after = app
+        .post(CERTS, &csr_body(&uuid, &ec_csr("kim", None)))
+        .await;
+    let pem = after.body["pem"].as_str().expect("pem");
+    assert!(chains_to(pem, &new), "new signatures chain to the new CA");
+    assert!(!chains_to(pem, &old), "and not to the old one");
+    let rows = raw_keypairs(app, &uuid).await;
+    assert_eq!(rows.len(), 4, "the old key pairs are gone");
+    assert!(rows.iter().all(|(_, cert, _)| *cert != old));
+    assert!(
+        chains_to(&rows[3].1, &new),
+        "the client certificate was renewed too"
+    );
+    // The rotation was announced like any update.
+    let events = crate::clusters::events_of(app, &uuid).await;
+    let updates: Vec<_> = events
+        .iter()
+        .filter(|(t, _, _)| t.ends_with("cluster.update"))
+        .map(|(_, o, _)| o.as_str())
+        .collect();
+    assert_eq!(updates, ["pending", "success"]);
+}
+
+#[tokio::test]
+async fn rotation_is_refused_for_non_tls_and_busy_clusters() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let t = template_as(app, "notls", json!({"tls_disabled": true}), &app.headers).await;
+    let plain = cluster_as(
+        app,
+        json!({"name": "plain", "cluster_template_id": t}),
+        &app.headers,
+    )
+    .await;
+    let r = app.patch(&format!("{CERTS}/{plain}"), &json!(null)).await;
+    r.assert_error(
+        400,
+        "Rotating the CA certificate on a non-TLS cluster is not supported.",
+    );
+    let t = template_as(app, "tls", json!({}), &app.headers).await;
+    let busy = cluster_as(
+        app,
+        json!({"name": "busy", "cluster_template_id": t}),
+        &app.headers,
+    )
+    .await;
+    let r = app.patch(&format!("{CERTS}/{busy}"), &json!(null)).await;
+    r.assert_error(
+        400,
+        "Rotating the CA certificate of a cluster when status is \"CREATE_IN_PROGRESS\" is not supported.",
+    );
+    // Before the conductor made it, the cluster has no CA to show.
+    let r = app.get(&format!("{CERTS}/{busy}")).await;
+    r.assert_error(
+        409,
+        "Cluster busy has no CA certificate yet: the conductor makes it when it starts creating the cluster.",
+    );
+    let reader = app.as_identity("project-a", "user-r", "reader");
+    drain(&pki.conductor).await;
+    let r = app
+        .patch_as(&format!("{CERTS}/{busy}"), &json!(null), &reader)
+        .await;
+    r.assert_error(
+        403,
+        "Policy doesn't allow certificate:rotate_ca to be performed.",
+    );
+}
+
+#[tokio::test]
+async fn credential_rotation_needs_1_12_and_renews_the_services_client_certificate() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-cred", json!({}), &app.headers).await;
+    let path = format!("/v1/credentials/{uuid}");
+    let r = app
+        .patch_as(&path, &json!(null), &at(&app.headers, "1.11"))
+        .await;
+    r.assert_framework_error(406);
+    let client_before = raw_keypairs(app, &uuid).await[3].1.clone();
+    let r = app
+        .patch_as(&path, &json!(null), &at(&app.headers, "1.12"))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert_eq!(r.body, json!({"uuid": uuid}));
+    let outcomes = drain(&pki.conductor).await;
+    assert!(
+        matches!(outcomes.as_slice(), [Outcome::Completed { .. }]),
+        "{outcomes:?}"
+    );
+    let shown = app.get_as(&one(&uuid), &at(&app.headers, "latest")).await;
+    assert_eq!(shown.body["status"], "CREATE_COMPLETE", "no status change");
+    let rows = raw_keypairs(app, &uuid).await;
+    let ca = rows[0].1.clone();
+    assert_ne!(
+        rows[3].1, client_before,
+        "the client certificate was renewed"
+    );
+    assert!(chains_to(&rows[3].1, &ca));
+    // By name, and the CLI's PATCH with Content-Type application/json and no body.
+    let r = app
+        .send(
+            app.client
+                .patch(app.url("/v1/credentials/k8s-cred"))
+                .headers(at(&app.headers, "latest"))
+                .header("content-type", "application/json"),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&pki.conductor).await;
+    // Wrong state, another project, a reader.
+    let t = template_as(app, "cred-tpl", json!({}), &app.headers).await;
+    let busy = cluster_as(
+        app,
+        json!({"name": "cred-busy", "cluster_template_id": t}),
+        &app.headers,
+    )
+    .await;
+    let r = app
+        .patch_as(
+            &format!("/v1/credentials/{busy}"),
+            &json!(null),
+            &at(&app.headers, "latest"),
+        )
+        .await;
+    r.assert_error(
+        400,
+        "Rotating the credential of a cluster when status is \"CREATE_IN_PROGRESS\" is not supported.",
+    );
+    let r = app
+        .patch_as(&path, &json!(null), &at(&project_b(app), "latest"))
+        .await;
+    r.assert_error(404, &format!("Cluster {uuid} could not be found."));
+    let reader = app.as_identity("project-a", "user-r", "reader");
+    let r = app
+        .patch_as(&path, &json!(null), &at(&reader, "latest"))
+        .await;
+    r.assert_error(
+        403,
+        "Policy doesn't allow credential:rotate to be performed.",
+    );
+}
+
+#[tokio::test]
+async fn the_embedded_default_keeps_its_key_beside_the_sqlite_database() {
+    let pki = spawn_pki(Backend::Sqlite, |_| {}).await;
+    let app = &pki.app;
+    let db = app.db.url.trim_start_matches("sqlite://").to_string();
+    let key = std::path::Path::new(&db).with_file_name("certificates.key");
+    assert!(key.exists(), "{} was generated", key.display());
+    let uuid = tls_cluster(&pki, "k8s-lite", json!({}), &app.headers).await;
+    let r = app
+        .post(CERTS, &csr_body(&uuid, &ec_csr("lee", None)))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let pool = sqlx::SqlitePool::connect(&app.db.url)
+        .await
+        .expect("connect");
+    let keys: Vec<String> = sqlx::query_scalar("SELECT private_key FROM x509keypair")
+        .fetch_all(&pool)
+        .await
+        .expect("rows");
+    pool.close().await;
+    assert_eq!(keys.len(), 4);
+    assert!(keys.iter().all(|k| !k.contains("PRIVATE KEY")));
+    // Without the key file nothing decrypts, and the error says why.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&key)
+        .expect("key");
+    f.write_all(b"not base64!").expect("write");
+    let err = Certificates::from_settings(&pki.settings).expect_err("unusable key");
+    assert!(err.contains("is not base64"), "{err}");
+}

@@ -1,0 +1,318 @@
+//! `spawn_app()`: the real application on port 0 with a fresh database, and a client with
+//! helpers per request shape.
+
+use std::sync::Arc;
+
+use fleetyard::config::{AuthStrategy, Settings};
+use fleetyard::startup::{AppState, Application};
+use fleetyard::store::Store;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+pub fn pg_admin_url() -> String {
+    std::env::var("FLEETYARD_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// A database made for one test and dropped afterwards.
+pub struct TestDb {
+    pub url: String,
+    pg_name: Option<String>,
+    sqlite_dir: Option<std::path::PathBuf>,
+}
+
+impl TestDb {
+    pub async fn new(backend: Backend) -> TestDb {
+        match backend {
+            Backend::Postgres => {
+                let name = format!("fy_test_{}", uuid::Uuid::new_v4().simple());
+                let admin = pg_admin_url();
+                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                    .await
+                    .expect("PostgreSQL must be reachable (./tox.sh starts it)");
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                let base = admin
+                    .rsplit_once('/')
+                    .map(|(b, _)| b.to_string())
+                    .unwrap_or(admin);
+                TestDb {
+                    url: format!("{base}/{name}"),
+                    pg_name: Some(name),
+                    sqlite_dir: None,
+                }
+            }
+            Backend::Sqlite => {
+                let dir =
+                    std::env::temp_dir().join(format!("fy-test-{}", uuid::Uuid::new_v4().simple()));
+                std::fs::create_dir_all(&dir).expect("temp dir");
+                let url = format!("sqlite://{}", dir.join("fleetyard.sqlite").display());
+                TestDb {
+                    url,
+                    pg_name: None,
+                    sqlite_dir: Some(dir),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(name) = self.pg_name.take() {
+            let admin = pg_admin_url();
+            // Dropped on a plain thread: the test's runtime may be shutting down.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                if let Ok(rt) = rt {
+                    rt.block_on(async move {
+                        if let Ok(mut conn) =
+                            <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await
+                        {
+                            let _ = sqlx::query(&format!(
+                                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                            ))
+                            .execute(&mut conn)
+                            .await;
+                        }
+                    });
+                }
+            })
+            .join();
+        }
+        if let Some(dir) = self.sqlite_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+pub fn test_settings(db_url: &str) -> Settings {
+    let mut s = Settings::default();
+    s.api.port = 0;
+    s.api.workers = 2;
+    s.database.connection = fleetyard::config::Secret::new(db_url);
+    s.database.max_pool_size = 5;
+    s.default.host = "test-host".into();
+    s
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub store: Arc<dyn Store>,
+    pub client: reqwest::Client,
+    /// Headers sent with every request (identity, microversion).
+    pub headers: HeaderMap,
+    pub db: TestDb,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(Backend::Postgres, |_| {}).await
+}
+
+/// Spawns the app on `backend`, letting the test adjust settings first.
+pub async fn spawn_with(backend: Backend, tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    let db = TestDb::new(backend).await;
+    let mut settings = test_settings(&db.url);
+    tweak(&mut settings);
+    let store = fleetyard::startup::open_store(&settings)
+        .await
+        .expect("store opens and migrates");
+    let state = AppState::new(settings, store.clone()).expect("valid state");
+    let app = Application::build(state).expect("binds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    let mut headers = HeaderMap::new();
+    headers.insert("x-project-id", HeaderValue::from_static("project-a"));
+    headers.insert("x-user-id", HeaderValue::from_static("user-a"));
+    headers.insert("x-roles", HeaderValue::from_static("member,reader"));
+    TestApp {
+        address,
+        store,
+        client: reqwest::Client::new(),
+        headers,
+        db,
+    }
+}
+
+pub async fn spawn_jwt(secret: &str) -> TestApp {
+    let dir = std::env::temp_dir().join(format!("fy-jwt-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let key = dir.join("secret");
+    std::fs::write(&key, secret).expect("write secret");
+    let mut app = spawn_with(Backend::Postgres, |s| {
+        s.default.auth_strategy = AuthStrategy::Jwt;
+        s.jwt.algorithms = "HS256".into();
+        s.jwt.key_file = Some(key);
+        s.jwt.audience = Some("fleetyard".into());
+    })
+    .await;
+    app.headers.clear();
+    app
+}
+
+/// A response with its status, headers and JSON body (Null when empty or not JSON).
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    /// The single error entry of Magnum's error body.
+    pub fn error(&self) -> &Value {
+        &self.body["errors"][0]
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    }
+    /// Asserts Magnum's error body for `status` with exactly `detail`.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, detail: &str) {
+        assert_eq!(self.status, status, "status; body: {}", self.text);
+        let e = self.error();
+        assert_eq!(e["status"], status, "body: {}", self.text);
+        assert_eq!(e["code"], if status >= 500 { "server" } else { "client" });
+        assert_eq!(e["detail"], detail, "body: {}", self.text);
+        let title = detail.split('.').next().unwrap_or(detail);
+        assert_eq!(e["title"], title);
+        assert_eq!(e["request_id"], "");
+        assert_eq!(e["links"], serde_json::json!([]));
+        assert_eq!(self.body["errors"].as_array().map(Vec::len), Some(1));
+    }
+    /// Asserts the empty framework-level error body.
+    #[track_caller]
+    pub fn assert_framework_error(&self, status: u16) {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        assert_eq!(
+            self.body,
+            serde_json::json!({"errors": [{"request_id": "", "code": "", "status": status, "title": "", "detail": "", "links": []}]})
+        );
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    /// Same app, other identity.
+    pub fn as_identity(&self, project: &str, user: &str, roles: &str) -> HeaderMap {
+        let mut h = self.headers.clone();
+        h.insert(
+            "x-project-id",
+            HeaderValue::from_str(project).expect("header"),
+        );
+        h.insert("x-user-id", HeaderValue::from_str(user).expect("header"));
+        h.insert("x-roles", HeaderValue::from_str(roles).expect("header"));
+        h
+    }
+
+    pub fn admin(&self) -> HeaderMap {
+        self.as_identity("admin-project", "admin-user", "admin,member,reader")
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: Option<&Value>,
+    ) -> Resp {
+        let mut req = self
+            .client
+            .request(method, self.url(path))
+            .headers(headers.clone());
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        self.send(req).await
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.request(reqwest::Method::GET, path, &self.headers, None)
+            .await
+    }
+    pub async fn get_as(&self, path: &str, h: &HeaderMap) -> Resp {
+        self.request(reqwest::Method::GET, path, h, None).await
+    }
+    pub async fn post(&self, path: &str, body: &Value) -> Resp {
+        self.request(reqwest::Method::POST, path, &self.headers, Some(body))
+            .await
+    }
+    pub async fn post_as(&self, path: &str, body: &Value, h: &HeaderMap) -> Resp {
+        self.request(reqwest::Method::POST, path, h, Some(body))
+            .await
+    }
+    pub async fn patch(&self, path: &str, body: &Value) -> Resp {
+        self.request(reqwest::Method::PATCH, path, &self.headers, Some(body))
+            .await
+    }
+    pub async fn patch_as(&self, path: &str, body: &Value, h: &HeaderMap) -> Resp {
+        self.request(reqwest::Method::PATCH, path, h, Some(body))
+            .await
+    }
+    pub async fn delete(&self, path: &str) -> Resp {
+        self.request(reqwest::Method::DELETE, path, &self.headers, None)
+            .await
+    }
+    pub async fn delete_as(&self, path: &str, h: &HeaderMap) -> Resp {
+        self.request(reqwest::Method::DELETE, path, h, None).await
+    }
+
+    /// Creates a template with the minimal valid body plus `extra`, as `headers`.
+    pub async fn create_template_as(&self, name: &str, extra: Value, h: &HeaderMap) -> Value {
+        let mut body =
+            serde_json::json!({"name": name, "coe": "kubernetes", "image_id": "fedora-coreos-40"});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                b.insert(k.clone(), v.clone());
+            }
+        }
+        let r = self.post_as("/v1/clustertemplates", &body, h).await;
+        assert_eq!(r.status, 201, "create template: {}", r.text);
+        r.body
+    }
+
+    pub async fn create_template(&self, name: &str, extra: Value) -> Value {
+        self.create_template_as(name, extra, &self.headers).await
+    }
+}
+
+pub fn header_map(pairs: &[(&str, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in pairs {
+        h.insert(
+            HeaderName::from_bytes(k.as_bytes()).expect("name"),
+            HeaderValue::from_str(v).expect("value"),
+        );
+    }
+    h
+}

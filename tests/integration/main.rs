@@ -1,0 +1,18 @@
+//! The integration suite: the real application over HTTP, against real PostgreSQL (a fresh
+//! database per test) and SQLite.
+
+mod helpers;
+
+mod api_ref;
+mod certificates;
+mod cluster_templates;
+mod clusters;
+mod conductor;
+mod conventions;
+mod federations;
+mod isolation;
+mod kubernetes_driver;
+mod nodegroups;
+mod notify;
+mod quotas_stats_services;
+mod store_contract;

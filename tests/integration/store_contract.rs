@@ -1,0 +1,527 @@
+//! The store contract: the same tests against PostgreSQL and SQLite.
+
+use std::sync::Arc;
+
+use fleetyard::domain::labels::Labels;
+use fleetyard::domain::template::{NewClusterTemplate, TemplateSpec};
+use fleetyard::domain::{Ident, ResourceId};
+use fleetyard::store::{NewEvent, PageRequest, Scope, SortDir, Store, StoreError};
+use serde_json::json;
+
+use crate::helpers::{Backend, TestDb};
+
+async fn open(backend: Backend) -> (Arc<dyn Store>, TestDb) {
+    let db = TestDb::new(backend).await;
+    let store = fleetyard::store::connect(&db.url, 5)
+        .await
+        .expect("connects");
+    store.migrate().await.expect("migrates");
+    (store, db)
+}
+
+fn spec(name: &str) -> TemplateSpec {
+    TemplateSpec {
+        name: name.into(),
+        coe: "kubernetes".into(),
+        image_id: "img".into(),
+        flavor_id: None,
+        master_flavor_id: None,
+        dns_nameserver: None,
+        keypair_id: None,
+        external_network_id: None,
+        fixed_network: None,
+        fixed_subnet: None,
+        network_driver: Some("flannel".into()),
+        volume_driver: None,
+        apiserver_port: None,
+        docker_volume_size: None,
+        docker_storage_driver: None,
+        cluster_distro: None,
+        http_proxy: None,
+        https_proxy: None,
+        no_proxy: None,
+        insecure_registry: None,
+        registry_enabled: false,
+        tls_disabled: false,
+        public: false,
+        master_lb_enabled: false,
+        floating_ip_enabled: true,
+        hidden: false,
+        server_type: "vm".into(),
+        labels: Labels::new(),
+        tags: None,
+        driver: Some("fake".into()),
+    }
+}
+
+fn new_template(project: &str, s: TemplateSpec) -> NewClusterTemplate {
+    NewClusterTemplate {
+        uuid: ResourceId::new(),
+        project_id: project.into(),
+        user_id: "u".into(),
+        spec: s,
+    }
+}
+
+fn event(uuid: &str) -> NewEvent {
+    NewEvent {
+        message_id: uuid::Uuid::new_v4(),
+        resource_type: "cluster_template".into(),
+        resource_uuid: uuid.into(),
+        event_type: "magnum.cluster_template.create".into(),
+        priority: "INFO".into(),
+        message: json!({"event_type": "magnum.cluster_template.create"}),
+    }
+}
+
+fn scope(project: &str) -> Scope {
+    Scope {
+        project_id: project.into(),
+        all_projects: false,
+    }
+}
+
+fn page(limit: u32, marker: Option<uuid::Uuid>, key: &str, dir: SortDir) -> PageRequest {
+    PageRequest {
+        limit,
+        marker,
+        sort_key: key.into(),
+        sort_dir: dir,
+    }
+}
+
+/// Runs one contract test body against both backends.
+macro_rules! contract {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn on_postgres() {
+                let (store, db) = open(Backend::Postgres).await;
+                ($body)(store, db.url.clone()).await;
+            }
+            #[tokio::test]
+            async fn on_sqlite() {
+                let (store, db) = open(Backend::Sqlite).await;
+                ($body)(store, db.url.clone()).await;
+            }
+        }
+    };
+}
+
+contract!(
+    migrations_report_their_version,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let v = store.schema_version().await.expect("version");
+        assert_eq!(v, Some(20261122000001));
+        store.migrate().await.expect("migrating twice is a no-op");
+    }
+);
+
+contract!(
+    a_created_template_reads_back_equal,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let mut s = spec("t1");
+        s.labels.insert("kube_tag".into(), "v1.30.1".into());
+        s.apiserver_port = Some(6443);
+        s.public = true;
+        let new = new_template("p1", s.clone());
+        let created = store
+            .create_cluster_template(&new, &[])
+            .await
+            .expect("created");
+        assert_eq!(created.spec, s);
+        assert_eq!(created.uuid, new.uuid);
+        assert_eq!(created.version, 0);
+        let by_uuid = store
+            .get_cluster_template(&scope("p1"), &Ident::Uuid(new.uuid.0))
+            .await
+            .expect("by uuid");
+        assert_eq!(by_uuid, created);
+        let by_name = store
+            .get_cluster_template(&scope("p1"), &Ident::Name("t1".into()))
+            .await
+            .expect("by name");
+        assert_eq!(by_name, created);
+    }
+);
+
+contract!(
+    a_duplicate_uuid_is_reported_by_constraint_name,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let new = new_template("p1", spec("a"));
+        store
+            .create_cluster_template(&new, &[])
+            .await
+            .expect("first");
+        let err = store
+            .create_cluster_template(&new, &[])
+            .await
+            .expect_err("duplicate");
+        assert!(err.is_constraint("uniq_cluster_template0uuid"), "{err:?}");
+    }
+);
+
+contract!(
+    private_templates_are_invisible_to_other_projects,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let private = store
+            .create_cluster_template(&new_template("p1", spec("private")), &[])
+            .await
+            .expect("p");
+        let mut pub_spec = spec("shared");
+        pub_spec.public = true;
+        let public = store
+            .create_cluster_template(&new_template("p1", pub_spec.clone()), &[])
+            .await
+            .expect("pub");
+        let mut hidden_spec = pub_spec.clone();
+        hidden_spec.name = "hidden".into();
+        hidden_spec.hidden = true;
+        store
+            .create_cluster_template(&new_template("p1", hidden_spec), &[])
+            .await
+            .expect("hidden");
+        let other = scope("p2");
+        assert!(matches!(
+            store
+                .get_cluster_template(&other, &Ident::Uuid(private.uuid.0))
+                .await,
+            Err(StoreError::NotFound)
+        ));
+        assert_eq!(
+            store
+                .get_cluster_template(&other, &Ident::Uuid(public.uuid.0))
+                .await
+                .expect("public")
+                .uuid,
+            public.uuid
+        );
+        let listed = store
+            .list_cluster_templates(&other, &page(100, None, "id", SortDir::Asc))
+            .await
+            .expect("list");
+        let names: Vec<_> = listed.iter().map(|t| t.spec.name.as_str()).collect();
+        assert_eq!(names, vec!["shared"]);
+        let admin = Scope {
+            project_id: "admin".into(),
+            all_projects: true,
+        };
+        let all = store
+            .list_cluster_templates(&admin, &page(100, None, "id", SortDir::Asc))
+            .await
+            .expect("all");
+        assert_eq!(all.len(), 3);
+    }
+);
+
+contract!(
+    duplicate_names_are_ambiguous,
+    |store: Arc<dyn Store>, _url: String| async move {
+        store
+            .create_cluster_template(&new_template("p1", spec("same")), &[])
+            .await
+            .expect("1");
+        store
+            .create_cluster_template(&new_template("p1", spec("same")), &[])
+            .await
+            .expect("2");
+        assert!(matches!(
+            store
+                .get_cluster_template(&scope("p1"), &Ident::Name("same".into()))
+                .await,
+            Err(StoreError::Ambiguous)
+        ));
+    }
+);
+
+contract!(
+    keyset_pages_visit_every_row_once_including_nulls,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let flavors = [Some("b"), None, Some("a"), None, Some("b"), Some("c")];
+        for (i, f) in flavors.iter().enumerate() {
+            let mut s = spec(&format!("t{i}"));
+            s.flavor_id = f.map(String::from);
+            store
+                .create_cluster_template(&new_template("p1", s), &[])
+                .await
+                .expect("create");
+        }
+        for dir in [SortDir::Asc, SortDir::Desc] {
+            let full = store
+                .list_cluster_templates(&scope("p1"), &page(100, None, "flavor_id", dir))
+                .await
+                .expect("full");
+            let mut paged = Vec::new();
+            let mut marker = None;
+            loop {
+                let p = store
+                    .list_cluster_templates(&scope("p1"), &page(1, marker, "flavor_id", dir))
+                    .await
+                    .expect("page");
+                let Some(last) = p.last() else { break };
+                marker = Some(last.uuid.0);
+                paged.extend(p);
+            }
+            let order = |v: &Vec<fleetyard::domain::template::ClusterTemplate>| {
+                v.iter().map(|t| t.spec.name.clone()).collect::<Vec<_>>()
+            };
+            assert_eq!(order(&paged), order(&full), "{dir:?}");
+            let expected = match dir {
+                SortDir::Asc => vec!["t2", "t0", "t4", "t5", "t1", "t3"],
+                SortDir::Desc => vec!["t3", "t1", "t5", "t4", "t0", "t2"],
+            };
+            assert_eq!(order(&full), expected, "{dir:?}");
+        }
+    }
+);
+
+contract!(
+    an_unknown_marker_is_not_found,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let r = store
+            .list_cluster_templates(
+                &scope("p1"),
+                &page(10, Some(uuid::Uuid::new_v4()), "id", SortDir::Asc),
+            )
+            .await;
+        assert!(matches!(r, Err(StoreError::NotFound)));
+    }
+);
+
+contract!(
+    updates_are_optimistic,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("v")), &[])
+            .await
+            .expect("create");
+        let mut s = t.spec.clone();
+        s.name = "v2".into();
+        let updated = store
+            .update_cluster_template(t.id, t.version, &s, &[])
+            .await
+            .expect("update");
+        assert_eq!(updated.spec.name, "v2");
+        assert_eq!(updated.version, 1);
+        assert!(updated.updated_at.is_some());
+        let stale = store
+            .update_cluster_template(t.id, t.version, &s, &[])
+            .await;
+        assert!(matches!(stale, Err(StoreError::Stale)));
+    }
+);
+
+contract!(
+    events_commit_with_the_change_and_not_without_it,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let new = new_template("p1", spec("e"));
+        let uuid = new.uuid.to_string();
+        store
+            .create_cluster_template(&new, &[event(&uuid)])
+            .await
+            .expect("create");
+        // A failing write (duplicate uuid) must not leave its event behind.
+        let dup = store.create_cluster_template(&new, &[event(&uuid)]).await;
+        assert!(dup.is_err());
+        let pending = store.pending_events(10).await.expect("pending");
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].resource_uuid, uuid);
+        store
+            .mark_events_sent(&[pending[0].id])
+            .await
+            .expect("sent");
+        assert!(store.pending_events(10).await.expect("pending").is_empty());
+        let pruned = store
+            .prune_sent_events(chrono::Utc::now() + chrono::Duration::seconds(1))
+            .await
+            .expect("prune");
+        assert_eq!(pruned, 1);
+    }
+);
+
+contract!(
+    deleting_a_referenced_template_is_refused_by_the_foreign_key,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("ref")), &[])
+            .await
+            .expect("create");
+        assert!(!store
+            .template_in_use(&t.uuid.to_string())
+            .await
+            .expect("in use"));
+        // Clusters arrive with their own API; the store's referential rule is checked here directly.
+        insert_cluster(&url, &t.uuid.to_string()).await;
+        assert!(store
+            .template_in_use(&t.uuid.to_string())
+            .await
+            .expect("in use"));
+        let err = store
+            .delete_cluster_template(t.id, &[])
+            .await
+            .expect_err("referenced");
+        assert!(
+            err.is_constraint("fk_cluster_cluster_template") || err.is_constraint("foreign_key"),
+            "{err:?}"
+        );
+    }
+);
+
+contract!(
+    heartbeats_upsert_one_row_per_host_and_binary,
+    |store: Arc<dyn Store>, _url: String| async move {
+        store
+            .heartbeat_service("h1", "fleetyard-conductor")
+            .await
+            .expect("1");
+        store
+            .heartbeat_service("h1", "fleetyard-conductor")
+            .await
+            .expect("2");
+        store
+            .heartbeat_service("h2", "fleetyard-conductor")
+            .await
+            .expect("3");
+        let services = store.list_services().await.expect("list");
+        assert_eq!(services.len(), 2);
+        assert_eq!(services[0].host, "h1");
+        assert_eq!(services[0].report_count, 2);
+        assert!(services[0].last_seen_up.is_some());
+    }
+);
+
+/// Inserts a cluster row directly (clusters have their own API; this checks the store's rule).
+async fn insert_cluster(url: &str, template_uuid: &str) {
+    let sql = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at) \
+               VALUES ($1, 'p1', 'u', 'c1', $2, 'CREATE_COMPLETE', $3)";
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = chrono::Utc::now();
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        sqlx::query(sql)
+            .bind(&id)
+            .bind(template_uuid)
+            .bind(now)
+            .execute(&pool)
+            .await
+            .expect("insert");
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("pg");
+        sqlx::query(sql)
+            .bind(&id)
+            .bind(template_uuid)
+            .bind(now)
+            .execute(&pool)
+            .await
+            .expect("insert");
+    }
+}
+
+contract!(
+    a_cluster_guard_refuses_the_set_once_the_cluster_changed,
+    |store: Arc<dyn Store>, url: String| async move {
+        use fleetyard::store::Write;
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        insert_cluster(&url, &t.uuid.to_string()).await;
+        let read = store
+            .get_cluster(&scope("p1"), &Ident::Name("c1".into()))
+            .await
+            .expect("cluster");
+        let guard = Write::GuardCluster {
+            id: read.id,
+            version: read.version,
+        };
+        store
+            .commit(&[guard.clone(), Write::event(event("first"))])
+            .await
+            .expect("the cluster is as read");
+        let after = store
+            .find_cluster(&read.uuid.to_string())
+            .await
+            .expect("find")
+            .expect("exists");
+        assert_eq!(after, read, "a guard changes nothing");
+        store
+            .commit(&[guard.clone(), Write::event(event("first-again"))])
+            .await
+            .expect("guards of an unchanged cluster do not conflict with each other");
+        let mut changed = read.clone();
+        changed.status_reason = Some("changed".into());
+        store
+            .commit(&[Write::update_cluster(&changed)])
+            .await
+            .expect("update");
+        let err = store
+            .commit(&[guard, Write::event(event("second"))])
+            .await
+            .expect_err("the cluster changed since it was read");
+        assert!(matches!(err, StoreError::Stale), "{err:?}");
+        let events = store.pending_events(10).await.expect("events");
+        let uuids: Vec<&str> = events.iter().map(|e| e.resource_uuid.as_str()).collect();
+        assert_eq!(
+            uuids,
+            vec!["first", "first-again"],
+            "nothing of the refused set was written"
+        );
+    }
+);
+
+contract!(
+    a_delete_refuses_inside_its_transaction_when_the_cluster_is_federated,
+    |store: Arc<dyn Store>, url: String| async move {
+        use fleetyard::domain::federation::NewFederation;
+        use fleetyard::domain::status::{ClusterStatus, FederationStatus};
+        use fleetyard::store::Write;
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        insert_cluster(&url, &t.uuid.to_string()).await;
+        let c = store
+            .get_cluster(&scope("p1"), &Ident::Name("c1".into()))
+            .await
+            .expect("cluster");
+        let mut deleting = c.clone();
+        deleting.status = ClusterStatus::DeleteInProgress;
+        let delete = [
+            Write::update_cluster(&deleting),
+            Write::RefuseIfFederated {
+                cluster_uuid: c.uuid.to_string(),
+            },
+        ];
+        store
+            .commit(&[Write::InsertFederation {
+                federation: Box::new(NewFederation {
+                    uuid: ResourceId::new(),
+                    project_id: "p1".into(),
+                    user_id: "u".into(),
+                    name: "f".into(),
+                    hostcluster_id: "another-cluster".into(),
+                    member_ids: vec![c.uuid.to_string()],
+                    properties: Default::default(),
+                }),
+                status: FederationStatus::CreateComplete,
+            }])
+            .await
+            .expect("federation");
+        let err = store
+            .commit(&delete)
+            .await
+            .expect_err("a member cannot be deleted");
+        assert!(err.is_constraint("federation_membership"), "{err:?}");
+        let after = store
+            .find_cluster(&c.uuid.to_string())
+            .await
+            .expect("find")
+            .expect("exists");
+        assert_eq!(
+            after.status,
+            ClusterStatus::CreateComplete,
+            "the refused set wrote nothing"
+        );
+    }
+);

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The benchmark behind `./tox.sh bench`: release build, the API on PostgreSQL, seeded data,
+# wrk load over loopback, pgbench -S as the reference, and the conductor's status-sync round.
+#
+#   ./tox.sh bench                    full run (up to 1,000,000 clusters)
+#   BENCH_MAX_CLUSTERS=100000 ./tox.sh bench   a shorter run
+#   BENCH_DURATION=10 BENCH_CONNECTIONS=32     per-scenario seconds and connections
+#
+# Figures are medians of a single run on a shared machine: compare ratios within a run.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+
+PG_ADMIN="${FLEETYARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+PG_BASE="${PG_ADMIN%/*}"
+DB=fleetyard_bench
+DB_URL="$PG_BASE/$DB"
+PORT="${BENCH_PORT:-19611}"
+CONN="${BENCH_CONNECTIONS:-32}"
+DURATION="${BENCH_DURATION:-10}"
+MAX="${BENCH_MAX_CLUSTERS:-1000000}"
+WORK="$(mktemp -d /tmp/fleetyard-bench.XXXXXX)"
+API_PID=""
+
+cleanup() {
+  if [[ -n "$API_PID" ]]; then kill "$API_PID" 2>/dev/null || true; wait "$API_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+say() { printf '==> bench: %s\n' "$*" >&2; }
+
+tools/ensure_services.sh >&2
+if ! command -v wrk >/dev/null 2>&1; then
+  say "installing wrk (Debian package)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y wrk >/dev/null
+fi
+say "building (release)"
+cargo build --release --bin fleetyard --example conductor_bench >&2
+BIN=target/release/fleetyard
+
+psql_admin() { psql -v ON_ERROR_STOP=1 -qAt "$PG_ADMIN" "$@"; }
+psql_db() { psql -v ON_ERROR_STOP=1 -qAt "$DB_URL" "$@"; }
+
+say "fresh database $DB"
+psql_admin -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
+FLEETYARD__DATABASE__CONNECTION="$DB_URL" "$BIN" db upgrade >&2
+
+say "starting the API on 127.0.0.1:$PORT"
+FLEETYARD__API__PORT="$PORT" FLEETYARD__DATABASE__CONNECTION="$DB_URL" \
+  FLEETYARD__DATABASE__MAX_POOL_SIZE="$CONN" FLEETYARD__DATABASE__AUTO_MIGRATE=false \
+  FLEETYARD__DEFAULT__LOG_LEVEL=warn "$BIN" api >"$WORK/api.log" 2>&1 &
+API_PID=$!
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$PORT/healthcheck" >/dev/null && break
+  sleep 0.1
+done
+
+BASE="http://127.0.0.1:$PORT"
+HDR=(-H "X-Project-Id: bench" -H "X-User-Id: bench-user" -H "X-Roles: member,reader")
+JSON=(-H "Content-Type: application/json")
+
+TPL=$(curl -sf "${HDR[@]}" "${JSON[@]}" -X POST "$BASE/v1/clustertemplates" \
+  -d '{"name": "bench-template", "coe": "kubernetes", "image_id": "fedora-coreos-40"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+
+seed() { # seed N more clusters after OFFSET existing ones
+  psql_db -v n="$1" -v offset="$2" -f tools/bench/seed.sql >/dev/null
+}
+
+RESULTS="$WORK/results.tsv"
+# wrk's output to "name<TAB>req/s<TAB>p50 ms<TAB>p99 ms"
+run_wrk() {
+  local name="$1"; shift
+  local out
+  out=$(wrk -t2 -c"$CONN" -d"${DURATION}s" --latency "${HDR[@]}" "$@")
+  echo "$out" >"$WORK/wrk-$(echo "$name" | tr ' /?=&' '_____').txt"
+  echo "$out" | awk -v name="$name" '
+    function ms(v) {
+      if (v ~ /us$/) { sub(/us$/, "", v); return v / 1000 }
+      if (v ~ /ms$/) { sub(/ms$/, "", v); return v + 0 }
+      if (v ~ /s$/)  { sub(/s$/, "", v);  return v * 1000 }
+      return v
+    }
+    /^ +50%/ { p50 = ms($2) }
+    /^ +99%/ { p99 = ms($2) }
+    /^Requests\/sec:/ { rps = $2 }
+    /Non-2xx or 3xx responses:/ { bad = $NF }
+    END { printf "%s\t%.0f\t%.2f\t%.2f\t%s\n", name, rps, p50, p99, (bad == "" ? 0 : bad) }
+  ' | tee -a "$RESULTS" >&2
+}
+
+say "seeding 1,000 clusters"
+seed 1000 0
+HOST=$(psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id LIMIT 1")
+say "creating 100 federations on host $HOST"
+for i in $(seq 1 100); do
+  curl -sf "${HDR[@]}" "${JSON[@]}" -X POST "$BASE/v1/federations" \
+    -d "{\"name\": \"fed$i\", \"hostcluster_id\": \"$HOST\", \"properties\": {\"dns-zone\": \"bench.example.\"}}" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])'
+done >"$WORK/federations.txt"
+# The API alone runs no conductor: settle the seeded federations as a conductor would, so
+# joins are accepted.
+psql_db -c "UPDATE federation SET status = 'CREATE_COMPLETE'" >/dev/null
+FED=$(head -1 "$WORK/federations.txt")
+psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id OFFSET 1" >"$WORK/members.txt"
+
+run_wrk "GET clustertemplate" "$BASE/v1/clustertemplates/$TPL"
+run_wrk "GET federation" "$BASE/v1/federations/$FED"
+
+list_at() {
+  local n="$1"
+  local deep
+  deep=$(psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id OFFSET $((n - 150)) LIMIT 1")
+  run_wrk "GET clusters?limit=100 first page @$n" "$BASE/v1/clusters?limit=100"
+  run_wrk "GET clusters?limit=100 deep page @$n" "$BASE/v1/clusters?limit=100&marker=$deep"
+}
+list_at 1000
+COUNT=1000
+for target in 100000 1000000; do
+  if ((target > MAX)); then break; fi
+  say "seeding up to $target clusters"
+  seed $((target - COUNT)) "$COUNT"
+  COUNT=$target
+  list_at "$COUNT"
+done
+
+export BENCH_HOST="$HOST" BENCH_FEDERATIONS="$WORK/federations.txt" BENCH_MEMBERS="$WORK/members.txt"
+run_wrk "PATCH federation join" -s tools/bench/join.lua "${JSON[@]}" "$BASE"
+run_wrk "POST federation" -s tools/bench/create_federation.lua "${JSON[@]}" "$BASE/v1/federations"
+
+say "pgbench -S reference ($CONN connections)"
+psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" -c "CREATE DATABASE fleetyard_pgbench" >/dev/null
+pgbench -q -i -s 10 "$PG_BASE/fleetyard_pgbench" >/dev/null 2>&1
+PGBENCH_TPS=$(pgbench -n -S -c "$CONN" -j 2 -T "$DURATION" "$PG_BASE/fleetyard_pgbench" 2>/dev/null |
+  awk '/^tps = / { print int($3) }' | tail -1)
+psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" >/dev/null
+
+kill "$API_PID" 2>/dev/null || true
+wait "$API_PID" 2>/dev/null || true
+API_PID=""
+
+say "conductor status-sync round over 10,000 in-progress clusters"
+SYNC=$(target/release/examples/conductor_bench --database-url "$DB_URL" --clusters 10000 --rounds 3)
+
+echo
+echo "Fleetyard benchmark: $CONN connections, ${DURATION}s per scenario, wrk over loopback, PostgreSQL"
+printf '%-44s %10s %10s %10s %8s\n' "scenario" "req/s" "p50 ms" "p99 ms" "non-2xx"
+while IFS=$'\t' read -r name rps p50 p99 bad; do
+  printf '%-44s %10s %10s %10s %8s\n' "$name" "$rps" "$p50" "$p99" "$bad"
+done <"$RESULTS"
+echo
+echo "pgbench -S (same connection count): ${PGBENCH_TPS} tps"
+awk -F'\t' -v pg="$PGBENCH_TPS" '$1 ~ /^GET (clustertemplate|federation)$/ && pg > 0 {
+  printf "%-44s %.2fx pgbench -S (target >= 0.70x)\n", $1 " / pgbench", $2 / pg }' "$RESULTS"
+awk -F'\t' '
+  /first page @/ { split($1, a, "@"); first[a[2]] = $4 }
+  /deep page @/  { split($1, a, "@"); deep[a[2]] = $4 }
+  END { for (n in deep) if (first[n] > 0)
+    printf "deep/first page p99 at %8s clusters: %.2fx (target <= 1.5x at 1,000,000)\n", n, deep[n] / first[n] }
+' "$RESULTS" | sort -t: -k1,1n
+echo
+echo "$SYNC"
+if [[ -f examples/notify_bench.rs ]]; then
+  echo
+  say "notifications: commit-to-consumer latency and relay throughput"
+  cargo run -q --release --example notify_bench -- --pg-url "$PG_ADMIN" 2>&1 || echo "notify bench failed"
+fi

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# tox-like entry points for Fleetyard.
+#
+#   ./tox.sh [ENV] [args...]      (ENV defaults to "test"; ./tox.sh help lists them)
+#
+# Works from any directory: it runs from the repository root.
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
+
+# The real clients the `cli` env drives. Changing this list re-installs the venv.
+CLIENT_REQUIREMENTS="python-openstackclient python-magnumclient==5.0.0 openstacksdk pyjwt"
+CLIENT_VENV=.tox/clients
+# The real oslo.messaging notification listener the `oslo` env runs. Changing it re-installs.
+OSLO_REQUIREMENTS="oslo.messaging"
+OSLO_VENV=.tox/oslo
+
+usage() {
+  cat <<'EOF'
+usage: ./tox.sh [ENV] [args...]
+
+envs:
+  test    (default) ensure PostgreSQL/RabbitMQ, run the Rust tests (cargo nextest,
+          or cargo test), then the real-client check (the `cli` env); args go to
+          the test runner
+  unit    ensure services, then only the Rust tests; args go to the test runner
+  lint    cargo fmt --check and cargo clippy --all-targets -D warnings
+  cli     build the fleetyard binary (or use $FLEETYARD_BIN), set up the client
+          venv in .tox/clients and run tools/cli_check.py against the real
+          `openstack coe` CLI and openstacksdk, then tools/cert_cli_check.py
+          (coe cluster config, coe ca show|sign|rotate, coe credential rotate);
+          args go to cli_check.py
+  oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
+          oslo.messaging and run tools/oslo_listener_check.py: the real oslo
+          notification listener receives `fleetyard serve`'s messagingv2 events
+  run     cargo run --release -- serve [args...]
+  bench   tools/bench.sh [args...]
+  help    this text
+
+environment:
+  FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
+  FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
+  FLEETYARD_BIN            binary for `cli` and `oslo` (skips the build)
+  FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
+EOF
+}
+
+step() { printf '==> tox.sh %s: %s\n' "$ENV_NAME" "$*"; }
+
+FAILED=()
+PART_RC=0
+part() { # name command... : run one part, remember a failure (PART_RC), carry on
+  local name="$1"
+  shift
+  step "$name"
+  PART_RC=0
+  "$@" || PART_RC=$?
+  if ((PART_RC != 0)); then
+    printf '==> tox.sh %s: %s FAILED (exit %d)\n' "$ENV_NAME" "$name" "$PART_RC" >&2
+    FAILED+=("$name")
+  fi
+}
+
+finish() {
+  if ((${#FAILED[@]})); then
+    printf '==> tox.sh %s: FAILED:\n' "$ENV_NAME" >&2
+    printf '      %s\n' "${FAILED[@]}" >&2
+    exit 1
+  fi
+  printf '==> tox.sh %s: ok\n' "$ENV_NAME"
+}
+
+test_env() {
+  export FLEETYARD_TEST_PG_URL="${FLEETYARD_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+  export FLEETYARD_TEST_AMQP_URL="${FLEETYARD_TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}"
+}
+
+rust_tests() {
+  if cargo nextest --version >/dev/null 2>&1; then
+    part "cargo nextest run --no-fail-fast${*:+ $*}" cargo nextest run --no-fail-fast "$@"
+    # nextest does not run doctests
+    if (($# == 0)); then
+      part "cargo test --doc" cargo test --doc --no-fail-fast
+    fi
+  else
+    part "cargo test --no-fail-fast${*:+ $*}" cargo test --no-fail-fast "$@"
+  fi
+}
+
+client_venv() {
+  local stamp="$CLIENT_VENV/.requirements"
+  if [[ -x "$CLIENT_VENV/bin/python" && -x "$CLIENT_VENV/bin/openstack" && -f "$stamp" ]] &&
+    [[ "$(cat "$stamp")" == "$CLIENT_REQUIREMENTS" ]]; then
+    echo "reusing $CLIENT_VENV ($CLIENT_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$CLIENT_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$CLIENT_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$CLIENT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check $CLIENT_REQUIREMENTS || return
+  printf '%s' "$CLIENT_REQUIREMENTS" >"$stamp"
+}
+
+cli_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("cli check (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "client venv $CLIENT_VENV" client_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("cli check (not run: no client venv)")
+    return 0
+  fi
+  part "cli check: tools/cli_check.py --bin $bin${*:+ $*}" "$CLIENT_VENV/bin/python" tools/cli_check.py --bin "$bin" "$@"
+  part "cert cli check: tools/cert_cli_check.py --bin $bin" "$CLIENT_VENV/bin/python" tools/cert_cli_check.py --bin "$bin"
+  part "nodegroup cli check: tools/nodegroup_cli_check.py --bin $bin" "$CLIENT_VENV/bin/python" tools/nodegroup_cli_check.py --bin "$bin"
+  part "cluster cli check: tools/cluster_cli_check.py --bin $bin" "$CLIENT_VENV/bin/python" tools/cluster_cli_check.py --bin "$bin"
+  part "federation cli check: tools/federation_cli_check.py --bin $bin" python3 tools/federation_cli_check.py --bin "$bin"
+}
+
+oslo_venv() {
+  local stamp="$OSLO_VENV/.requirements"
+  if [[ -x "$OSLO_VENV/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$OSLO_REQUIREMENTS" ]]; then
+    echo "reusing $OSLO_VENV ($OSLO_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$OSLO_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$OSLO_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$OSLO_VENV/bin/python" -m pip install --quiet --disable-pip-version-check $OSLO_REQUIREMENTS || return
+  printf '%s' "$OSLO_REQUIREMENTS" >"$stamp"
+}
+
+oslo_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("oslo listener check (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "oslo venv $OSLO_VENV" oslo_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("oslo listener check (not run: no oslo venv)")
+    return 0
+  fi
+  part "oslo listener check: tools/oslo_listener_check.py --bin $bin${*:+ $*}" "$OSLO_VENV/bin/python" tools/oslo_listener_check.py --bin "$bin" "$@"
+}
+
+ENV_NAME="${1:-test}"
+(($#)) && shift
+
+case "$ENV_NAME" in
+test)
+  test_env
+  part "ensure services" tools/ensure_services.sh
+  rust_tests "$@"
+  cli_env
+  oslo_env
+  finish
+  ;;
+unit)
+  test_env
+  part "ensure services" tools/ensure_services.sh
+  rust_tests "$@"
+  finish
+  ;;
+lint)
+  part "cargo fmt --all -- --check" cargo fmt --all -- --check
+  part "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
+  finish
+  ;;
+cli)
+  cli_env "$@"
+  finish
+  ;;
+oslo)
+  test_env
+  part "ensure services" tools/ensure_services.sh
+  oslo_env "$@"
+  finish
+  ;;
+run)
+  step "cargo run --release -- serve${*:+ $*}"
+  exec cargo run --release -- serve "$@"
+  ;;
+bench)
+  if [[ -f tools/bench.sh ]]; then
+    step "tools/bench.sh${*:+ $*}"
+    exec bash tools/bench.sh "$@"
+  fi
+  echo "no benchmark defined yet" >&2
+  exit 1
+  ;;
+help | -h | --help)
+  usage
+  ;;
+*)
+  echo "tox.sh: unknown env '$ENV_NAME'" >&2
+  usage >&2
+  exit 2
+  ;;
+esac
