@@ -205,6 +205,10 @@ class Clients:
         for var in ("no_proxy", "NO_PROXY"):  # the server is on loopback, never behind a proxy
             self.env[var] = ",".join(filter(None, [self.env.get(var), "127.0.0.1", "localhost"]))
         self.env.pop("PYTHONPATH", None)
+        # `coe cluster config` reads $SHELL to print `export` (or csh's `setenv`); a login shell
+        # always has it, a CI runner may not.
+        self.env.setdefault("SHELL", "/bin/sh")
+        self.env.setdefault("LANG", "C.UTF-8")
 
     def run(self, argv: list[str]) -> Result:
         try:
