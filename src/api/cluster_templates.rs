@@ -378,28 +378,32 @@ async fn update(
         if spec == current.spec {
             return Ok(HttpResponse::Ok().json(view(&req, &current)));
         }
-        if !change_allowed_while_referenced(&current.spec, &spec)
-            && state
-                .store
-                .template_in_use(&current.uuid.to_string())
-                .await?
-        {
-            return Err(ApiError::bad_request(format!(
-                "ClusterTemplate {} is referenced by one or multiple clusters.",
-                current.uuid
-            )));
-        }
+        // Checked inside the update's transaction: a cluster created from the template at the
+        // same moment is either seen there or refused as stale (it guards the template row).
+        let refuse_if_referenced = !change_allowed_while_referenced(&current.spec, &spec);
         let mut after = current.clone();
         after.spec = spec.clone();
         after.updated_at = Some(chrono::Utc::now());
         let ev = event(&state, &ctx, Action::Update, &after);
         match state
             .store
-            .update_cluster_template(current.id, current.version, &spec, &[ev])
+            .update_cluster_template(
+                current.id,
+                current.version,
+                &spec,
+                refuse_if_referenced,
+                &[ev],
+            )
             .await
         {
             Ok(updated) => return Ok(HttpResponse::Ok().json(view(&req, &updated))),
             Err(StoreError::Stale) => continue,
+            Err(e) if e.is_constraint("cluster_template_referenced") => {
+                return Err(ApiError::bad_request(format!(
+                    "ClusterTemplate {} is referenced by one or multiple clusters.",
+                    current.uuid
+                )))
+            }
             Err(e) => return Err(e.into()),
         }
     }

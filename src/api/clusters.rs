@@ -432,12 +432,20 @@ async fn create(
             project_id: ctx.project_id.clone(),
             default_limit: state.settings.quotas.max_clusters_per_project,
         },
+        Write::GuardTemplate {
+            id: template.id,
+            version: template.version,
+        },
         Write::InsertCluster(Box::new(new.clone())),
         Write::job(job),
         Write::event(event),
     ];
     match state.store.commit(&writes).await {
         Ok(()) => Ok(HttpResponse::Accepted().json(json!({"uuid": uuid.to_string()}))),
+        Err(StoreError::Stale) => Err(ApiError::conflict(format!(
+            "ClusterTemplate {} changed while the cluster was being created. Please retry the request.",
+            template.uuid
+        ))),
         Err(StoreError::LimitExceeded { limit }) => Err(ApiError::forbidden(format!(
             "Resource limit exceeded: You have reached the maximum clusters per project, {limit}. Ask an administrator to raise the quota or delete clusters you no longer need."
         ))),

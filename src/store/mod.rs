@@ -295,11 +295,16 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         page: &PageRequest,
     ) -> StoreResult<Vec<ClusterTemplate>>;
     /// Writes `spec` if the row is still at `expected_version`, else [`StoreError::Stale`].
+    /// With `refuse_if_referenced`, the change is rolled back with [`StoreError::Conflict`]
+    /// `cluster_template_referenced` when a cluster uses the template; the check runs inside
+    /// the transaction after the row is locked, so a cluster create racing the update (it
+    /// holds [`Write::GuardTemplate`]) is either seen or refused as stale.
     async fn update_cluster_template(
         &self,
         id: i64,
         expected_version: i64,
         spec: &TemplateSpec,
+        refuse_if_referenced: bool,
         events: &[NewEvent],
     ) -> StoreResult<ClusterTemplate>;
     /// Deletes the template; [`StoreError::Conflict`] `fk_cluster_cluster_template` while a

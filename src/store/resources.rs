@@ -226,6 +226,20 @@ macro_rules! impl_resource_store {
                                 return Err(StoreError::Stale);
                             }
                         }
+                        Write::GuardTemplate { id, version } => {
+                            let found: Option<i64> = sqlx::query_scalar(&format!(
+                                "SELECT id FROM cluster_template WHERE id = $1 AND version = $2{}",
+                                Self::SHARE_ROWS
+                            ))
+                            .bind(id)
+                            .bind(version)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(Self::err)?;
+                            if found.is_none() {
+                                return Err(StoreError::Stale);
+                            }
+                        }
                         Write::RefuseIfFederated { cluster_uuid } => {
                             let found: Option<i64> = sqlx::query_scalar(&format!(
                                 "SELECT id FROM federation WHERE hostcluster_id = $1 OR {} LIMIT 1",

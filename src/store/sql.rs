@@ -478,6 +478,7 @@ macro_rules! impl_store {
                 id: i64,
                 expected_version: i64,
                 s: &$crate::domain::template::TemplateSpec,
+                refuse_if_referenced: bool,
                 events: &[$crate::store::NewEvent],
             ) -> $crate::store::StoreResult<$crate::domain::template::ClusterTemplate> {
                 use sqlx::types::Json;
@@ -536,6 +537,20 @@ macro_rules! impl_store {
                 let Some(row) = row else {
                     return Err($crate::store::StoreError::Stale);
                 };
+                if refuse_if_referenced {
+                    let referenced: bool = sqlx::query_scalar(
+                        "SELECT EXISTS (SELECT 1 FROM cluster WHERE cluster_template_id = $1)",
+                    )
+                    .bind(&row.uuid)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(Self::err)?;
+                    if referenced {
+                        return Err($crate::store::StoreError::Conflict {
+                            constraint: "cluster_template_referenced".into(),
+                        });
+                    }
+                }
                 Self::insert_events(&mut tx, events).await?;
                 tx.commit().await.map_err(Self::err)?;
                 row.into_domain()

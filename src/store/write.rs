@@ -34,6 +34,14 @@ pub enum Write {
         id: i64,
         version: i64,
     },
+    /// Refuses the set with [`super::StoreError::Stale`] unless the cluster template is still
+    /// at `version`, holding a shared lock on its row until commit: a cluster created from the
+    /// template as read and a change of the template that a referenced template may not take
+    /// cannot both commit.
+    GuardTemplate {
+        id: i64,
+        version: i64,
+    },
     /// Refuses the set with [`super::StoreError::Conflict`] `federation_membership` when the
     /// cluster hosts or belongs to a federation (checked inside the transaction, after the
     /// cluster's row is locked by its update).

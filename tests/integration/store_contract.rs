@@ -299,14 +299,14 @@ contract!(
         let mut s = t.spec.clone();
         s.name = "v2".into();
         let updated = store
-            .update_cluster_template(t.id, t.version, &s, &[])
+            .update_cluster_template(t.id, t.version, &s, false, &[])
             .await
             .expect("update");
         assert_eq!(updated.spec.name, "v2");
         assert_eq!(updated.version, 1);
         assert!(updated.updated_at.is_some());
         let stale = store
-            .update_cluster_template(t.id, t.version, &s, &[])
+            .update_cluster_template(t.id, t.version, &s, false, &[])
             .await;
         assert!(matches!(stale, Err(StoreError::Stale)));
     }
@@ -525,3 +525,141 @@ contract!(
         );
     }
 );
+
+contract!(
+    a_referenced_template_refuses_a_restricted_update_inside_its_transaction,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("r")), &[])
+            .await
+            .expect("create");
+        let mut s = t.spec.clone();
+        s.image_id = "image-2".into();
+        let t = store
+            .update_cluster_template(t.id, t.version, &s, true, &[event("free")])
+            .await
+            .expect("an unreferenced template takes any change");
+        insert_cluster(&url, &t.uuid.to_string()).await;
+        s.image_id = "image-3".into();
+        let err = store
+            .update_cluster_template(t.id, t.version, &s, true, &[event("refused")])
+            .await
+            .expect_err("referenced");
+        assert!(err.is_constraint("cluster_template_referenced"), "{err:?}");
+        let after = store
+            .get_cluster_template(&scope("p1"), &Ident::Uuid(t.uuid.0))
+            .await
+            .expect("get");
+        assert_eq!(
+            after.spec.image_id, "image-2",
+            "the refused change was rolled back"
+        );
+        assert_eq!(after.version, t.version);
+        s.image_id = "image-2".into();
+        s.name = "renamed".into();
+        store
+            .update_cluster_template(t.id, t.version, &s, false, &[event("allowed")])
+            .await
+            .expect("a change a referenced template may take");
+        let events = store.pending_events(10).await.expect("events");
+        let uuids: Vec<&str> = events.iter().map(|e| e.resource_uuid.as_str()).collect();
+        assert_eq!(
+            uuids,
+            vec!["free", "allowed"],
+            "the refused change left no event"
+        );
+    }
+);
+
+contract!(
+    a_template_guard_refuses_the_set_once_the_template_changed,
+    |store: Arc<dyn Store>, _url: String| async move {
+        use fleetyard::store::Write;
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("g")), &[])
+            .await
+            .expect("template");
+        let guard = Write::GuardTemplate {
+            id: t.id,
+            version: t.version,
+        };
+        store
+            .commit(&[guard.clone(), Write::event(event("first"))])
+            .await
+            .expect("the template is as read");
+        let mut s = t.spec.clone();
+        s.name = "g2".into();
+        store
+            .update_cluster_template(t.id, t.version, &s, false, &[])
+            .await
+            .expect("update");
+        let err = store
+            .commit(&[guard, Write::event(event("second"))])
+            .await
+            .expect_err("the template changed since it was read");
+        assert!(matches!(err, StoreError::Stale), "{err:?}");
+        let events = store.pending_events(10).await.expect("events");
+        let uuids: Vec<&str> = events.iter().map(|e| e.resource_uuid.as_str()).collect();
+        assert_eq!(
+            uuids,
+            vec!["first"],
+            "nothing of the refused set was written"
+        );
+    }
+);
+
+/// The race the guard closes, on PostgreSQL where writers run concurrently: a cluster create
+/// holds the template's row shared (as `Write::GuardTemplate` does) and inserts its cluster; a
+/// restricted template update started meanwhile waits for it and then sees the cluster.
+#[tokio::test]
+async fn a_restricted_template_update_waits_for_a_racing_cluster_create_and_refuses() {
+    let (store, db) = open(Backend::Postgres).await;
+    let t = store
+        .create_cluster_template(&new_template("p1", spec("race")), &[])
+        .await
+        .expect("template");
+    let pool = sqlx::PgPool::connect(&db.url).await.expect("pg");
+    let mut create = pool.begin().await.expect("begin");
+    sqlx::query("SELECT id FROM cluster_template WHERE id = $1 AND version = $2 FOR SHARE")
+        .bind(t.id)
+        .bind(t.version)
+        .fetch_one(&mut *create)
+        .await
+        .expect("guard");
+    let mut s = t.spec.clone();
+    s.image_id = "changed".into();
+    let updater = {
+        let store = store.clone();
+        let s = s.clone();
+        tokio::spawn(async move {
+            store
+                .update_cluster_template(t.id, t.version, &s, true, &[])
+                .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !updater.is_finished(),
+        "the update waits for the guarding create"
+    );
+    sqlx::query(
+        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at) \
+         VALUES ($1, 'p1', 'u', 'c1', $2, 'CREATE_IN_PROGRESS', now())",
+    )
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(t.uuid.to_string())
+    .execute(&mut *create)
+    .await
+    .expect("insert cluster");
+    create.commit().await.expect("commit create");
+    let err = updater
+        .await
+        .expect("join")
+        .expect_err("the cluster committed first");
+    assert!(err.is_constraint("cluster_template_referenced"), "{err:?}");
+    let after = store
+        .get_cluster_template(&scope("p1"), &Ident::Uuid(t.uuid.0))
+        .await
+        .expect("get");
+    assert_eq!(after.spec.image_id, t.spec.image_id);
+}
