@@ -213,32 +213,10 @@ macro_rules! impl_resource_store {
                             }
                         }
                         Write::GuardCluster { id, version } => {
-                            let found: Option<i64> = sqlx::query_scalar(&format!(
-                                "SELECT id FROM cluster WHERE id = $1 AND version = $2{}",
-                                Self::SHARE_ROWS
-                            ))
-                            .bind(id)
-                            .bind(version)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(Self::err)?;
-                            if found.is_none() {
-                                return Err(StoreError::Stale);
-                            }
+                            Self::guard_row(&mut tx, "cluster", *id, *version).await?;
                         }
                         Write::GuardTemplate { id, version } => {
-                            let found: Option<i64> = sqlx::query_scalar(&format!(
-                                "SELECT id FROM cluster_template WHERE id = $1 AND version = $2{}",
-                                Self::SHARE_ROWS
-                            ))
-                            .bind(id)
-                            .bind(version)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(Self::err)?;
-                            if found.is_none() {
-                                return Err(StoreError::Stale);
-                            }
+                            Self::guard_row(&mut tx, "cluster_template", *id, *version).await?;
                         }
                         Write::RefuseIfFederated { cluster_uuid } => {
                             let found: Option<i64> = sqlx::query_scalar(&format!(

@@ -793,6 +793,29 @@ macro_rules! impl_store {
                 $crate::store::map_sqlx(e, Self::constraint_name)
             }
 
+            /// [`StoreError::Stale`] unless row `id` of `table` is still at `version`; the row
+            /// stays shared-locked until the transaction ends.
+            async fn guard_row(
+                tx: &mut sqlx::Transaction<'_, <Self as $crate::store::sql::Backend>::Db>,
+                table: &str,
+                id: i64,
+                version: i64,
+            ) -> $crate::store::StoreResult<()> {
+                let found: Option<i64> = sqlx::query_scalar(&format!(
+                    "SELECT id FROM {table} WHERE id = $1 AND version = $2{}",
+                    Self::SHARE_ROWS
+                ))
+                .bind(id)
+                .bind(version)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(Self::err)?;
+                match found {
+                    Some(_) => Ok(()),
+                    None => Err($crate::store::StoreError::Stale),
+                }
+            }
+
             async fn insert_events(
                 tx: &mut sqlx::Transaction<'_, <Self as $crate::store::sql::Backend>::Db>,
                 events: &[$crate::store::NewEvent],
