@@ -7,6 +7,9 @@ use clap::{Parser, Subcommand};
 use fleetyard::config::Settings;
 use fleetyard::startup::{self, Roles};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "fleetyard",

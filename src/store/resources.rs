@@ -10,6 +10,33 @@ pub(crate) fn placeholders(first: usize, n: usize) -> String {
 }
 
 /// Prefixes each column of a column list with an alias.
+/// The text of a statement assembled from `'static` parts, built on first use and kept for the
+/// life of the process: the single-row reads behind every GET neither re-join their column
+/// lists nor format their text per request. Parts are told apart by address and length (a
+/// `'static` string never changes), so a lookup hashes a few words, not the statement.
+pub(crate) fn statement(
+    parts: &[&'static str],
+    build: impl FnOnce() -> String,
+) -> std::sync::Arc<str> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, OnceLock, RwLock};
+    type Key = Vec<(usize, usize)>;
+    static TEXTS: OnceLock<RwLock<HashMap<Key, Arc<str>>>> = OnceLock::new();
+    let texts = TEXTS.get_or_init(Default::default);
+    let key: Key = parts
+        .iter()
+        .map(|p| (p.as_ptr() as usize, p.len()))
+        .collect();
+    if let Some(text) = texts.read().ok().and_then(|t| t.get(&key).cloned()) {
+        return text;
+    }
+    let text: Arc<str> = build().into();
+    if let Ok(mut t) = texts.write() {
+        t.entry(key).or_insert_with(|| text.clone());
+    }
+    text
+}
+
 pub(crate) fn aliased(columns: &str, alias: &str) -> String {
     columns
         .split(',')
@@ -1049,9 +1076,9 @@ macro_rules! impl_resource_store {
             /// none, [`StoreError::Ambiguous`] for a name several rows share.
             async fn one_by_ident<R>(
                 pool: &sqlx::Pool<<Self as $crate::store::sql::Backend>::Db>,
-                table: &str,
-                columns: &str,
-                vis: &str,
+                table: &'static str,
+                columns: &'static str,
+                vis: &'static str,
                 project: &str,
                 ident: &$crate::domain::Ident,
             ) -> $crate::store::StoreResult<R>
@@ -1062,10 +1089,12 @@ macro_rules! impl_resource_store {
                     $crate::domain::Ident::Uuid(u) => ("uuid", u.hyphenated().to_string()),
                     $crate::domain::Ident::Name(n) => ("name", n.clone()),
                 };
-                let cols = $crate::store::resources::aliased(columns, "t");
-                let sql = format!(
-                    "SELECT {cols} FROM {table} t WHERE {vis} AND t.{col} = $2 ORDER BY t.id LIMIT 2"
-                );
+                let sql = $crate::store::resources::statement(&[table, columns, vis, col], || {
+                    let cols = $crate::store::resources::aliased(columns, "t");
+                    format!(
+                        "SELECT {cols} FROM {table} t WHERE {vis} AND t.{col} = $2 ORDER BY t.id LIMIT 2"
+                    )
+                });
                 let rows: Vec<R> = sqlx::query_as(&sql)
                     .bind(project)
                     .bind(value)
@@ -1142,3 +1171,29 @@ macro_rules! impl_resource_store {
 }
 
 pub(crate) use impl_resource_store;
+
+#[cfg(test)]
+mod tests {
+    use super::statement;
+    use std::sync::Arc;
+
+    #[test]
+    fn statement_texts_are_built_once_per_distinct_parts() {
+        static A: &str = "cluster";
+        static B: &str = "federation";
+        let mut builds = 0;
+        let first = statement(&[A, "uuid"], || {
+            builds += 1;
+            format!("SELECT 1 FROM {A}")
+        });
+        let again = statement(&[A, "uuid"], || {
+            builds += 1;
+            "never used".to_string()
+        });
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(builds, 1);
+        let other = statement(&[B, "uuid"], || format!("SELECT 1 FROM {B}"));
+        assert_eq!(&*other, "SELECT 1 FROM federation");
+        assert_eq!(&*first, "SELECT 1 FROM cluster");
+    }
+}

@@ -293,6 +293,16 @@ pub(super) fn template_visibility(all_projects: bool) -> &'static str {
     }
 }
 
+/// [`template_visibility`] for a statement whose `$1` is the caller's project even when every
+/// project is visible (the placeholder must appear in the text to be bound).
+pub(super) fn template_visibility_bound(all_projects: bool) -> &'static str {
+    if all_projects {
+        "($1 = $1) AND TRUE"
+    } else {
+        "($1 = $1) AND (t.project_id = $1 OR (t.public AND NOT t.hidden))"
+    }
+}
+
 /// Expands the [`super::Store`] implementation for one backend. `$store` has a `pool` field
 /// and the associated items `DIALECT`, `constraint_name` and `begin_write`.
 macro_rules! impl_store {
@@ -399,15 +409,12 @@ macro_rules! impl_store {
                 scope: &$crate::store::Scope,
                 ident: &$crate::domain::Ident,
             ) -> $crate::store::StoreResult<$crate::domain::template::ClusterTemplate> {
-                let vis = format!(
-                    "($1 = $1) AND {}",
-                    $crate::store::sql::template_visibility(scope.all_projects)
-                );
+                let vis = $crate::store::sql::template_visibility_bound(scope.all_projects);
                 Self::one_by_ident::<$crate::store::sql::TemplateRow>(
                     &self.pool,
                     "cluster_template",
                     $crate::store::sql::TEMPLATE_COLUMNS,
-                    &vis,
+                    vis,
                     &scope.project_id,
                     ident,
                 )
