@@ -42,8 +42,7 @@ impl PgStore {
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
             // sqlx pings every connection it hands out by default: one extra round trip per
-            // request, which doubled the cost of a single-row GET. Ping only connections that
-            // sat idle for a while (those are the ones a server restart or a failover leaves
+            // request to the database. Ping only connections that sat idle for a while (those are the ones a server restart or a failover leaves
             // dead); a busy connection proves itself with every query it runs.
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {

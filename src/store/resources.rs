@@ -9,7 +9,6 @@ pub(crate) fn placeholders(first: usize, n: usize) -> String {
         .join(", ")
 }
 
-/// Prefixes each column of a column list with an alias.
 /// The text of a statement assembled from `'static` parts, built on first use and kept for the
 /// life of the process: the single-row reads behind every GET neither re-join their column
 /// lists nor format their text per request. Parts are told apart by address and length (a
@@ -37,6 +36,7 @@ pub(crate) fn statement(
     text
 }
 
+/// Prefixes each column of a column list with an alias.
 pub(crate) fn aliased(columns: &str, alias: &str) -> String {
     columns
         .split(',')
