@@ -12,20 +12,18 @@ pub(crate) fn placeholders(first: usize, n: usize) -> String {
 /// The text of a statement assembled from `'static` parts, built on first use and kept for the
 /// life of the process: the single-row reads behind every GET neither re-join their column
 /// lists nor format their text per request. Parts are told apart by address and length (a
-/// `'static` string never changes), so a lookup hashes a few words, not the statement.
+/// `'static` string never changes), so a lookup hashes a few words, not the statement, and
+/// allocates nothing.
 pub(crate) fn statement(
-    parts: &[&'static str],
+    parts: [&'static str; 4],
     build: impl FnOnce() -> String,
 ) -> std::sync::Arc<str> {
     use std::collections::HashMap;
     use std::sync::{Arc, OnceLock, RwLock};
-    type Key = Vec<(usize, usize)>;
+    type Key = [(usize, usize); 4];
     static TEXTS: OnceLock<RwLock<HashMap<Key, Arc<str>>>> = OnceLock::new();
     let texts = TEXTS.get_or_init(Default::default);
-    let key: Key = parts
-        .iter()
-        .map(|p| (p.as_ptr() as usize, p.len()))
-        .collect();
+    let key: Key = parts.map(|p| (p.as_ptr() as usize, p.len()));
     if let Some(text) = texts.read().ok().and_then(|t| t.get(&key).cloned()) {
         return text;
     }
@@ -1089,7 +1087,7 @@ macro_rules! impl_resource_store {
                     $crate::domain::Ident::Uuid(u) => ("uuid", u.hyphenated().to_string()),
                     $crate::domain::Ident::Name(n) => ("name", n.clone()),
                 };
-                let sql = $crate::store::resources::statement(&[table, columns, vis, col], || {
+                let sql = $crate::store::resources::statement([table, columns, vis, col], || {
                     let cols = $crate::store::resources::aliased(columns, "t");
                     format!(
                         "SELECT {cols} FROM {table} t WHERE {vis} AND t.{col} = $2 ORDER BY t.id LIMIT 2"
@@ -1182,17 +1180,17 @@ mod tests {
         static A: &str = "cluster";
         static B: &str = "federation";
         let mut builds = 0;
-        let first = statement(&[A, "uuid"], || {
+        let first = statement([A, "t", "v", "uuid"], || {
             builds += 1;
             format!("SELECT 1 FROM {A}")
         });
-        let again = statement(&[A, "uuid"], || {
+        let again = statement([A, "t", "v", "uuid"], || {
             builds += 1;
             "never used".to_string()
         });
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!(builds, 1);
-        let other = statement(&[B, "uuid"], || format!("SELECT 1 FROM {B}"));
+        let other = statement([B, "t", "v", "uuid"], || format!("SELECT 1 FROM {B}"));
         assert_eq!(&*other, "SELECT 1 FROM federation");
         assert_eq!(&*first, "SELECT 1 FROM cluster");
     }

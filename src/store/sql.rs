@@ -285,23 +285,19 @@ pub(super) fn keyset(page: &PageRequest, nullable: bool) -> (Option<String>, Str
 }
 
 /// The visibility predicate of templates over alias `t` with the caller's project in `$1`.
+/// `$1` is the caller's project; the text names it even when every project is visible, so
+/// the statement always binds it.
 pub(super) fn template_visibility(all_projects: bool) -> &'static str {
     if all_projects {
-        "TRUE"
+        "($1 = $1)"
     } else {
         "(t.project_id = $1 OR (t.public AND NOT t.hidden))"
     }
 }
 
-/// [`template_visibility`] for a statement whose `$1` is the caller's project even when every
-/// project is visible (the placeholder must appear in the text to be bound).
-pub(super) fn template_visibility_bound(all_projects: bool) -> &'static str {
-    if all_projects {
-        "($1 = $1) AND TRUE"
-    } else {
-        "($1 = $1) AND (t.project_id = $1 OR (t.public AND NOT t.hidden))"
-    }
-}
+/// Whether any cluster uses the template whose uuid is `$1`.
+pub(super) const TEMPLATE_IN_USE: &str =
+    "SELECT EXISTS (SELECT 1 FROM cluster WHERE cluster_template_id = $1)";
 
 /// Expands the [`super::Store`] implementation for one backend. `$store` has a `pool` field
 /// and the associated items `DIALECT`, `constraint_name` and `begin_write`.
@@ -409,7 +405,7 @@ macro_rules! impl_store {
                 scope: &$crate::store::Scope,
                 ident: &$crate::domain::Ident,
             ) -> $crate::store::StoreResult<$crate::domain::template::ClusterTemplate> {
-                let vis = $crate::store::sql::template_visibility_bound(scope.all_projects);
+                let vis = $crate::store::sql::template_visibility(scope.all_projects);
                 Self::one_by_ident::<$crate::store::sql::TemplateRow>(
                     &self.pool,
                     "cluster_template",
@@ -442,23 +438,21 @@ macro_rules! impl_store {
                     $crate::store::sql::keyset_by_marker(page, nullable, "cluster_template", "$3");
                 let sql = match &cond {
                     None => format!(
-                        "SELECT {} FROM cluster_template t WHERE ($1 = $1) AND {vis} \
-                         ORDER BY {order} LIMIT $2",
+                        "SELECT {} FROM cluster_template t WHERE {vis} ORDER BY {order} LIMIT $2",
                         $crate::store::sql::TEMPLATE_COLUMNS
                     ),
                     Some(cond) => format!(
                         "SELECT {cols} FROM cluster_template t \
                          WHERE {vis} AND {cond} ORDER BY {order} LIMIT $2",
-                        cols = $crate::store::sql::TEMPLATE_COLUMNS
-                            .split(", ")
-                            .map(|c| format!("t.{}", c.trim()))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        cols = $crate::store::resources::aliased(
+                            $crate::store::sql::TEMPLATE_COLUMNS,
+                            "t"
+                        )
                     ),
                 };
                 if let Some(marker) = page.marker {
                     let sql_marker = format!(
-                        "SELECT COUNT(*) FROM cluster_template t WHERE ($1 = $1) AND {vis} AND t.uuid = $2"
+                        "SELECT COUNT(*) FROM cluster_template t WHERE {vis} AND t.uuid = $2"
                     );
                     let found: i64 = sqlx::query_scalar(&sql_marker)
                         .bind(&scope.project_id)
@@ -545,9 +539,8 @@ macro_rules! impl_store {
                     return Err($crate::store::StoreError::Stale);
                 };
                 if refuse_if_referenced {
-                    let referenced: bool = sqlx::query_scalar(
-                        "SELECT EXISTS (SELECT 1 FROM cluster WHERE cluster_template_id = $1)",
-                    )
+                    let referenced: bool =
+                        sqlx::query_scalar($crate::store::sql::TEMPLATE_IN_USE)
                     .bind(&row.uuid)
                     .fetch_one(&mut *tx)
                     .await
@@ -583,9 +576,7 @@ macro_rules! impl_store {
             }
 
             async fn template_in_use(&self, uuid: &str) -> $crate::store::StoreResult<bool> {
-                sqlx::query_scalar(
-                    "SELECT EXISTS (SELECT 1 FROM cluster WHERE cluster_template_id = $1)",
-                )
+                sqlx::query_scalar($crate::store::sql::TEMPLATE_IN_USE)
                 .bind(uuid)
                 .fetch_one(&self.pool)
                 .await
