@@ -20,9 +20,9 @@ usage() {
 usage: ./tox.sh [ENV] [args...]
 
 envs:
-  test    (default) ensure PostgreSQL/RabbitMQ, run the Rust tests (cargo nextest,
-          or cargo test), then the real-client check (the `cli` env); args go to
-          the test runner
+  test    (default) the lint (the `lint` env), then ensure PostgreSQL/RabbitMQ, run
+          the Rust tests (cargo nextest, or cargo test), then the real-client checks
+          (the `cli` and `oslo` envs); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
   lint    cargo fmt --check and cargo clippy --all-targets -D warnings
   cli     build the fleetyard binary (or use $FLEETYARD_BIN), set up the client
@@ -68,6 +68,11 @@ finish() {
     exit 1
   fi
   printf '==> tox.sh %s: ok\n' "$ENV_NAME"
+}
+
+lint_parts() {
+  part "cargo fmt --all -- --check" cargo fmt --all -- --check
+  part "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
 }
 
 test_env() {
@@ -163,6 +168,7 @@ ENV_NAME="${1:-test}"
 
 case "$ENV_NAME" in
 test)
+  lint_parts
   test_env
   part "ensure services" tools/ensure_services.sh
   rust_tests "$@"
@@ -177,8 +183,7 @@ unit)
   finish
   ;;
 lint)
-  part "cargo fmt --all -- --check" cargo fmt --all -- --check
-  part "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
+  lint_parts
   finish
   ;;
 cli)
