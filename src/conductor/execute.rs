@@ -2,11 +2,12 @@
 
 use chrono::Utc;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, Operation};
+use crate::domain::job::{Job, NextStep, Operation};
 use crate::domain::status::{FederationStatus, Verb};
 use crate::domain::ResourceId;
 use crate::drivers::{
@@ -87,10 +88,9 @@ fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Seconds to wait before attempt `attempts + 1`: 1, 2, 4, ... capped at 60.
-fn backoff(attempts: i32) -> chrono::Duration {
-    let exp = attempts.clamp(1, 7) - 1;
-    chrono::Duration::seconds((1_i64 << exp).min(60))
+/// Now, as the store keeps timestamps.
+fn now() -> chrono::DateTime<Utc> {
+    crate::store::sql::now()
 }
 
 /// Copies what the backend reported onto the cluster and its node groups.
@@ -180,7 +180,20 @@ impl Conductor {
         let Some(job) = self.store.claim_job(&self.owner, self.lease()).await? else {
             return Ok(Outcome::Idle);
         };
-        tracing::info!(job = %job.uuid, operation = job.operation.as_str(), resource = %job.resource_uuid, attempt = job.attempts, "working job");
+        let span = tracing::info_span!(
+            "job",
+            job = %job.uuid,
+            operation = job.operation.as_str(),
+            resource = %job.resource_uuid,
+            attempt = job.attempts,
+            driver = %job.driver,
+        );
+        self.work(job).instrument(span).await
+    }
+
+    /// Works a claimed job under its lease, renewed while the driver runs.
+    async fn work(&self, job: Job) -> StoreResult<Outcome> {
+        tracing::info!("working job");
         let renewer = {
             let store = self.store.clone();
             let owner = self.owner.clone();
@@ -206,8 +219,8 @@ impl Conductor {
         };
         renewer.abort();
         match &result {
-            Ok(outcome) => tracing::info!(job = %job.uuid, outcome = ?outcome, "job worked"),
-            Err(e) => tracing::warn!(job = %job.uuid, error = %e, "job could not be recorded"),
+            Ok(outcome) => tracing::info!(outcome = ?outcome, "job worked"),
+            Err(e) => tracing::warn!(error = %e, "job could not be recorded"),
         }
         result
     }
@@ -220,7 +233,30 @@ impl Conductor {
     }
 
     fn deadline_passed(job: &Job) -> bool {
-        job.deadline_at.is_some_and(|d| Utc::now() > d)
+        job.deadline_passed(Utc::now())
+    }
+
+    /// A failed attempt that [`Job::next_step`] retries: the job goes back to the queue with
+    /// the error, to run again at `run_after`.
+    fn retry(
+        &self,
+        job: &Job,
+        run_after: chrono::DateTime<Utc>,
+        error: &DriverError,
+    ) -> (Vec<Write>, Outcome) {
+        (
+            vec![Write::RetryJob {
+                id: job.id,
+                owner: self.owner.clone(),
+                run_after,
+                error: error.to_string(),
+            }],
+            Outcome::Retried {
+                operation: job.operation,
+                resource: job.resource_uuid.clone(),
+                error: error.to_string(),
+            },
+        )
     }
 
     async fn execute_cluster(&self, job: &Job) -> StoreResult<Outcome> {
@@ -283,6 +319,11 @@ impl Conductor {
         Err(StoreError::Stale)
     }
 
+    #[tracing::instrument(
+        name = "driver",
+        skip_all,
+        fields(driver = %job.driver, operation = job.operation.as_str())
+    )]
     async fn call_cluster_driver(
         &self,
         job: &Job,
@@ -377,34 +418,20 @@ impl Conductor {
         // a failure is logged.
         if op == Operation::CredentialRotate {
             return match result {
-                Err(DriverError::Transient(msg))
-                    if job.attempts < job.max_attempts && !Self::deadline_passed(job) =>
-                {
-                    (
-                        vec![Write::RetryJob {
-                            id: job.id,
-                            owner: self.owner.clone(),
-                            run_after: crate::store::sql::now() + backoff(job.attempts),
-                            error: msg.clone(),
-                        }],
-                        Outcome::Retried {
-                            operation: op,
-                            resource,
-                            error: msg.clone(),
-                        },
-                    )
-                }
-                Err(e) => {
-                    tracing::error!(cluster = %resource, error = %e, "credential rotation failed");
-                    (
-                        vec![finish(true, Some(e.to_string()))],
-                        Outcome::Failed {
-                            operation: op,
-                            resource,
-                            reason: e.to_string(),
-                        },
-                    )
-                }
+                Err(e) => match job.next_step(e.failure(), now()) {
+                    NextStep::Retry { run_after } => self.retry(job, run_after, e),
+                    NextStep::Fail { .. } => {
+                        tracing::error!(cluster = %resource, error = %e, "credential rotation failed");
+                        (
+                            vec![finish(true, Some(e.to_string()))],
+                            Outcome::Failed {
+                                operation: op,
+                                resource,
+                                reason: e.to_string(),
+                            },
+                        )
+                    }
+                },
                 Ok(_) => (
                     vec![finish(false, None)],
                     Outcome::Completed {
@@ -505,30 +532,10 @@ impl Conductor {
                     },
                 )
             }
-            Err(DriverError::Transient(msg))
-                if job.attempts < job.max_attempts && !Self::deadline_passed(job) =>
-            {
-                let writes = vec![Write::RetryJob {
-                    id: job.id,
-                    owner: self.owner.clone(),
-                    run_after: crate::store::sql::now() + backoff(job.attempts),
-                    error: msg.clone(),
-                }];
-                (
-                    writes,
-                    Outcome::Retried {
-                        operation: op,
-                        resource,
-                        error: msg.clone(),
-                    },
-                )
-            }
             Err(e) => {
-                let reason = match e {
-                    DriverError::Transient(msg) => {
-                        format!("{msg} (gave up after {} attempts)", job.attempts)
-                    }
-                    DriverError::Permanent(msg) => msg.clone(),
+                let reason = match job.next_step(e.failure(), now()) {
+                    NextStep::Retry { run_after } => return self.retry(job, run_after, e),
+                    NextStep::Fail { reason } => reason,
                 };
                 // Undo what the request changed ahead of the driver.
                 if let (Some(uuid), Some(old)) = (
@@ -624,11 +631,18 @@ impl Conductor {
                     "The cluster driver '{}' does not support federations.",
                     job.driver
                 ))),
-                Some(d) => match op {
-                    Operation::FederationCreate => d.create_federation(&ctx).await,
-                    Operation::FederationUpdate => d.update_federation(&ctx, &change).await,
-                    _ => d.delete_federation(&ctx).await,
-                },
+                Some(d) => {
+                    let span = tracing::info_span!("driver", driver = %job.driver, operation = op.as_str());
+                    match op {
+                        Operation::FederationCreate => {
+                            d.create_federation(&ctx).instrument(span).await
+                        }
+                        Operation::FederationUpdate => {
+                            d.update_federation(&ctx, &change).instrument(span).await
+                        }
+                        _ => d.delete_federation(&ctx).instrument(span).await,
+                    }
+                }
             }
         };
         let mut current = f;
@@ -752,29 +766,10 @@ impl Conductor {
                     },
                 )
             }
-            Err(DriverError::Transient(msg))
-                if job.attempts < job.max_attempts && !Self::deadline_passed(job) =>
-            {
-                (
-                    vec![Write::RetryJob {
-                        id: job.id,
-                        owner: self.owner.clone(),
-                        run_after: crate::store::sql::now() + backoff(job.attempts),
-                        error: msg.clone(),
-                    }],
-                    Outcome::Retried {
-                        operation: op,
-                        resource,
-                        error: msg.clone(),
-                    },
-                )
-            }
             Err(e) => {
-                let reason = match e {
-                    DriverError::Transient(msg) => {
-                        format!("{msg} (gave up after {} attempts)", job.attempts)
-                    }
-                    DriverError::Permanent(msg) => msg.clone(),
+                let reason = match job.next_step(e.failure(), now()) {
+                    NextStep::Retry { run_after } => return self.retry(job, run_after, e),
+                    NextStep::Fail { reason } => reason,
                 };
                 next.status = verb.federation_failed();
                 next.status_reason = Some(reason.clone());

@@ -71,6 +71,7 @@ impl Conductor {
 
     /// One round of status polling over every in-progress cluster and federation that has no
     /// job waiting (a waiting job will move it itself).
+    #[tracing::instrument(skip_all)]
     pub async fn sync_round(&self) -> StoreResult<SyncReport> {
         let mut report = SyncReport::default();
         let mut after = 0_i64;
@@ -130,6 +131,7 @@ impl Conductor {
         Ok(report)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(cluster = %ctx.cluster.uuid))]
     async fn sync_cluster(&self, ctx: ClusterContext) -> StoreResult<bool> {
         let Some(driver) = self
             .drivers
@@ -235,6 +237,7 @@ impl Conductor {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(federation = %f.uuid))]
     async fn sync_federation(
         &self,
         f: &crate::domain::federation::Federation,
@@ -320,6 +323,7 @@ impl Conductor {
 
     /// One round of health polling. Clusters that run magnum-auto-healer report their own
     /// health through PATCH and are skipped, as in Magnum.
+    #[tracing::instrument(skip_all)]
     pub async fn health_round(&self) -> StoreResult<usize> {
         let scope = Scope {
             project_id: String::new(),

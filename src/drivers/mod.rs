@@ -44,6 +44,16 @@ pub enum DriverError {
     Permanent(String),
 }
 
+impl DriverError {
+    /// The failure as a job's retry rule ([`crate::domain::job::Job::next_step`]) sees it.
+    pub fn failure(&self) -> crate::domain::job::Failure<'_> {
+        match self {
+            DriverError::Transient(message) => crate::domain::job::Failure::Transient(message),
+            DriverError::Permanent(message) => crate::domain::job::Failure::Permanent(message),
+        }
+    }
+}
+
 pub type DriverResult<T> = Result<T, DriverError>;
 
 /// Everything a driver needs about one cluster.

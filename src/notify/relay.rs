@@ -168,6 +168,11 @@ impl Relay {
     /// One round: claim a batch, deliver it, mark what was delivered sent and give the rest
     /// back. With `messagingv2` and no reachable broker nothing is claimed and the broker's
     /// error is returned: events wait in the outbox.
+    #[tracing::instrument(
+        name = "relay_batch",
+        skip_all,
+        fields(owner = %self.settings.owner, claimed = tracing::field::Empty)
+    )]
     pub async fn run_once(&mut self) -> Result<BatchReport, RelayError> {
         if let Sink::Amqp(publisher) = &mut self.sink {
             publisher.connect().await?;
@@ -188,6 +193,7 @@ impl Relay {
         if events.is_empty() {
             return Ok(report);
         }
+        tracing::Span::current().record("claimed", events.len());
         let claimed = started.elapsed();
         let mut sent = Vec::with_capacity(events.len());
         let mut failed = Vec::new();
