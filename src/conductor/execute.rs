@@ -586,7 +586,11 @@ impl Conductor {
             None => None,
         };
         let mut uuids = f.member_ids.clone();
-        uuids.extend(extra_members.iter().cloned());
+        for m in extra_members {
+            if !uuids.contains(m) {
+                uuids.push(m.clone());
+            }
+        }
         let members = self.store.clusters_by_uuid(&uuids).await?;
         Ok(FederationContext {
             federation: f.clone(),
@@ -616,7 +620,15 @@ impl Conductor {
                 resource,
             });
         };
-        let ctx = self.federation_context(&f, &change.unjoined).await?;
+        // The job applies exactly its own change: the clusters it joins and unjoins are in its
+        // context whatever later requests did to the row's member list since.
+        let own: Vec<String> = change
+            .joined
+            .iter()
+            .chain(&change.unjoined)
+            .cloned()
+            .collect();
+        let ctx = self.federation_context(&f, &own).await?;
         let result = if Self::deadline_passed(job) {
             Err(DriverError::Permanent(
                 "The federation operation timed out.".into(),

@@ -323,10 +323,9 @@ impl Driver for FakeDriver {
             .iter()
             .filter(|m| !ctx.members.iter().any(|c| c.uuid.to_string() == **m))
             .collect();
-        if let Some(m) = missing.first() {
-            return Err(DriverError::Permanent(format!(
-                "The member cluster {m} no longer exists."
-            )));
+        if !missing.is_empty() {
+            let missing: Vec<&str> = missing.iter().map(|m| m.as_str()).collect();
+            return Err(DriverError::Permanent(super::missing_members(&missing)));
         }
         let gone: Vec<&String> = change
             .unjoined

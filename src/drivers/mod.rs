@@ -56,6 +56,14 @@ impl DriverError {
 
 pub type DriverResult<T> = Result<T, DriverError>;
 
+/// The reason a join fails when clusters it was to join no longer exist: every one is named.
+pub(crate) fn missing_members(missing: &[&str]) -> String {
+    match missing {
+        [one] => format!("The member cluster {one} no longer exists."),
+        many => format!("The member clusters {} no longer exist.", many.join(", ")),
+    }
+}
+
 /// Everything a driver needs about one cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterContext {

@@ -1624,3 +1624,35 @@ async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_join_with_a_vanished_member_joins_the_others_and_names_every_missing_one() {
+    let f = created_federation().await;
+    let gone = "44444444-aaaa-4bbb-8ccc-000000000004";
+    // M1 and the fourth cluster no longer exist; M2 does.
+    let c = fed_ctx(FederationStatus::UpdateInProgress, &[M1, M2, gone], &[M2]);
+    let change = MemberChange {
+        joined: vec![M1.into(), M2.into(), gone.into()],
+        unjoined: vec![],
+    };
+    let err = f
+        .env
+        .driver
+        .update_federation(&c, &change)
+        .await
+        .expect_err("missing members fail the join");
+    assert_eq!(
+        err,
+        DriverError::Permanent(format!("The member clusters {M1}, {gone} no longer exist."))
+    );
+    assert!(
+        f.karmada
+            .get(&format!("{KARMADA_CLUSTERS}/{}", capi_name(M2)))
+            .is_some(),
+        "the member that exists is joined, though it comes after a missing one"
+    );
+    assert!(f
+        .karmada
+        .get(&format!("{KARMADA_CLUSTERS}/{}", capi_name(M1)))
+        .is_none());
+}

@@ -9,6 +9,7 @@ mod cluster_templates;
 mod clusters;
 mod conductor;
 mod conventions;
+mod federation_jobs;
 mod federations;
 mod isolation;
 mod kubernetes_driver;

@@ -731,14 +731,19 @@ impl Driver for KubernetesDriver {
                 notes.push(note);
             }
         }
+        // Every member that exists is joined, even when another one is gone: the job applies
+        // as much of its change as it can and then names every member it could not join.
+        let mut missing = Vec::new();
         for id in &change.joined {
             let Some(cluster) = ctx.members.iter().find(|c| c.uuid.to_string() == *id) else {
-                return Err(DriverError::Permanent(format!(
-                    "The member cluster {id} no longer exists."
-                )));
+                missing.push(id.as_str());
+                continue;
             };
             let member = self.cluster_access(cluster).await?;
             self.engine.join(&host, fed, &member).await?;
+        }
+        if !missing.is_empty() {
+            return Err(DriverError::Permanent(super::missing_members(&missing)));
         }
         Ok(if notes.is_empty() {
             FederationProgress::Done

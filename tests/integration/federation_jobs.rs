@@ -1,0 +1,73 @@
+//! Queued federation jobs: each job applies exactly its own change, whatever later requests
+//! did to the federation's member list before the conductor got to it.
+
+use serde_json::{json, Value};
+
+use crate::federations::{cluster_as, drain, spawn_fleet, template_as};
+
+fn uuid_of(v: &Value) -> String {
+    v["uuid"].as_str().expect("uuid is a string").to_string()
+}
+
+#[tokio::test]
+async fn a_join_queued_before_a_replace_that_drops_the_member_still_applies_its_own_change() {
+    let fleet = spawn_fleet(|_| {}).await;
+    let app = &fleet.app;
+    let template = template_as(app, &app.headers).await;
+    let host = cluster_as(app, &app.headers, &template, "host", json!({})).await;
+    let x = cluster_as(app, &app.headers, &template, "x", json!({})).await;
+    let y = cluster_as(app, &app.headers, &template, "y", json!({})).await;
+    drain(&fleet.conductor).await;
+    let r = app
+        .post(
+            "/v1/federations",
+            &json!({"name": "fed", "hostcluster_id": host, "member_ids": [y],
+                    "properties": {"dns-zone": "example.com."}}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let fed = uuid_of(&r.body);
+    drain(&fleet.conductor).await;
+
+    // Join x, then (before any job runs) a client replaces the list from a view taken before
+    // the join: x and y both go.
+    let r = app
+        .patch(
+            &format!("/v1/federations/{fed}"),
+            &json!([{"op": "add", "path": "/member_ids", "value": x}]),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let r = app
+        .patch(
+            &format!("/v1/federations/{fed}"),
+            &json!([{"op": "replace", "path": "/member_ids", "value": []}]),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&fleet.conductor).await;
+
+    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let updates: Vec<(Value, String, Option<String>)> = jobs
+        .iter()
+        .filter(|(j, _)| j.operation.as_str() == "federation.update")
+        .map(|(j, state)| (j.payload.clone(), state.clone(), j.last_error.clone()))
+        .collect();
+    assert_eq!(
+        updates,
+        vec![
+            (json!({"joined": [x], "unjoined": []}), "done".into(), None),
+            (
+                json!({"joined": [], "unjoined": [y, x]}),
+                "done".into(),
+                None
+            ),
+        ],
+        "no job fails for a member that exists"
+    );
+    let shown = app.get(&format!("/v1/federations/{fed}")).await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert_eq!(shown.body["status"], "UPDATE_COMPLETE", "{}", shown.text);
+    assert_eq!(shown.body["status_reason"], Value::Null);
+    assert_eq!(shown.body["member_ids"], json!([]));
+}
