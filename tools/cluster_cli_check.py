@@ -363,14 +363,14 @@ def cluster_checks(rep: Report, cli: Clients, srv: Server, work: Path) -> None:
         rows = r.json()
         if not isinstance(rows, list):
             raise CheckFailed("expected a JSON list\n" + r.describe())
-        conductors = [row for row in rows if isinstance(row, dict) and row.get("binary") == "fleetyard-conductor"]
+        conductors = [row for row in rows if isinstance(row, dict) and row.get("binary") == "magnum-conductor"]
         if len(conductors) != 1:
-            raise CheckFailed("expected one fleetyard-conductor row\n" + r.describe())
+            raise CheckFailed("expected one magnum-conductor row\n" + r.describe())
         row = conductors[0]
         if row.get("state") != "up" or row.get("disabled") is not False or not row.get("host"):
             raise CheckFailed("unexpected conductor row %r\n%s" % (row, r.describe()))
 
-    rep.check("service list shows one fleetyard-conductor row, state up, not disabled", services)
+    rep.check("service list shows one magnum-conductor row, state up, not disabled", services)
 
     # ---------------------------------------------------------------- errors, delete
 

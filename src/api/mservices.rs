@@ -70,7 +70,7 @@ mod tests {
         ServiceRecord {
             id: 1,
             host: "h".into(),
-            binary: "fleetyard-conductor".into(),
+            binary: "magnum-conductor".into(),
             disabled: false,
             disabled_reason: None,
             last_seen_up,

@@ -21,8 +21,9 @@ use crate::store::{Store, StoreError, StoreResult};
 pub use execute::Outcome;
 pub use sync::SyncReport;
 
-/// The binary name conductors report in the services table.
-pub const BINARY: &str = "fleetyard-conductor";
+/// The binary name conductors report in the services table: Magnum's, since clients and test
+/// suites compare `GET /v1/mservices` rows with that string.
+pub const BINARY: &str = "magnum-conductor";
 
 pub struct Conductor {
     pub(crate) store: Arc<dyn Store>,

@@ -867,6 +867,9 @@ async fn a_running_conductor_shows_up_through_its_heartbeats() {
     };
     running.abort();
     assert_eq!(service["host"], "conductor-host");
-    assert_eq!(service["binary"], fleetyard::conductor::BINARY);
+    assert_eq!(
+        service["binary"], "magnum-conductor",
+        "Magnum's binary name"
+    );
     assert_eq!(service["state"], "up");
 }
