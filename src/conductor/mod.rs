@@ -35,7 +35,16 @@ pub struct Conductor {
     pub(crate) settings: ConductorSection,
     /// Makes and renews cluster certificates; without a key, clusters get no CA.
     pub(crate) certificates: Certificates,
+    /// Raised when a driver started work it finishes on its own: the status sync then looks
+    /// again soon instead of at its next tick.
+    sync_soon: Arc<tokio::sync::Notify>,
 }
+
+/// The first early status poll after a driver started work, and the factor between early
+/// polls: 0.2, 0.4, 0.8, ... seconds, until the regular `sync_interval` takes over. Work the
+/// fake driver finishes in a second is seen within about a second, not up to a whole tick.
+const EARLY_SYNC_FIRST: Duration = Duration::from_millis(200);
+const EARLY_SYNC_FACTOR: u32 = 2;
 
 impl Conductor {
     pub fn new(
@@ -56,6 +65,7 @@ impl Conductor {
             host: host.to_string(),
             settings,
             certificates: Certificates::disabled(),
+            sync_soon: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -129,6 +139,10 @@ impl Conductor {
                     tokio::time::sleep(idle).await;
                     idle = (idle * 2).min(Duration::from_millis(500));
                 }
+                Ok(Outcome::Started { .. }) => {
+                    idle = Duration::from_millis(50);
+                    self.sync_soon.notify_one();
+                }
                 Ok(_) => idle = Duration::from_millis(50),
                 Err(e) => {
                     tracing::warn!(error = %e, "conductor could not work a job; retrying");
@@ -138,12 +152,35 @@ impl Conductor {
         }
     }
 
+    /// The periodic status sync, plus early polls after a driver started work: the first
+    /// [`EARLY_SYNC_FIRST`] after the start, each next one [`EARLY_SYNC_FACTOR`] times later,
+    /// until a round finds nothing in progress or the step reaches the regular interval.
     async fn sync_loop(&self) {
-        let mut ticker =
-            tokio::time::interval(Duration::from_secs(self.settings.sync_interval.max(1)));
+        let interval = Duration::from_secs(self.settings.sync_interval.max(1));
+        let mut ticker = tokio::time::interval(interval);
+        // The next early poll and the step that led to it.
+        let mut early: Option<(tokio::time::Instant, Duration)> = None;
         loop {
-            ticker.tick().await;
-            match self.sync_round().await {
+            let due = early.map(|(at, _)| at);
+            tokio::select! {
+                _ = ticker.tick() => {}
+                () = self.sync_soon.notified() => {
+                    let at = tokio::time::Instant::now() + EARLY_SYNC_FIRST;
+                    early = Some((due.map_or(at, |d| d.min(at)), EARLY_SYNC_FIRST));
+                    continue;
+                }
+                () = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => {
+                    early = early.and_then(|(_, step)| {
+                        let step = step * EARLY_SYNC_FACTOR;
+                        (step < interval).then(|| (tokio::time::Instant::now() + step, step))
+                    });
+                }
+            }
+            let round = self.sync_round().await;
+            if matches!(&round, Ok(report) if report.polled == 0) {
+                early = None;
+            }
+            match round {
                 Ok(report) if report.changed > 0 => tracing::info!(
                     polled = report.polled,
                     changed = report.changed,
