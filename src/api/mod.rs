@@ -14,6 +14,7 @@ pub mod mservices;
 pub mod nodegroups;
 pub mod pagination;
 pub mod patch;
+pub mod pyliteral;
 pub mod quotas;
 pub mod stats;
 pub mod versions;

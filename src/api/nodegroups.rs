@@ -17,6 +17,7 @@ use super::links::app_url;
 use super::pagination::{collection_body, page_request};
 use super::patch::{self, PatchRules};
 use super::{initiator, timestamp};
+use crate::api::pyliteral::parse_literal;
 use crate::auth::RequestContext;
 use crate::domain::cluster::{
     check_counts, invalid_node_label, label_diff, nodegroup_change_allowed, nodegroup_labels,
@@ -24,7 +25,6 @@ use crate::domain::cluster::{
 };
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::Labels;
-use crate::domain::pyliteral::parse_literal;
 use crate::domain::status::ClusterStatus;
 use crate::domain::template::ClusterTemplate;
 use crate::domain::ResourceId;

@@ -7,7 +7,6 @@ pub mod ids;
 pub mod job;
 pub mod labels;
 pub mod names;
-pub mod pyliteral;
 pub mod status;
 pub mod template;
 
