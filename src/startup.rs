@@ -2,6 +2,7 @@
 //! background roles (conductor heartbeat, notification relay).
 
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::Arc;
 
 use actix_cors::Cors;
@@ -14,7 +15,7 @@ use crate::api;
 use crate::auth::policy::Enforcer;
 use crate::auth::token::TokenVerifier;
 use crate::auth::Authenticator;
-use crate::config::{split_list, AuthStrategy, Settings};
+use crate::config::{split_list, AuthStrategy, ConfigError, Settings};
 use crate::domain::template::TemplateRules;
 use crate::drivers::DriverRegistry;
 use crate::store::{self, Store};
@@ -76,6 +77,24 @@ impl AppState {
             template_rules,
         })
     }
+}
+
+/// Loads the settings as the `fleetyard` command does, then runs the checks that belong to a
+/// subsystem ([`check_settings`]), so that every bad value fails start-up the same way: one line
+/// naming the option, before anything starts.
+pub fn load_settings(config_file: Option<&Path>) -> Result<Settings, ConfigError> {
+    let settings = Settings::load(config_file)?;
+    check_settings(&settings)?;
+    Ok(settings)
+}
+
+/// The subsystems' own checks of their settings: the notification transport URL (with
+/// `messagingv2`) and the `[certificates]` options.
+pub fn check_settings(settings: &Settings) -> Result<(), ConfigError> {
+    crate::notify::relay::RelaySettings::from_settings(settings)
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    crate::certificates::validate_settings(&settings.certificates).map_err(ConfigError::Invalid)?;
+    Ok(())
 }
 
 /// Opens the configured store, migrating it when `[database] auto_migrate` is on.
@@ -221,4 +240,52 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
         task.abort();
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Loads a configuration file as the `fleetyard` command does.
+    fn load_text(text: &str) -> Result<Settings, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("fleetyard-conf-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("fleetyard.conf");
+        let mut file = std::fs::File::create(&path).expect("create");
+        file.write_all(text.as_bytes()).expect("write config");
+        load_settings(Some(&path))
+    }
+
+    #[test]
+    fn messagingv2_needs_a_usable_transport_url_and_relay_options_are_checked() {
+        let err = load_text(
+            "[DEFAULT]\ntransport_url = kafka://h:9092/\n[oslo_messaging_notifications]\ndriver = messagingv2\n",
+        )
+        .expect_err("must fail");
+        assert!(
+            err.to_string()
+                .contains("[DEFAULT] transport_url: unsupported scheme 'kafka'"),
+            "{err}"
+        );
+        let s = load_text(
+            "[DEFAULT]\ntransport_url = rabbit://u:p@mq1:5672,u:p@mq2:5672/vh\n[oslo_messaging_notifications]\ndriver = messagingv2\nrelay_poll_interval = 0.05\nrelay_batch_size = 500\n",
+        )
+        .expect("valid");
+        assert!((s.oslo_messaging_notifications.relay_poll_interval - 0.05).abs() < 1e-9);
+        assert_eq!(s.oslo_messaging_notifications.relay_batch_size, 500);
+        for (text, option) in [
+            ("relay_batch_size = 0", "relay_batch_size"),
+            ("relay_poll_interval = 0", "relay_poll_interval"),
+            ("relay_claim_timeout = 1", "relay_claim_timeout"),
+        ] {
+            let err = load_text(&format!("[oslo_messaging_notifications]\n{text}\n"))
+                .expect_err("must fail");
+            assert!(
+                err.to_string()
+                    .contains(&format!("[oslo_messaging_notifications] {option}")),
+                "{err}"
+            );
+        }
+    }
 }

@@ -31,6 +31,8 @@ use x509_parser::prelude::FromDer;
 use x509_parser::public_key::{PublicKey, RSAPublicKey};
 use x509_parser::x509::SubjectPublicKeyInfo;
 
+use crate::config::JwtSettings;
+
 /// Largest accepted leeway, in seconds (one day).
 pub const MAX_LEEWAY_SECS: u64 = 86_400;
 
@@ -52,92 +54,6 @@ const SUPPORTED_ALGORITHMS: [(&str, Algorithm); 9] = [
     ("ES256", Algorithm::ES256),
     ("ES384", Algorithm::ES384),
 ];
-
-/// The `[jwt]` section of fleetyard.conf.
-///
-/// Deserialized by the `config` crate from an INI file, so every value may arrive as a string;
-/// every field has a default and `leeway` accepts either a number or a numeric string.
-/// Empty strings for `key_file`, `jwks_file`, `issuer` and `audience` mean "not set".
-/// Unknown keys are refused, like the other sections of fleetyard.conf, so typos surface.
-#[derive(Debug, Clone, serde::Deserialize, serde::Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct JwtSettings {
-    /// Comma-separated list of accepted algorithms, pinned: tokens whose header `alg` is not listed
-    /// are refused. Supported: HS256, HS384, HS512, RS256, RS384, RS512, PS256, ES256, ES384.
-    /// Default "RS256".
-    pub algorithms: String,
-    /// PEM public key (RSA or EC) for RS*/PS*/ES*, or a file holding the shared secret for HS*
-    /// (trailing newline trimmed).
-    pub key_file: Option<PathBuf>,
-    /// A JWKS document (JSON {"keys": [...]}) on disk; keys chosen by the token's `kid`, or the
-    /// only key if just one.
-    pub jwks_file: Option<PathBuf>,
-    /// If set, `iss` must equal it.
-    pub issuer: Option<String>,
-    /// If set, `aud` (string or array) must contain it.
-    pub audience: Option<String>,
-    /// Claim holding the user id (required, string). Default "sub".
-    pub user_id_claim: String,
-    /// Claim holding the project id (optional, string). Default "project_id".
-    pub project_id_claim: String,
-    /// Claim holding the roles: a JSON array of strings or a comma-separated string.
-    /// Default "roles".
-    pub roles_claim: String,
-    /// Claim holding the domain id (optional, string). Default "domain_id".
-    pub domain_id_claim: String,
-    /// Seconds of clock skew allowed for `exp`/`nbf`. Default 30, at most [`MAX_LEEWAY_SECS`].
-    #[serde(deserialize_with = "deserialize_seconds")]
-    pub leeway: u64,
-}
-
-impl Default for JwtSettings {
-    fn default() -> Self {
-        JwtSettings {
-            algorithms: "RS256".to_string(),
-            key_file: None,
-            jwks_file: None,
-            issuer: None,
-            audience: None,
-            user_id_claim: "sub".to_string(),
-            project_id_claim: "project_id".to_string(),
-            roles_claim: "roles".to_string(),
-            domain_id_claim: "domain_id".to_string(),
-            leeway: 30,
-        }
-    }
-}
-
-/// Accepts a non-negative integer given either as a number or as a string (INI values).
-fn deserialize_seconds<'de, D>(deserializer: D) -> Result<u64, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    struct SecondsVisitor;
-
-    impl serde::de::Visitor<'_> for SecondsVisitor {
-        type Value = u64;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a non-negative whole number of seconds")
-        }
-
-        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
-            Ok(v)
-        }
-
-        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
-            u64::try_from(v).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
-        }
-
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
-            v.trim()
-                .parse::<u64>()
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(v), &self))
-        }
-    }
-
-    deserializer.deserialize_any(SecondsVisitor)
-}
 
 /// The identity carried by a verified token.
 #[derive(Debug, Clone, PartialEq)]
@@ -1845,48 +1761,6 @@ mod tests {
             ..with_key("RS256", fixture!("rsa_public.pem"))
         });
         assert!(message.starts_with("[jwt] leeway: "), "{message}");
-    }
-
-    #[test]
-    fn jwt_settings_deserialize_from_string_values() {
-        let input = json!({
-            "algorithms": "HS256",
-            "leeway": "10",
-            "key_file": "/x",
-            "issuer": "https://idp.example",
-        });
-        let s: JwtSettings = serde_json::from_value(input).unwrap();
-        assert_eq!(
-            s,
-            JwtSettings {
-                algorithms: "HS256".to_string(),
-                leeway: 10,
-                key_file: Some(PathBuf::from("/x")),
-                issuer: Some("https://idp.example".to_string()),
-                ..JwtSettings::default()
-            }
-        );
-        let numeric: JwtSettings = serde_json::from_value(json!({"leeway": 5})).unwrap();
-        assert_eq!(numeric.leeway, 5);
-        assert!(serde_json::from_value::<JwtSettings>(json!({"leeway": "soon"})).is_err());
-        assert!(serde_json::from_value::<JwtSettings>(json!({"leeway": "-1"})).is_err());
-        assert!(serde_json::from_value::<JwtSettings>(json!({"keyfile": "/x"})).is_err());
-        let parsed: JwtSettings = serde_json::from_str("{\"leeway\": \" 7 \"}").unwrap();
-        assert_eq!(parsed.leeway, 7);
-    }
-
-    #[test]
-    fn jwt_settings_have_documented_defaults() {
-        let s: JwtSettings = serde_json::from_value(json!({})).unwrap();
-        assert_eq!(s, JwtSettings::default());
-        assert_eq!(s.algorithms, "RS256");
-        assert_eq!(s.user_id_claim, "sub");
-        assert_eq!(s.project_id_claim, "project_id");
-        assert_eq!(s.roles_claim, "roles");
-        assert_eq!(s.domain_id_claim, "domain_id");
-        assert_eq!(s.leeway, 30);
-        assert_eq!(s.key_file, None);
-        assert_eq!(s.jwks_file, None);
     }
 
     #[test]
