@@ -16,6 +16,7 @@ use super::links::resource_links;
 use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::{initiator, timestamp};
+use crate::api::AppState;
 use crate::auth::RequestContext;
 use crate::domain::cluster::{
     check_counts, default_nodegroups, effective_labels, invalid_cluster_name, label_diff, Cluster,
@@ -28,7 +29,6 @@ use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, Ident, ResourceId};
 use crate::drivers::Driver;
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

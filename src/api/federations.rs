@@ -19,6 +19,7 @@ use super::links::resource_links;
 use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::{initiator, timestamp};
+use crate::api::AppState;
 use crate::auth::RequestContext;
 use crate::domain::cluster::Cluster;
 use crate::domain::federation::{
@@ -31,7 +32,6 @@ use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, Ident, ResourceId};
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

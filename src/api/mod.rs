@@ -16,6 +16,7 @@ pub mod pagination;
 pub mod patch;
 pub mod pyliteral;
 pub mod quotas;
+mod state;
 pub mod stats;
 pub mod versions;
 
@@ -31,8 +32,8 @@ use tracing::Instrument;
 use crate::auth::context::RequestId;
 use crate::auth::RequestContext;
 use crate::notify::events::Initiator;
-use crate::startup::AppState;
 use error::ApiError;
+pub use state::AppState;
 
 pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
 

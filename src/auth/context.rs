@@ -105,7 +105,7 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
 
 fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
     let state = req
-        .app_data::<web::Data<crate::startup::AppState>>()
+        .app_data::<web::Data<crate::api::AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("application state missing")))?;
     let request_id = req
         .extensions()
