@@ -17,7 +17,7 @@ use super::error::ApiError;
 use super::initiator;
 use super::links::resource_links;
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
 use crate::domain::cluster::Cluster;
 use crate::domain::job::{NewJob, Operation};

@@ -12,7 +12,7 @@ use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::timestamp;
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::domain::ids::parse_uuid_like;
 use crate::domain::labels::Labels;
 use crate::domain::names;

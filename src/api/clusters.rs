@@ -17,7 +17,7 @@ use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::{initiator, timestamp};
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, default_nodegroups, effective_labels, invalid_cluster_name, label_diff, Cluster,
     NewCluster, NodeGroup,

@@ -11,7 +11,7 @@ use super::certificates::template_of;
 use super::clusters::{driver_for, lookup};
 use super::error::ApiError;
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::domain::job::{NewJob, Operation};
 use crate::store::Write;
 

@@ -20,7 +20,7 @@ use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::{initiator, timestamp};
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
 use crate::domain::federation::{
     dedup_members, invalid_federation_name, member_diff, Federation, NewFederation, DNS_ZONE,

@@ -5,6 +5,7 @@ pub mod body;
 pub mod certificates;
 pub mod cluster_templates;
 pub mod clusters;
+pub mod context;
 pub mod credentials;
 pub mod error;
 pub mod federations;
@@ -29,9 +30,8 @@ use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use tracing::Instrument;
 
-use crate::auth::context::RequestId;
-use crate::auth::RequestContext;
 use crate::notify::events::Initiator;
+pub use context::{RequestContext, RequestId};
 use error::ApiError;
 pub use state::AppState;
 

@@ -10,7 +10,7 @@ use super::body::query_params;
 use super::error::ApiError;
 use super::timestamp;
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::store::ServiceRecord;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

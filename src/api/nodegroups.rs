@@ -19,7 +19,7 @@ use super::patch::{self, PatchRules};
 use super::{initiator, timestamp};
 use crate::api::pyliteral::parse_literal;
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, invalid_node_label, label_diff, nodegroup_change_allowed, nodegroup_labels,
     parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,

@@ -13,7 +13,7 @@ use super::error::ApiError;
 use super::pagination::{collection_body, page_request};
 use super::timestamp;
 use crate::api::AppState;
-use crate::auth::RequestContext;
+use crate::api::RequestContext;
 use crate::store::{QuotaRow, StoreError, QUOTA_SORT_KEYS};
 
 /// The resources a quota may limit (Magnum's `QuotaResourceName`).
