@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use crate::auth::token::JwtSettings;
-
 /// The file read when no `--config-file` is given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "etc/fleetyard/fleetyard.conf";
 
@@ -464,6 +462,92 @@ impl Default for CertificatesSection {
     }
 }
 
+/// The `[jwt]` section of fleetyard.conf.
+///
+/// Deserialized by the `config` crate from an INI file, so every value may arrive as a string;
+/// every field has a default and `leeway` accepts either a number or a numeric string.
+/// Empty strings for `key_file`, `jwks_file`, `issuer` and `audience` mean "not set".
+/// Unknown keys are refused, like the other sections of fleetyard.conf, so typos surface.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtSettings {
+    /// Comma-separated list of accepted algorithms, pinned: tokens whose header `alg` is not listed
+    /// are refused. Supported: HS256, HS384, HS512, RS256, RS384, RS512, PS256, ES256, ES384.
+    /// Default "RS256".
+    pub algorithms: String,
+    /// PEM public key (RSA or EC) for RS*/PS*/ES*, or a file holding the shared secret for HS*
+    /// (trailing newline trimmed).
+    pub key_file: Option<PathBuf>,
+    /// A JWKS document (JSON {"keys": [...]}) on disk; keys chosen by the token's `kid`, or the
+    /// only key if just one.
+    pub jwks_file: Option<PathBuf>,
+    /// If set, `iss` must equal it.
+    pub issuer: Option<String>,
+    /// If set, `aud` (string or array) must contain it.
+    pub audience: Option<String>,
+    /// Claim holding the user id (required, string). Default "sub".
+    pub user_id_claim: String,
+    /// Claim holding the project id (optional, string). Default "project_id".
+    pub project_id_claim: String,
+    /// Claim holding the roles: a JSON array of strings or a comma-separated string.
+    /// Default "roles".
+    pub roles_claim: String,
+    /// Claim holding the domain id (optional, string). Default "domain_id".
+    pub domain_id_claim: String,
+    /// Seconds of clock skew allowed for `exp`/`nbf`. Default 30, at most one day.
+    #[serde(deserialize_with = "deserialize_seconds")]
+    pub leeway: u64,
+}
+
+impl Default for JwtSettings {
+    fn default() -> Self {
+        JwtSettings {
+            algorithms: "RS256".to_string(),
+            key_file: None,
+            jwks_file: None,
+            issuer: None,
+            audience: None,
+            user_id_claim: "sub".to_string(),
+            project_id_claim: "project_id".to_string(),
+            roles_claim: "roles".to_string(),
+            domain_id_claim: "domain_id".to_string(),
+            leeway: 30,
+        }
+    }
+}
+
+/// Accepts a non-negative integer given either as a number or as a string (INI values).
+fn deserialize_seconds<'de, D>(deserializer: D) -> Result<u64, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct SecondsVisitor;
+
+    impl serde::de::Visitor<'_> for SecondsVisitor {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a non-negative whole number of seconds")
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+        }
+
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+        }
+    }
+
+    deserializer.deserialize_any(SecondsVisitor)
+}
+
 /// Splits a comma-separated option into trimmed, non-empty items.
 pub fn split_list(value: &str) -> Vec<String> {
     value
@@ -513,6 +597,8 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The checks that need no subsystem; `startup::check_settings` runs the subsystems' own
+    /// (the transport URL, the `[certificates]` options) right after loading.
     fn validate(&self) -> Result<(), ConfigError> {
         let conn = self.database.connection.expose();
         if !(conn.starts_with("postgres://")
@@ -538,14 +624,10 @@ impl Settings {
             }
         }
         let n = &self.oslo_messaging_notifications;
-        if n.driver == NotificationDriver::Messagingv2 {
-            crate::notify::amqp::parse_transport_url(self.default.transport_url.expose())
-                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-            if self.notification_topics().is_empty() {
-                return Err(ConfigError::Invalid(
-                    "[oslo_messaging_notifications] topics: at least one topic is needed".into(),
-                ));
-            }
+        if n.driver == NotificationDriver::Messagingv2 && self.notification_topics().is_empty() {
+            return Err(ConfigError::Invalid(
+                "[oslo_messaging_notifications] topics: at least one topic is needed".into(),
+            ));
         }
         if n.relay_batch_size == 0 {
             return Err(ConfigError::Invalid(
@@ -557,7 +639,6 @@ impl Settings {
                 "[oslo_messaging_notifications] relay_poll_interval: must be a positive number of seconds".into(),
             ));
         }
-        crate::certificates::validate_settings(&self.certificates).map_err(ConfigError::Invalid)?;
         if n.relay_claim_timeout < 3 {
             return Err(ConfigError::Invalid(
                 "[oslo_messaging_notifications] relay_claim_timeout: must be at least 3 seconds"
@@ -630,6 +711,7 @@ fn section_label(section: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::io::Write;
 
     fn load_text(text: &str) -> Result<Settings, ConfigError> {
@@ -717,35 +799,45 @@ mod tests {
     }
 
     #[test]
-    fn messagingv2_needs_a_usable_transport_url_and_relay_options_are_checked() {
-        let err = load_text(
-            "[DEFAULT]\ntransport_url = kafka://h:9092/\n[oslo_messaging_notifications]\ndriver = messagingv2\n",
-        )
-        .expect_err("must fail");
-        assert!(
-            err.to_string()
-                .contains("[DEFAULT] transport_url: unsupported scheme 'kafka'"),
-            "{err}"
+    fn jwt_settings_deserialize_from_string_values() {
+        let input = json!({
+            "algorithms": "HS256",
+            "leeway": "10",
+            "key_file": "/x",
+            "issuer": "https://idp.example",
+        });
+        let s: JwtSettings = serde_json::from_value(input).unwrap();
+        assert_eq!(
+            s,
+            JwtSettings {
+                algorithms: "HS256".to_string(),
+                leeway: 10,
+                key_file: Some(PathBuf::from("/x")),
+                issuer: Some("https://idp.example".to_string()),
+                ..JwtSettings::default()
+            }
         );
-        let s = load_text(
-            "[DEFAULT]\ntransport_url = rabbit://u:p@mq1:5672,u:p@mq2:5672/vh\n[oslo_messaging_notifications]\ndriver = messagingv2\nrelay_poll_interval = 0.05\nrelay_batch_size = 500\n",
-        )
-        .expect("valid");
-        assert!((s.oslo_messaging_notifications.relay_poll_interval - 0.05).abs() < 1e-9);
-        assert_eq!(s.oslo_messaging_notifications.relay_batch_size, 500);
-        for (text, option) in [
-            ("relay_batch_size = 0", "relay_batch_size"),
-            ("relay_poll_interval = 0", "relay_poll_interval"),
-            ("relay_claim_timeout = 1", "relay_claim_timeout"),
-        ] {
-            let err = load_text(&format!("[oslo_messaging_notifications]\n{text}\n"))
-                .expect_err("must fail");
-            assert!(
-                err.to_string()
-                    .contains(&format!("[oslo_messaging_notifications] {option}")),
-                "{err}"
-            );
-        }
+        let numeric: JwtSettings = serde_json::from_value(json!({"leeway": 5})).unwrap();
+        assert_eq!(numeric.leeway, 5);
+        assert!(serde_json::from_value::<JwtSettings>(json!({"leeway": "soon"})).is_err());
+        assert!(serde_json::from_value::<JwtSettings>(json!({"leeway": "-1"})).is_err());
+        assert!(serde_json::from_value::<JwtSettings>(json!({"keyfile": "/x"})).is_err());
+        let parsed: JwtSettings = serde_json::from_str("{\"leeway\": \" 7 \"}").unwrap();
+        assert_eq!(parsed.leeway, 7);
+    }
+
+    #[test]
+    fn jwt_settings_have_documented_defaults() {
+        let s: JwtSettings = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(s, JwtSettings::default());
+        assert_eq!(s.algorithms, "RS256");
+        assert_eq!(s.user_id_claim, "sub");
+        assert_eq!(s.project_id_claim, "project_id");
+        assert_eq!(s.roles_claim, "roles");
+        assert_eq!(s.domain_id_claim, "domain_id");
+        assert_eq!(s.leeway, 30);
+        assert_eq!(s.key_file, None);
+        assert_eq!(s.jwks_file, None);
     }
 
     #[test]
@@ -810,16 +902,5 @@ mod sample_tests {
         defaults.default.host = loaded.default.host.clone();
         assert_eq!(loaded, defaults);
         assert!(options >= 40, "only {options} options documented");
-    }
-
-    #[test]
-    fn the_sample_policy_file_is_the_generated_default() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/etc/policy.yaml.sample");
-        let text = std::fs::read_to_string(path).expect("sample exists");
-        assert_eq!(
-            text,
-            crate::auth::policy::Enforcer::sample_yaml(),
-            "regenerate with: fleetyard policy sample > etc/policy.yaml.sample"
-        );
     }
 }

@@ -3,9 +3,10 @@
 //! A guided tour:
 //! - [`config`]: one typed settings tree (OpenStack INI file, then `FLEETYARD__SECTION__KEY`).
 //! - [`startup`]: builds the application (store, policy, auth, HTTP server, background roles).
-//! - [`api`]: HTTP only — version discovery, microversions, Magnum's error body, pagination,
-//!   JSON-Patch, and one module per resource.
-//! - [`auth`]: JWT verification, the request context, the oslo.policy-compatible engine.
+//! - [`api`]: HTTP only — the shared state and the request context, version discovery,
+//!   microversions, Magnum's error body, pagination, JSON-Patch, Python literals as
+//!   python-magnumclient sends them, and one module per resource.
+//! - [`auth`]: JWT verification, who is calling, the oslo.policy-compatible engine.
 //! - [`domain`]: types and rules with no I/O (identifiers, labels, statuses, templates).
 //! - [`store`]: the only place with SQL; PostgreSQL and SQLite behind one trait.
 //! - [`certificates`]: per-cluster CAs, CSR signing, private keys encrypted at rest.

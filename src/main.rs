@@ -68,7 +68,7 @@ async fn main() -> ExitCode {
         print!("{}", fleetyard::auth::policy::Enforcer::sample_yaml());
         return ExitCode::SUCCESS;
     }
-    let settings = match Settings::load(cli.config_file.as_deref()) {
+    let settings = match startup::load_settings(cli.config_file.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fleetyard: {e}");

@@ -2,6 +2,7 @@
 //! background roles (conductor heartbeat, notification relay).
 
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::Arc;
 
 use actix_cors::Cors;
@@ -10,72 +11,26 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
-use crate::api;
-use crate::auth::policy::Enforcer;
-use crate::auth::token::TokenVerifier;
-use crate::auth::Authenticator;
-use crate::config::{split_list, AuthStrategy, Settings};
-use crate::domain::template::TemplateRules;
-use crate::drivers::DriverRegistry;
+use crate::api::{self, AppState};
+use crate::config::{split_list, ConfigError, Settings};
 use crate::store::{self, Store};
 
-/// Everything a handler needs, shared across workers.
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub store: Arc<dyn Store>,
-    pub enforcer: Arc<Enforcer>,
-    pub authenticator: Arc<Authenticator>,
-    pub drivers: DriverRegistry,
-    pub template_rules: TemplateRules,
-    /// The `[certificates]` key and policy (shared with the in-process conductor).
-    pub certificates: crate::certificates::Certificates,
+/// Loads the settings as the `fleetyard` command does, then runs the checks that belong to a
+/// subsystem ([`check_settings`]), so that every bad value fails start-up the same way: one line
+/// naming the option, before anything starts.
+pub fn load_settings(config_file: Option<&Path>) -> Result<Settings, ConfigError> {
+    let settings = Settings::load(config_file)?;
+    check_settings(&settings)?;
+    Ok(settings)
 }
 
-impl AppState {
-    /// Validates the policy, auth and driver settings and assembles the state around a store.
-    pub fn new(settings: Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
-        let enforcer = match &settings.oslo_policy.policy_file {
-            Some(path) => Enforcer::from_file(path)
-                .map_err(|e| anyhow::anyhow!("[oslo_policy] policy_file: {e}"))?,
-            None => Enforcer::with_defaults(),
-        };
-        let authenticator = match settings.default.auth_strategy {
-            AuthStrategy::Noauth => Authenticator::Noauth(settings.noauth.clone()),
-            AuthStrategy::Jwt => Authenticator::Jwt(Box::new(
-                TokenVerifier::from_settings(&settings.jwt).map_err(|e| anyhow::anyhow!("{e}"))?,
-            )),
-        };
-        let mut drivers = DriverRegistry::build(&settings.drivers, &settings.fake_driver)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        // The kubernetes driver works once it has a management cluster to talk to.
-        if drivers.is_available("kubernetes") && !settings.kubernetes_driver.kubeconfig.is_empty() {
-            let kubernetes = crate::drivers::kubernetes::KubernetesDriver::new(
-                settings.kubernetes_driver.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!(e))?;
-            drivers.insert(Arc::new(kubernetes));
-        }
-        let template_rules = TemplateRules {
-            allowed_network_drivers: split_list(
-                &settings.cluster_template.kubernetes_allowed_network_drivers,
-            ),
-            default_network_driver: settings
-                .cluster_template
-                .kubernetes_default_network_driver
-                .clone(),
-        };
-        let certificates = crate::certificates::Certificates::from_settings(&settings)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        Ok(AppState {
-            certificates,
-            settings: Arc::new(settings),
-            store,
-            enforcer: Arc::new(enforcer),
-            authenticator: Arc::new(authenticator),
-            drivers,
-            template_rules,
-        })
-    }
+/// The subsystems' own checks of their settings: the notification transport URL (with
+/// `messagingv2`) and the `[certificates]` options.
+pub fn check_settings(settings: &Settings) -> Result<(), ConfigError> {
+    crate::notify::relay::RelaySettings::from_settings(settings)
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    crate::certificates::validate_settings(&settings.certificates).map_err(ConfigError::Invalid)?;
+    Ok(())
 }
 
 /// Opens the configured store, migrating it when `[database] auto_migrate` is on.
@@ -221,4 +176,52 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
         task.abort();
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Loads a configuration file as the `fleetyard` command does.
+    fn load_text(text: &str) -> Result<Settings, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("fleetyard-conf-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("fleetyard.conf");
+        let mut file = std::fs::File::create(&path).expect("create");
+        file.write_all(text.as_bytes()).expect("write config");
+        load_settings(Some(&path))
+    }
+
+    #[test]
+    fn messagingv2_needs_a_usable_transport_url_and_relay_options_are_checked() {
+        let err = load_text(
+            "[DEFAULT]\ntransport_url = kafka://h:9092/\n[oslo_messaging_notifications]\ndriver = messagingv2\n",
+        )
+        .expect_err("must fail");
+        assert!(
+            err.to_string()
+                .contains("[DEFAULT] transport_url: unsupported scheme 'kafka'"),
+            "{err}"
+        );
+        let s = load_text(
+            "[DEFAULT]\ntransport_url = rabbit://u:p@mq1:5672,u:p@mq2:5672/vh\n[oslo_messaging_notifications]\ndriver = messagingv2\nrelay_poll_interval = 0.05\nrelay_batch_size = 500\n",
+        )
+        .expect("valid");
+        assert!((s.oslo_messaging_notifications.relay_poll_interval - 0.05).abs() < 1e-9);
+        assert_eq!(s.oslo_messaging_notifications.relay_batch_size, 500);
+        for (text, option) in [
+            ("relay_batch_size = 0", "relay_batch_size"),
+            ("relay_poll_interval = 0", "relay_poll_interval"),
+            ("relay_claim_timeout = 1", "relay_claim_timeout"),
+        ] {
+            let err = load_text(&format!("[oslo_messaging_notifications]\n{text}\n"))
+                .expect_err("must fail");
+            assert!(
+                err.to_string()
+                    .contains(&format!("[oslo_messaging_notifications] {option}")),
+                "{err}"
+            );
+        }
+    }
 }

@@ -56,7 +56,7 @@ pub fn shown(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
-        other => crate::domain::pyliteral::python_str(other),
+        other => crate::api::pyliteral::python_str(other),
     }
 }
 
@@ -290,7 +290,7 @@ pub fn labels_value(key: &str, v: &Value) -> Result<Labels, ApiError> {
     let obj = match v {
         Value::Object(map) => map,
         Value::String(s) => {
-            parsed = crate::domain::pyliteral::parse_literal(s)
+            parsed = crate::api::pyliteral::parse_literal(s)
                 .map_err(|e| invalid(key, v, &format!("Value should be a dictionary ({e}).")))?;
             match &parsed {
                 Value::Object(map) => map,

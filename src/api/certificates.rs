@@ -16,14 +16,14 @@ use super::clusters::{driver_for, lookup};
 use super::error::ApiError;
 use super::initiator;
 use super::links::resource_links;
-use crate::auth::RequestContext;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
 use crate::domain::cluster::Cluster;
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::status::ClusterStatus;
 use crate::domain::template::ClusterTemplate;
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{StoreError, Write};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -11,7 +11,8 @@ use super::links::resource_links;
 use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::timestamp;
-use crate::auth::RequestContext;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::domain::ids::parse_uuid_like;
 use crate::domain::labels::Labels;
 use crate::domain::names;
@@ -21,7 +22,6 @@ use crate::domain::template::{
 };
 use crate::domain::{Ident, ResourceId};
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{NewEvent, StoreError, TEMPLATE_SORT_KEYS};
 
 const READ_ONLY: &[&str] = &["links", "project_id", "user_id", "created_at", "updated_at"];

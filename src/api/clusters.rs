@@ -16,7 +16,8 @@ use super::links::resource_links;
 use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::{initiator, timestamp};
-use crate::auth::RequestContext;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, default_nodegroups, effective_labels, invalid_cluster_name, label_diff, Cluster,
     NewCluster, NodeGroup,
@@ -28,7 +29,6 @@ use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, Ident, ResourceId};
 use crate::drivers::Driver;
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

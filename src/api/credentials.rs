@@ -10,9 +10,9 @@ use super::body::query_params;
 use super::certificates::template_of;
 use super::clusters::{driver_for, lookup};
 use super::error::ApiError;
-use crate::auth::RequestContext;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::domain::job::{NewJob, Operation};
-use crate::startup::AppState;
 use crate::store::Write;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -19,7 +19,8 @@ use super::links::resource_links;
 use super::pagination::{collection_body, page_request, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::{initiator, timestamp};
-use crate::auth::RequestContext;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
 use crate::domain::federation::{
     dedup_members, invalid_federation_name, member_diff, Federation, NewFederation, DNS_ZONE,
@@ -31,7 +32,6 @@ use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, Ident, ResourceId};
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -166,7 +166,7 @@ fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
     let obj = match v {
         Value::Object(map) => map,
         Value::String(s) => {
-            parsed = crate::domain::pyliteral::parse_literal(s).map_err(|e| {
+            parsed = crate::api::pyliteral::parse_literal(s).map_err(|e| {
                 invalid(
                     "properties",
                     v,
@@ -513,7 +513,7 @@ fn member_list(v: &Value) -> Result<Vec<String>, ApiError> {
     let items = match v {
         Value::Array(items) => items,
         Value::String(s) => {
-            parsed = crate::domain::pyliteral::parse_literal(s).map_err(|_| bad())?;
+            parsed = crate::api::pyliteral::parse_literal(s).map_err(|_| bad())?;
             parsed.as_array().ok_or_else(bad)?
         }
         _ => return Err(bad()),

@@ -5,6 +5,7 @@ pub mod body;
 pub mod certificates;
 pub mod cluster_templates;
 pub mod clusters;
+pub mod context;
 pub mod credentials;
 pub mod error;
 pub mod federations;
@@ -14,7 +15,9 @@ pub mod mservices;
 pub mod nodegroups;
 pub mod pagination;
 pub mod patch;
+pub mod pyliteral;
 pub mod quotas;
+mod state;
 pub mod stats;
 pub mod versions;
 
@@ -27,11 +30,10 @@ use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use tracing::Instrument;
 
-use crate::auth::context::RequestId;
-use crate::auth::RequestContext;
 use crate::notify::events::Initiator;
-use crate::startup::AppState;
+pub use context::{RequestContext, RequestId};
 use error::ApiError;
+pub use state::AppState;
 
 pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
 

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::body::query_params;
 use super::error::ApiError;
 use super::timestamp;
-use crate::auth::RequestContext;
-use crate::startup::AppState;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::store::ServiceRecord;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -17,19 +17,19 @@ use super::links::app_url;
 use super::pagination::{collection_body, page_request};
 use super::patch::{self, PatchRules};
 use super::{initiator, timestamp};
-use crate::auth::RequestContext;
+use crate::api::pyliteral::parse_literal;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, invalid_node_label, label_diff, nodegroup_change_allowed, nodegroup_labels,
     parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::Labels;
-use crate::domain::pyliteral::parse_literal;
 use crate::domain::status::ClusterStatus;
 use crate::domain::template::ClusterTemplate;
 use crate::domain::ResourceId;
 use crate::notify::events::{self, Action, Outcome};
-use crate::startup::AppState;
 use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use crate::domain::pyliteral::parse_literal;
+use crate::api::pyliteral::parse_literal;
 
 /// Attributes no patch may touch, on every resource.
 pub const INTERNAL: &[&str] = &[

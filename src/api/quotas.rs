@@ -12,8 +12,8 @@ use super::body::{json_object, parse_bool, query_params, Fields};
 use super::error::ApiError;
 use super::pagination::{collection_body, page_request};
 use super::timestamp;
-use crate::auth::RequestContext;
-use crate::startup::AppState;
+use crate::api::AppState;
+use crate::api::RequestContext;
 use crate::store::{QuotaRow, StoreError, QUOTA_SORT_KEYS};
 
 /// The resources a quota may limit (Magnum's `QuotaResourceName`).

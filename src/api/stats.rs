@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::body::query_params;
 use super::error::ApiError;
-use crate::auth::RequestContext;
-use crate::startup::AppState;
+use crate::api::AppState;
+use crate::api::RequestContext;
 
 /// The only statistics type Magnum knows.
 const ALLOWED_TYPES: &[&str] = &["cluster"];

@@ -1256,4 +1256,15 @@ mod tests {
             .collect();
         assert_eq!(load(&rules_only).rules.len(), Enforcer::defaults().len());
     }
+
+    #[test]
+    fn the_sample_policy_file_is_the_generated_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/etc/policy.yaml.sample");
+        let text = std::fs::read_to_string(path).expect("sample exists");
+        assert_eq!(
+            text,
+            crate::auth::policy::Enforcer::sample_yaml(),
+            "regenerate with: fleetyard policy sample > etc/policy.yaml.sample"
+        );
+    }
 }

@@ -17,13 +17,21 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::io::Read;
+use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
+use x509_parser::oid_registry::{OID_EC_P256, OID_NIST_EC_P384};
+use x509_parser::pem::Pem;
+use x509_parser::prelude::FromDer;
+use x509_parser::public_key::{PublicKey, RSAPublicKey};
+use x509_parser::x509::SubjectPublicKeyInfo;
+
+use crate::config::JwtSettings;
 
 /// Largest accepted leeway, in seconds (one day).
 pub const MAX_LEEWAY_SECS: u64 = 86_400;
@@ -46,92 +54,6 @@ const SUPPORTED_ALGORITHMS: [(&str, Algorithm); 9] = [
     ("ES256", Algorithm::ES256),
     ("ES384", Algorithm::ES384),
 ];
-
-/// The `[jwt]` section of fleetyard.conf.
-///
-/// Deserialized by the `config` crate from an INI file, so every value may arrive as a string;
-/// every field has a default and `leeway` accepts either a number or a numeric string.
-/// Empty strings for `key_file`, `jwks_file`, `issuer` and `audience` mean "not set".
-/// Unknown keys are refused, like the other sections of fleetyard.conf, so typos surface.
-#[derive(Debug, Clone, serde::Deserialize, serde::Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct JwtSettings {
-    /// Comma-separated list of accepted algorithms, pinned: tokens whose header `alg` is not listed
-    /// are refused. Supported: HS256, HS384, HS512, RS256, RS384, RS512, PS256, ES256, ES384.
-    /// Default "RS256".
-    pub algorithms: String,
-    /// PEM public key (RSA or EC) for RS*/PS*/ES*, or a file holding the shared secret for HS*
-    /// (trailing newline trimmed).
-    pub key_file: Option<PathBuf>,
-    /// A JWKS document (JSON {"keys": [...]}) on disk; keys chosen by the token's `kid`, or the
-    /// only key if just one.
-    pub jwks_file: Option<PathBuf>,
-    /// If set, `iss` must equal it.
-    pub issuer: Option<String>,
-    /// If set, `aud` (string or array) must contain it.
-    pub audience: Option<String>,
-    /// Claim holding the user id (required, string). Default "sub".
-    pub user_id_claim: String,
-    /// Claim holding the project id (optional, string). Default "project_id".
-    pub project_id_claim: String,
-    /// Claim holding the roles: a JSON array of strings or a comma-separated string.
-    /// Default "roles".
-    pub roles_claim: String,
-    /// Claim holding the domain id (optional, string). Default "domain_id".
-    pub domain_id_claim: String,
-    /// Seconds of clock skew allowed for `exp`/`nbf`. Default 30, at most [`MAX_LEEWAY_SECS`].
-    #[serde(deserialize_with = "deserialize_seconds")]
-    pub leeway: u64,
-}
-
-impl Default for JwtSettings {
-    fn default() -> Self {
-        JwtSettings {
-            algorithms: "RS256".to_string(),
-            key_file: None,
-            jwks_file: None,
-            issuer: None,
-            audience: None,
-            user_id_claim: "sub".to_string(),
-            project_id_claim: "project_id".to_string(),
-            roles_claim: "roles".to_string(),
-            domain_id_claim: "domain_id".to_string(),
-            leeway: 30,
-        }
-    }
-}
-
-/// Accepts a non-negative integer given either as a number or as a string (INI values).
-fn deserialize_seconds<'de, D>(deserializer: D) -> Result<u64, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    struct SecondsVisitor;
-
-    impl serde::de::Visitor<'_> for SecondsVisitor {
-        type Value = u64;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a non-negative whole number of seconds")
-        }
-
-        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
-            Ok(v)
-        }
-
-        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
-            u64::try_from(v).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
-        }
-
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<u64, E> {
-            v.trim()
-                .parse::<u64>()
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(v), &self))
-        }
-    }
-
-    deserializer.deserialize_any(SecondsVisitor)
-}
 
 /// The identity carried by a verified token.
 #[derive(Debug, Clone, PartialEq)]
@@ -282,10 +204,9 @@ pub struct TokenVerifier {
     algorithms: Vec<Algorithm>,
     file_key: Option<VerifierKey>,
     jwks_keys: Vec<VerifierKey>,
-    /// Validation template; `algorithms` is set per token to the (pinned) header algorithm.
+    /// Validation template (`exp`, `nbf`, `iss`, `aud`); `algorithms` is set per token to the
+    /// (pinned) header algorithm.
     validation: Validation,
-    issuer: Option<String>,
-    audience: Option<String>,
     user_id_claim: String,
     project_id_claim: String,
     roles_claim: String,
@@ -298,8 +219,8 @@ impl fmt::Debug for TokenVerifier {
             .field("algorithms", &self.algorithm_names())
             .field("file_key", &self.file_key)
             .field("jwks_keys", &self.jwks_keys)
-            .field("issuer", &self.issuer)
-            .field("audience", &self.audience)
+            .field("issuer", &self.validation.iss)
+            .field("audience", &self.validation.aud)
             .field("leeway", &self.validation.leeway)
             .finish_non_exhaustive()
     }
@@ -393,8 +314,6 @@ impl TokenVerifier {
             file_key,
             jwks_keys,
             validation,
-            issuer,
-            audience,
             user_id_claim: s.user_id_claim.trim().to_string(),
             project_id_claim: s.project_id_claim.trim().to_string(),
             roles_claim: s.roles_claim.trim().to_string(),
@@ -496,35 +415,16 @@ impl TokenVerifier {
         Ok(chosen)
     }
 
-    /// Checks beyond what jsonwebtoken validates: strict types for `nbf`, `iss` and `aud`.
+    /// Checks beyond what jsonwebtoken validates (which is the value of `exp`, `nbf`, `iss` and
+    /// `aud`): `nbf` must be a number, and a required `iss` a single string, where jsonwebtoken
+    /// skips an `nbf` it cannot read and accepts an array of issuers holding the expected one.
     fn check_registered_claims(&self, claims: &Map<String, Value>) -> Result<(), TokenError> {
         match claims.get("nbf") {
             None | Some(Value::Null) | Some(Value::Number(_)) => {}
             Some(_) => return Err(TokenError::InvalidClaim("nbf".to_string())),
         }
-        if let Some(issuer) = &self.issuer {
-            match claims.get("iss") {
-                Some(Value::String(iss)) if iss == issuer => {}
-                None | Some(Value::Null) => {
-                    return Err(TokenError::MissingClaim("iss".to_string()))
-                }
-                Some(_) => return Err(TokenError::IssuerNotAccepted),
-            }
-        }
-        if let Some(audience) = &self.audience {
-            let accepted = match claims.get("aud") {
-                None | Some(Value::Null) => {
-                    return Err(TokenError::MissingClaim("aud".to_string()))
-                }
-                Some(Value::String(aud)) => aud == audience,
-                Some(Value::Array(auds)) => auds
-                    .iter()
-                    .any(|a| matches!(a, Value::String(aud) if aud == audience)),
-                Some(_) => false,
-            };
-            if !accepted {
-                return Err(TokenError::AudienceNotAccepted);
-            }
+        if self.validation.iss.is_some() && !claims.get("iss").is_some_and(Value::is_string) {
+            return Err(TokenError::IssuerNotAccepted);
         }
         Ok(())
     }
@@ -795,11 +695,8 @@ fn load_key_file(path: &Path) -> Result<VerifierKey, TokenConfigError> {
         reason,
     };
     let data = read_limited("key_file", path)?;
-    let is_pem = data.trim_ascii_start().starts_with(b"-----BEGIN");
-    if is_pem {
-        let text = std::str::from_utf8(&data)
-            .map_err(|_| invalid("the PEM file is not valid text".to_string()))?;
-        let (kind, key) = parse_pem_public_key(text).map_err(invalid)?;
+    if data.trim_ascii_start().starts_with(b"-----BEGIN") {
+        let (kind, key) = pem_public_key(&data).map_err(invalid)?;
         return Ok(VerifierKey {
             kid: None,
             kind,
@@ -822,152 +719,77 @@ fn load_key_file(path: &Path) -> Result<VerifierKey, TokenConfigError> {
     })
 }
 
-/// Parses the first PEM block of `text` as a public key.
-fn parse_pem_public_key(text: &str) -> Result<(KeyKind, DecodingKey), String> {
-    let mut lines = text.lines().map(str::trim);
-    let label = lines
-        .by_ref()
-        .find_map(|l| {
-            l.strip_prefix("-----BEGIN ")
-                .and_then(|r| r.strip_suffix("-----"))
-        })
-        .ok_or_else(|| "no PEM block found".to_string())?
-        .to_string();
-    let end_line = format!("-----END {label}-----");
-    let mut body = String::new();
-    let mut ended = false;
-    for line in lines {
-        if line == end_line {
-            ended = true;
-            break;
-        }
-        if line.contains(':') {
-            continue; // RFC 1421 headers
-        }
-        body.push_str(line);
-    }
-    if !ended {
-        return Err(format!("the PEM block '{label}' is not terminated"));
-    }
-    let der = STANDARD
-        .decode(body.as_bytes())
-        .map_err(|_| format!("the PEM block '{label}' is not valid base64"))?;
-
-    match label.as_str() {
-        "PUBLIC KEY" => parse_spki(&der),
+/// Reads the first PEM block of `data` as a public key: x509-parser tells its type, curve and
+/// size, jsonwebtoken builds the verification key.
+fn pem_public_key(data: &[u8]) -> Result<(KeyKind, DecodingKey), String> {
+    let (pem, _) = Pem::read(Cursor::new(data)).map_err(|e| format!("not a PEM file: {e}"))?;
+    let kind = match pem.label.as_str() {
+        "PUBLIC KEY" => spki_kind(&pem.contents)?,
         "RSA PUBLIC KEY" => {
-            check_rsa_public_key(&der)?;
-            Ok((KeyKind::Rsa, DecodingKey::from_rsa_der(&der)))
+            let (_, rsa) = RSAPublicKey::from_der(&pem.contents)
+                .map_err(|_| "the RSA public key is not valid DER".to_string())?;
+            rsa_kind(rsa.modulus, rsa.exponent)?
         }
-        "CERTIFICATE" => Err(
-            "it holds a certificate; extract its public key with `openssl x509 -pubkey -noout`"
-                .to_string(),
-        ),
-        l if l.contains("PRIVATE") => Err(
-            "it holds a private key; configure the public key (`openssl pkey -pubout`)".to_string(),
-        ),
-        other => Err(format!("unsupported PEM block '{other}'")),
+        "CERTIFICATE" => return Err(CERTIFICATE_GIVEN.to_string()),
+        l if l.contains("PRIVATE") => return Err(PRIVATE_KEY_GIVEN.to_string()),
+        other => return Err(format!("unsupported PEM block '{other}'")),
+    };
+    let key = match kind {
+        KeyKind::Rsa => DecodingKey::from_rsa_pem(data),
+        _ => DecodingKey::from_ec_pem(data),
     }
+    .map_err(|_| MALFORMED_KEY.to_string())?;
+    Ok((kind, key))
 }
 
-const OID_RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
-const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
-const OID_P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
-const OID_P384: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x22];
+const MALFORMED_KEY: &str = "the public key is not valid DER";
+const CERTIFICATE_GIVEN: &str =
+    "it holds a certificate; extract its public key with `openssl x509 -pubkey -noout`";
+const PRIVATE_KEY_GIVEN: &str =
+    "it holds a private key; configure the public key (`openssl pkey -pubout`)";
 
-const DER_SEQUENCE: u8 = 0x30;
-const DER_INTEGER: u8 = 0x02;
-const DER_BIT_STRING: u8 = 0x03;
-const DER_OID: u8 = 0x06;
-
-/// Reads one DER tag-length-value; returns (tag, contents, rest).
-fn der_tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = input.split_first()?;
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (usize::from(first), rest)
-    } else {
-        let count = usize::from(first & 0x7f);
-        if count == 0 || count > 4 || rest.len() < count {
-            return None;
+/// The kind of key a SubjectPublicKeyInfo (a "PUBLIC KEY" PEM block) holds.
+fn spki_kind(der: &[u8]) -> Result<KeyKind, String> {
+    let malformed = || MALFORMED_KEY.to_string();
+    let (_, spki) = SubjectPublicKeyInfo::from_der(der).map_err(|_| malformed())?;
+    match spki.parsed().map_err(|_| malformed())? {
+        PublicKey::RSA(rsa) => rsa_kind(rsa.modulus, rsa.exponent),
+        PublicKey::EC(point) => {
+            let curve = spki.algorithm.parameters.as_ref().map(|p| p.as_oid());
+            let kind = match curve {
+                Some(Ok(oid)) if oid == OID_EC_P256 => KeyKind::EcP256,
+                Some(Ok(oid)) if oid == OID_NIST_EC_P384 => KeyKind::EcP384,
+                Some(Ok(_)) => return Err(UNSUPPORTED_CURVE.to_string()),
+                _ => return Err("the EC key does not name its curve".to_string()),
+            };
+            check_ec_point(kind, point.data())?;
+            Ok(kind)
         }
-        let (len_bytes, rest) = rest.split_at(count);
-        let len = len_bytes
-            .iter()
-            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
-        (len, rest)
-    };
-    if rest.len() < len {
-        return None;
-    }
-    let (contents, rest) = rest.split_at(len);
-    Some((tag, contents, rest))
-}
-
-fn der_expect(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
-    match der_tlv(input)? {
-        (t, contents, rest) if t == tag => Some((contents, rest)),
-        _ => None,
+        _ => Err("unsupported public key type (only RSA and EC keys are supported)".to_string()),
     }
 }
 
-/// Parses a SubjectPublicKeyInfo (the "PUBLIC KEY" PEM block).
-fn parse_spki(der: &[u8]) -> Result<(KeyKind, DecodingKey), String> {
-    let malformed = || "the public key is not valid DER".to_string();
-    let (spki, _) = der_expect(der, DER_SEQUENCE).ok_or_else(malformed)?;
-    let (algorithm_id, rest) = der_expect(spki, DER_SEQUENCE).ok_or_else(malformed)?;
-    let (oid, params) = der_expect(algorithm_id, DER_OID).ok_or_else(malformed)?;
-    let (bits, _) = der_expect(rest, DER_BIT_STRING).ok_or_else(malformed)?;
-    let key_bytes = match bits.split_first() {
-        Some((0, key_bytes)) => key_bytes,
-        _ => return Err(malformed()),
-    };
+const UNSUPPORTED_CURVE: &str = "unsupported EC curve (only P-256 and P-384 are supported)";
 
-    if oid == OID_RSA_ENCRYPTION {
-        check_rsa_public_key(key_bytes)?;
-        Ok((KeyKind::Rsa, DecodingKey::from_rsa_der(key_bytes)))
-    } else if oid == OID_EC_PUBLIC_KEY {
-        let (curve, _) = der_expect(params, DER_OID)
-            .ok_or_else(|| "the EC key does not name its curve".to_string())?;
-        let kind = if curve == OID_P256 {
-            KeyKind::EcP256
-        } else if curve == OID_P384 {
-            KeyKind::EcP384
-        } else {
-            return Err("unsupported EC curve (only P-256 and P-384 are supported)".to_string());
-        };
-        check_ec_point(kind, key_bytes)?;
-        Ok((kind, DecodingKey::from_ec_der(key_bytes)))
-    } else {
-        Err("unsupported public key type (only RSA and EC keys are supported)".to_string())
-    }
-}
-
-/// Checks a PKCS#1 RSAPublicKey and its modulus size (ring verifies 2048..=8192 bits only).
-fn check_rsa_public_key(der: &[u8]) -> Result<(), String> {
-    let malformed = || "the RSA public key is not valid DER".to_string();
-    let (seq, _) = der_expect(der, DER_SEQUENCE).ok_or_else(malformed)?;
-    let (modulus, rest) = der_expect(seq, DER_INTEGER).ok_or_else(malformed)?;
-    let (exponent, _) = der_expect(rest, DER_INTEGER).ok_or_else(malformed)?;
+/// Checks an RSA key's exponent and modulus size (ring verifies 2048..=8192 bits only).
+fn rsa_kind(modulus: &[u8], exponent: &[u8]) -> Result<KeyKind, String> {
     if exponent.iter().all(|b| *b == 0) {
-        return Err(malformed());
+        return Err("the RSA public exponent is zero".to_string());
     }
-    check_rsa_modulus(modulus)
-}
-
-fn check_rsa_modulus(modulus: &[u8]) -> Result<(), String> {
     let start = modulus
         .iter()
         .position(|b| *b != 0)
-        .ok_or_else(|| "the RSA modulus is zero".to_string())?;
+        .unwrap_or(modulus.len());
     let significant = &modulus[start..];
-    let bits = significant.len() * 8 - significant[0].leading_zeros() as usize;
+    let bits = significant.first().map_or(0, |first| {
+        significant.len() * 8 - first.leading_zeros() as usize
+    });
     if !(2048..=8192).contains(&bits) {
         return Err(format!(
             "the RSA key has {bits} bits; 2048 to 8192 bits are supported"
         ));
     }
-    Ok(())
+    Ok(KeyKind::Rsa)
 }
 
 fn check_ec_point(kind: KeyKind, point: &[u8]) -> Result<(), String> {
@@ -1001,10 +823,10 @@ fn load_jwks(path: &Path) -> Result<Vec<VerifierKey>, TokenConfigError> {
             Some(kid) => format!("key '{}'", kid.escape_debug()),
             None => format!("key #{}", index + 1),
         };
-        let Some(jwk) = entry.as_object() else {
+        if !entry.is_object() {
             return Err(invalid(format!("{label} is not a JSON object")));
-        };
-        match parse_jwk(jwk) {
+        }
+        match parse_jwk(entry) {
             Ok(Some(key)) => {
                 if let Some(kid) = &key.kid {
                     if keys.iter().any(|k| k.kid.as_ref() == Some(kid)) {
@@ -1023,74 +845,67 @@ fn load_jwks(path: &Path) -> Result<Vec<VerifierKey>, TokenConfigError> {
     Ok(keys)
 }
 
-/// Parses one JWK; `Ok(None)` means "skip this key".
-fn parse_jwk(jwk: &Map<String, Value>) -> Result<Option<VerifierKey>, String> {
-    let text = |name: &str| -> Result<Option<&str>, String> {
-        match jwk.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(format!("\"{name}\" is not a string")),
-        }
-    };
-    let required = |name: &str| -> Result<&str, String> {
-        text(name)?.ok_or_else(|| format!("\"{name}\" is missing"))
-    };
-    let decode = |name: &str| -> Result<Vec<u8>, String> {
-        let value = required(name)?;
-        URL_SAFE_NO_PAD
-            .decode(value.trim_end_matches('='))
-            .map_err(|_| format!("\"{name}\" is not base64url"))
-    };
-
-    if text("use")?.is_some_and(|u| u != "sig") {
+/// Parses one JWKS entry with jsonwebtoken's [`Jwk`]; `Ok(None)` means "skip this key".
+///
+/// The entry is first sorted on its raw fields, because `Jwk` refuses the `kty`, `crv` and `alg`
+/// values it does not know, and a JWKS may well hold such keys next to the ones used here.
+fn parse_jwk(entry: &Value) -> Result<Option<VerifierKey>, String> {
+    let field = |name: &str| entry.get(name).and_then(Value::as_str);
+    if field("use").is_some_and(|u| u != "sig") {
         return Ok(None);
     }
-    if let Some(Value::Array(ops)) = jwk.get("key_ops") {
+    if let Some(Value::Array(ops)) = entry.get("key_ops") {
         if !ops.iter().any(|op| op.as_str() == Some("verify")) {
             return Ok(None);
         }
     }
-    let alg = match text("alg")? {
+    let alg = match field("alg") {
         None => None,
         Some(name) => match SUPPORTED_ALGORITHMS.iter().find(|(n, _)| *n == name) {
             Some((_, alg)) => Some(*alg),
             None => return Ok(None),
         },
     };
-    let kid = text("kid")?.map(str::to_string);
+    match (field("kty"), field("crv")) {
+        (Some("EC"), Some(crv)) if crv != "P-256" && crv != "P-384" => return Ok(None),
+        (Some(kty), _) if !matches!(kty, "RSA" | "EC" | "oct") => return Ok(None),
+        _ => {}
+    }
 
-    let (kind, key) = match required("kty")? {
-        "RSA" => {
-            let n = decode("n")?;
-            let e = decode("e")?;
-            check_rsa_modulus(&n)?;
-            let n = strip_leading_zeros(&n);
-            let e = strip_leading_zeros(&e);
-            if e.is_empty() {
-                return Err("\"e\" is zero".to_string());
-            }
-            (KeyKind::Rsa, DecodingKey::from_rsa_raw_components(n, e))
+    // Padding is tolerated, as before jsonwebtoken decoded the values.
+    let mut entry = entry.clone();
+    for name in ["n", "e", "x", "y", "k"] {
+        if let Some(Value::String(value)) = entry.get_mut(name) {
+            value.truncate(value.trim_end_matches('=').len());
         }
-        "EC" => {
-            let kind = match required("crv")? {
-                "P-256" => KeyKind::EcP256,
-                "P-384" => KeyKind::EcP384,
+    }
+    let jwk: Jwk = serde_json::from_value(entry).map_err(|e| format!("not a usable JWK: {e}"))?;
+    let decode = |name: &str, value: &str| {
+        URL_SAFE_NO_PAD
+            .decode(value)
+            .map_err(|_| format!("\"{name}\" is not base64url"))
+    };
+    let kind = match &jwk.algorithm {
+        AlgorithmParameters::RSA(rsa) => rsa_kind(&decode("n", &rsa.n)?, &decode("e", &rsa.e)?)?,
+        AlgorithmParameters::EllipticCurve(ec) => {
+            let kind = match ec.curve {
+                EllipticCurve::P256 => KeyKind::EcP256,
+                EllipticCurve::P384 => KeyKind::EcP384,
                 _ => return Ok(None),
             };
             let mut point = vec![0x04];
-            point.extend(decode("x")?);
-            point.extend(decode("y")?);
+            point.extend(decode("x", &ec.x)?);
+            point.extend(decode("y", &ec.y)?);
             check_ec_point(kind, &point)?;
-            (kind, DecodingKey::from_ec_der(&point))
+            kind
         }
-        "oct" => {
-            let secret = decode("k")?;
-            if secret.is_empty() {
+        AlgorithmParameters::OctetKey(oct) => {
+            if decode("k", &oct.value)?.is_empty() {
                 return Err("\"k\" is empty".to_string());
             }
-            (KeyKind::Hmac, DecodingKey::from_secret(&secret))
+            KeyKind::Hmac
         }
-        _ => return Ok(None),
+        AlgorithmParameters::OctetKeyPair(_) => return Ok(None),
     };
     if let Some(alg) = alg {
         if !kind.accepts(alg) {
@@ -1101,17 +916,13 @@ fn parse_jwk(jwk: &Map<String, Value>) -> Result<Option<VerifierKey>, String> {
             ));
         }
     }
+    let key = DecodingKey::from_jwk(&jwk).map_err(|e| one_line(&e.to_string()))?;
     Ok(Some(VerifierKey {
-        kid,
+        kid: jwk.common.key_id,
         kind,
         alg,
         key,
     }))
-}
-
-fn strip_leading_zeros(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
-    &bytes[start..]
 }
 
 #[cfg(test)]
@@ -1950,48 +1761,6 @@ mod tests {
             ..with_key("RS256", fixture!("rsa_public.pem"))
         });
         assert!(message.starts_with("[jwt] leeway: "), "{message}");
-    }
-
-    #[test]
-    fn jwt_settings_deserialize_from_string_values() {
-        let input = json!({
-            "algorithms": "HS256",
-            "leeway": "10",
-            "key_file": "/x",
-            "issuer": "https://idp.example",
-        });
-        let s: JwtSettings = serde_json::from_value(input).unwrap();
-        assert_eq!(
-            s,
-            JwtSettings {
-                algorithms: "HS256".to_string(),
-                leeway: 10,
-                key_file: Some(PathBuf::from("/x")),
-                issuer: Some("https://idp.example".to_string()),
-                ..JwtSettings::default()
-            }
-        );
-        let numeric: JwtSettings = serde_json::from_value(json!({"leeway": 5})).unwrap();
-        assert_eq!(numeric.leeway, 5);
-        assert!(serde_json::from_value::<JwtSettings>(json!({"leeway": "soon"})).is_err());
-        assert!(serde_json::from_value::<JwtSettings>(json!({"leeway": "-1"})).is_err());
-        assert!(serde_json::from_value::<JwtSettings>(json!({"keyfile": "/x"})).is_err());
-        let parsed: JwtSettings = serde_json::from_str("{\"leeway\": \" 7 \"}").unwrap();
-        assert_eq!(parsed.leeway, 7);
-    }
-
-    #[test]
-    fn jwt_settings_have_documented_defaults() {
-        let s: JwtSettings = serde_json::from_value(json!({})).unwrap();
-        assert_eq!(s, JwtSettings::default());
-        assert_eq!(s.algorithms, "RS256");
-        assert_eq!(s.user_id_claim, "sub");
-        assert_eq!(s.project_id_claim, "project_id");
-        assert_eq!(s.roles_claim, "roles");
-        assert_eq!(s.domain_id_claim, "domain_id");
-        assert_eq!(s.leeway, 30);
-        assert_eq!(s.key_file, None);
-        assert_eq!(s.jwks_file, None);
     }
 
     #[test]

@@ -98,6 +98,7 @@ impl Certificates {
     /// SQLite database (generated, and logged, on first start); unset with PostgreSQL, none.
     pub fn from_settings(s: &Settings) -> Result<Certificates, String> {
         let c = &s.certificates;
+        validate_settings(c)?;
         let cipher = if !c.key_file.is_empty() {
             Some(KeyCipher::load(std::path::Path::new(&c.key_file)).map_err(|e| e.to_string())?)
         } else if let Some(path) = keys::default_key_path(s.database.connection.expose()) {

@@ -7,8 +7,9 @@ pub mod ids;
 pub mod job;
 pub mod labels;
 pub mod names;
-pub mod pyliteral;
+pub mod scope;
 pub mod status;
 pub mod template;
 
 pub use ids::{Ident, ResourceId};
+pub use scope::Scope;

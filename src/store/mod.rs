@@ -74,13 +74,7 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// Which rows a caller may see.
-#[derive(Debug, Clone)]
-pub struct Scope {
-    pub project_id: String,
-    /// Admin cross-project mode.
-    pub all_projects: bool,
-}
+pub use crate::domain::Scope;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortDir {

@@ -675,8 +675,7 @@ async fn a_host_whose_driver_cannot_federate_is_refused_with_400() {
     let store = fleetyard::startup::open_store(&settings)
         .await
         .expect("store");
-    let mut state =
-        fleetyard::startup::AppState::new(settings.clone(), store.clone()).expect("state");
+    let mut state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
     state.drivers.insert(Arc::new(NoFederation(FakeDriver::new(
         settings.fake_driver.clone(),
     ))));

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use fleetyard::api::AppState;
 use fleetyard::config::{AuthStrategy, Settings};
-use fleetyard::startup::{AppState, Application};
+use fleetyard::startup::Application;
 use fleetyard::store::Store;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;

@@ -1594,21 +1594,21 @@ async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
         .await
         .expect("sqlite store");
     let mut settings = fleetyard::config::Settings::default();
-    let state = fleetyard::startup::AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
     assert!(
         state.drivers.get("kubernetes").is_none(),
         "no kubeconfig, no driver"
     );
 
     settings.kubernetes_driver.kubeconfig = env.dir.0.join("kubeconfig").display().to_string();
-    let state = fleetyard::startup::AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
     let driver = state.drivers.get("kubernetes").expect("registered");
     assert_eq!(driver.provides()[0].coe, "kubernetes");
     let caps = driver.capabilities();
     assert!(caps.federation && caps.master_resize && caps.upgrade && !caps.rotate_ca);
 
     settings.drivers.disabled_drivers = "kubernetes".into();
-    let state = fleetyard::startup::AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
     assert!(
         state.drivers.get("kubernetes").is_none(),
         "disabled by the operator"
@@ -1616,7 +1616,7 @@ async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
 
     settings.drivers.disabled_drivers = String::new();
     settings.kubernetes_driver.context = "elsewhere".into();
-    let err = fleetyard::startup::AppState::new(settings, store)
+    let err = fleetyard::api::AppState::new(settings, store)
         .err()
         .expect("bad context");
     assert!(

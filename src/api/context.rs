@@ -8,20 +8,11 @@ use actix_web::dev::Payload;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use serde_json::{Map, Value};
 
-use super::policy::{Credentials, Enforcer};
-use super::token::TokenVerifier;
-use crate::api::error::ApiError;
-use crate::api::microversion::{Version, MIN_VERSION};
-use crate::config::{split_list, NoauthSection};
-use crate::store::Scope;
-
-/// How requests are authenticated.
-pub enum Authenticator {
-    /// Identity from `X-User-Id`/`X-Project-Id`/`X-Roles`, else the configured default.
-    Noauth(NoauthSection),
-    /// A JWT from `X-Auth-Token` or `Authorization: Bearer`.
-    Jwt(Box<TokenVerifier>),
-}
+use super::error::ApiError;
+use super::microversion::{Version, MIN_VERSION};
+use super::AppState;
+use crate::auth::policy::{Credentials, Enforcer};
+use crate::domain::Scope;
 
 /// The request id, set by the request-id middleware.
 #[derive(Debug, Clone)]
@@ -105,7 +96,7 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
 
 fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
     let state = req
-        .app_data::<web::Data<crate::startup::AppState>>()
+        .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("application state missing")))?;
     let request_id = req
         .extensions()
@@ -117,66 +108,24 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
         .get::<Version>()
         .copied()
         .unwrap_or(MIN_VERSION);
-    let (user_id, project_id, roles, domain_id) = match state.authenticator.as_ref() {
-        Authenticator::Noauth(defaults) => {
-            let user = header(req, "x-user-id")
-                .unwrap_or(&defaults.user_id)
-                .to_string();
-            let project = header(req, "x-project-id")
-                .or_else(|| header(req, "x-tenant-id"))
-                .unwrap_or(&defaults.project_id)
-                .to_string();
-            let roles = split_list(header(req, "x-roles").unwrap_or(&defaults.roles));
-            let domain = header(req, "x-domain-id").map(String::from);
-            (user, project, roles, domain)
-        }
-        Authenticator::Jwt(verifier) => {
-            let token = header(req, "x-auth-token").or_else(|| {
-                header(req, "authorization").and_then(|v| {
-                    v.strip_prefix("Bearer ")
-                        .or_else(|| v.strip_prefix("bearer "))
-                        .map(str::trim)
-                })
-            });
-            let Some(token) = token else {
-                return Err(ApiError::Unauthorized(
-                    "The request you have made requires authentication.".into(),
-                ));
-            };
-            let identity = verifier.verify(token).map_err(|e| {
-                ApiError::Unauthorized(format!(
-                    "The request you have made requires authentication. {e}"
-                ))
-            })?;
-            let project = identity.project_id.ok_or_else(|| {
-                ApiError::Unauthorized(
-                    "The request you have made requires authentication. The token is not scoped to a project."
-                        .into(),
-                )
-            })?;
-            (
-                identity.user_id,
-                project,
-                identity.roles,
-                identity.domain_id,
-            )
-        }
-    };
-    let roles: Vec<String> = roles.into_iter().map(|r| r.to_lowercase()).collect();
+    let identity = state
+        .authenticator
+        .identify(|name| header(req, name))
+        .map_err(|e| ApiError::Unauthorized(e.0))?;
     let mut creds = Credentials {
-        user_id: Some(user_id.clone()),
-        project_id: Some(project_id.clone()),
-        domain_id: domain_id.clone(),
-        roles: roles.clone(),
+        user_id: Some(identity.user_id.clone()),
+        project_id: Some(identity.project_id.clone()),
+        domain_id: identity.domain_id.clone(),
+        roles: identity.roles.clone(),
         is_admin: false,
     };
     creds.is_admin = state.enforcer.is_admin(&creds);
     Ok(RequestContext {
         request_id,
-        user_id,
-        project_id,
-        domain_id,
-        roles,
+        user_id: identity.user_id,
+        project_id: identity.project_id,
+        domain_id: identity.domain_id,
+        roles: identity.roles,
         is_admin: creds.is_admin,
         version,
         enforcer: state.enforcer.clone(),

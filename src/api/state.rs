@@ -1,0 +1,71 @@
+//! The state every handler shares: settings, store, policy, authenticator, drivers and
+//! certificates, assembled once at start-up.
+
+use std::sync::Arc;
+
+use crate::auth::policy::Enforcer;
+use crate::auth::token::TokenVerifier;
+use crate::auth::Authenticator;
+use crate::config::{split_list, AuthStrategy, Settings};
+use crate::domain::template::TemplateRules;
+use crate::drivers::DriverRegistry;
+use crate::store::Store;
+
+/// Everything a handler needs, shared across workers.
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub store: Arc<dyn Store>,
+    pub enforcer: Arc<Enforcer>,
+    pub authenticator: Arc<Authenticator>,
+    pub drivers: DriverRegistry,
+    pub template_rules: TemplateRules,
+    /// The `[certificates]` key and policy (shared with the in-process conductor).
+    pub certificates: crate::certificates::Certificates,
+}
+
+impl AppState {
+    /// Validates the policy, auth and driver settings and assembles the state around a store.
+    pub fn new(settings: Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
+        let enforcer = match &settings.oslo_policy.policy_file {
+            Some(path) => Enforcer::from_file(path)
+                .map_err(|e| anyhow::anyhow!("[oslo_policy] policy_file: {e}"))?,
+            None => Enforcer::with_defaults(),
+        };
+        let authenticator = match settings.default.auth_strategy {
+            AuthStrategy::Noauth => Authenticator::Noauth(settings.noauth.clone()),
+            AuthStrategy::Jwt => Authenticator::Jwt(Box::new(
+                TokenVerifier::from_settings(&settings.jwt).map_err(|e| anyhow::anyhow!("{e}"))?,
+            )),
+        };
+        let mut drivers = DriverRegistry::build(&settings.drivers, &settings.fake_driver)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        // The kubernetes driver works once it has a management cluster to talk to.
+        if drivers.is_available("kubernetes") && !settings.kubernetes_driver.kubeconfig.is_empty() {
+            let kubernetes = crate::drivers::kubernetes::KubernetesDriver::new(
+                settings.kubernetes_driver.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?;
+            drivers.insert(Arc::new(kubernetes));
+        }
+        let template_rules = TemplateRules {
+            allowed_network_drivers: split_list(
+                &settings.cluster_template.kubernetes_allowed_network_drivers,
+            ),
+            default_network_driver: settings
+                .cluster_template
+                .kubernetes_default_network_driver
+                .clone(),
+        };
+        let certificates = crate::certificates::Certificates::from_settings(&settings)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        Ok(AppState {
+            certificates,
+            settings: Arc::new(settings),
+            store,
+            enforcer: Arc::new(enforcer),
+            authenticator: Arc::new(authenticator),
+            drivers,
+            template_rules,
+        })
+    }
+}
