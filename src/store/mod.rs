@@ -17,7 +17,7 @@ mod nodegroups;
 mod outbox;
 mod postgres;
 mod quotas;
-pub(crate) mod rows;
+mod rows;
 mod services;
 pub(crate) mod sql;
 mod sql_store;
@@ -41,6 +41,7 @@ pub use quotas::QUOTA_SORT_KEYS;
 pub use rows::QuotaRow;
 pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;
+pub use templates::TEMPLATE_SORT_KEYS;
 pub use write::Write;
 
 use crate::domain::cluster::{Cluster, NodeGroup};
@@ -122,45 +123,6 @@ pub struct PageRequest {
     pub sort_key: String,
     pub sort_dir: SortDir,
 }
-
-/// Sortable columns of the cluster template table, with whether they may be NULL.
-pub const TEMPLATE_SORT_KEYS: &[(&str, bool)] = &[
-    ("id", false),
-    ("uuid", false),
-    ("name", false),
-    ("project_id", false),
-    ("user_id", false),
-    ("coe", false),
-    ("image_id", false),
-    ("flavor_id", true),
-    ("master_flavor_id", true),
-    ("keypair_id", true),
-    ("external_network_id", true),
-    ("fixed_network", true),
-    ("fixed_subnet", true),
-    ("network_driver", true),
-    ("volume_driver", true),
-    ("dns_nameserver", true),
-    ("docker_storage_driver", true),
-    ("cluster_distro", true),
-    ("http_proxy", true),
-    ("https_proxy", true),
-    ("no_proxy", true),
-    ("insecure_registry", true),
-    ("server_type", false),
-    ("tags", true),
-    ("driver", true),
-    ("apiserver_port", true),
-    ("docker_volume_size", true),
-    ("registry_enabled", false),
-    ("tls_disabled", false),
-    ("public", false),
-    ("master_lb_enabled", false),
-    ("floating_ip_enabled", false),
-    ("hidden", false),
-    ("created_at", false),
-    ("updated_at", true),
-];
 
 /// One notification, written to the outbox in the transaction of the change it reports.
 #[derive(Debug, Clone, PartialEq)]

@@ -190,6 +190,7 @@ impl Store for SqlStore {
         self.pool.migrate().await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn schema_version(&self) -> StoreResult<Option<i64>> {
         let pool = &self.pool;
         let exists: bool = pool
@@ -204,6 +205,7 @@ impl Store for SqlStore {
             .await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn ping(&self) -> StoreResult<()> {
         self.pool.sql("SELECT 1").execute(&self.pool).await?;
         Ok(())

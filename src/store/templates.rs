@@ -8,9 +8,48 @@ use sqlx::types::Json;
 use super::db::{Pool, Tx};
 use super::rows::{TemplateRow, TEMPLATE_COLUMNS};
 use super::sql::{self, ByIdent};
-use super::{Dialect, PageRequest, Scope, StoreError, StoreResult, TEMPLATE_SORT_KEYS};
+use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 use crate::domain::Ident;
+
+/// Sortable columns of the cluster template table, with whether they may be NULL.
+pub const TEMPLATE_SORT_KEYS: &[(&str, bool)] = &[
+    ("id", false),
+    ("uuid", false),
+    ("name", false),
+    ("project_id", false),
+    ("user_id", false),
+    ("coe", false),
+    ("image_id", false),
+    ("flavor_id", true),
+    ("master_flavor_id", true),
+    ("keypair_id", true),
+    ("external_network_id", true),
+    ("fixed_network", true),
+    ("fixed_subnet", true),
+    ("network_driver", true),
+    ("volume_driver", true),
+    ("dns_nameserver", true),
+    ("docker_storage_driver", true),
+    ("cluster_distro", true),
+    ("http_proxy", true),
+    ("https_proxy", true),
+    ("no_proxy", true),
+    ("insecure_registry", true),
+    ("server_type", false),
+    ("tags", true),
+    ("driver", true),
+    ("apiserver_port", true),
+    ("docker_volume_size", true),
+    ("registry_enabled", false),
+    ("tls_disabled", false),
+    ("public", false),
+    ("master_lb_enabled", false),
+    ("floating_ip_enabled", false),
+    ("hidden", false),
+    ("created_at", false),
+    ("updated_at", true),
+];
 
 /// Templates the caller's project (`$1`) may see over alias `t`: its own, and public ones not
 /// hidden. The every-project text names `$1` too, so the statement always binds it.
