@@ -13,38 +13,14 @@ pub mod x509;
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
+pub use crate::domain::keypair::{KeyPairKind, NewKeyPair, StoredKeyPair};
 pub use keys::{KeyCipher, KeyError};
-pub use x509::{CheckedCsr, CsrError, CsrPolicy, Issued, KeyPairKind, KeyType, X509Error};
+pub use x509::{CheckedCsr, CsrError, CsrPolicy, Issued, KeyType, X509Error};
 
 use crate::config::{split_list, CertificatesSection, Secret, Settings};
 use crate::domain::cluster::Cluster;
-
-/// A key pair row; `private_key` is sealed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredKeyPair {
-    pub uuid: String,
-    pub cluster_uuid: String,
-    pub kind: String,
-    pub certificate: String,
-    pub private_key: String,
-    pub project_id: String,
-    pub user_id: String,
-    pub created_at: DateTime<Utc>,
-}
-
-/// A key pair to insert; `private_key` is sealed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewKeyPair {
-    pub uuid: String,
-    pub cluster_uuid: String,
-    pub kind: KeyPairKind,
-    pub certificate: String,
-    pub private_key: String,
-    pub project_id: String,
-    pub user_id: String,
-}
 
 /// The associated data a row's private key is sealed with: a ciphertext copied onto another
 /// row (or another cluster, or another kind) does not open.

@@ -16,49 +16,7 @@ use x509_parser::oid_registry::{
 use x509_parser::prelude::FromDer;
 
 use crate::config::{split_list, CertificatesSection, Secret};
-
-/// The key pairs a cluster has, as the `kind` column stores them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KeyPairKind {
-    /// The Kubernetes CA (`ca_cert_type` absent or `kubernetes`).
-    Ca,
-    EtcdCa,
-    FrontProxyCa,
-    /// The service's own client certificate (CN=admin, O=system:masters), signed by the CA.
-    Client,
-}
-
-impl KeyPairKind {
-    pub const ALL: [KeyPairKind; 4] = [
-        KeyPairKind::Ca,
-        KeyPairKind::EtcdCa,
-        KeyPairKind::FrontProxyCa,
-        KeyPairKind::Client,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            KeyPairKind::Ca => "ca",
-            KeyPairKind::EtcdCa => "etcd_ca",
-            KeyPairKind::FrontProxyCa => "front_proxy_ca",
-            KeyPairKind::Client => "client",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<KeyPairKind> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-
-    /// The CA a `ca_cert_type` names, as Magnum reads it: `etcd`, `front_proxy` or
-    /// `front-proxy`; anything else (or nothing) is the Kubernetes CA.
-    pub fn for_ca_cert_type(ca_cert_type: Option<&str>) -> KeyPairKind {
-        match ca_cert_type {
-            Some("etcd") => KeyPairKind::EtcdCa,
-            Some("front_proxy") | Some("front-proxy") => KeyPairKind::FrontProxyCa,
-            _ => KeyPairKind::Ca,
-        }
-    }
-}
+use crate::domain::keypair::KeyPairKind;
 
 /// A freshly made key pair: the certificate PEM and the private key PEM (never logged).
 #[derive(Debug, Clone)]

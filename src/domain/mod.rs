@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod federation;
 pub mod ids;
 pub mod job;
+pub mod keypair;
 pub mod labels;
 pub mod names;
 pub mod scope;

@@ -1,14 +1,28 @@
-//! The only place with SQL. One [`Store`] trait, two implementations chosen from the connection
-//! URL: PostgreSQL (production) and SQLite (the embedded default). Both run the same SQL text
-//! (`$n` placeholders work on both); the few dialect differences live in [`Dialect`].
+//! The only place with SQL. One [`Store`] trait and one implementation, [`SqlStore`], over a
+//! PostgreSQL (production) or SQLite (the embedded default) pool chosen from the connection
+//! URL. Both run the same SQL text (`$n` placeholders work on both); the few dialect
+//! differences live in [`Dialect`]'s methods, the backend dispatch in `db`.
 //!
-//! A state change is one transaction: a row, its job and its outbox event commit together.
+//! One module per table holds its statements: `clusters`, `nodegroups`, `federations`,
+//! `templates`, `jobs`, `outbox`, `quotas`, `keypairs` (certificates) and `services`. A state
+//! change is one transaction ([`Write`] sets, `write::commit`): a row, its job and its outbox
+//! event commit together.
 
+mod clusters;
+mod db;
+mod federations;
+mod jobs;
+mod keypairs;
+mod nodegroups;
+mod outbox;
 mod postgres;
-pub(crate) mod resources;
-pub(crate) mod rows;
+mod quotas;
+mod rows;
+mod services;
 pub(crate) mod sql;
+mod sql_store;
 mod sqlite;
+mod templates;
 mod write;
 
 use async_trait::async_trait;
@@ -19,17 +33,21 @@ use uuid::Uuid;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 use crate::domain::Ident;
 
+pub use clusters::CLUSTER_SORT_KEYS;
+pub use federations::FEDERATION_SORT_KEYS;
+pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
-pub use resources::{
-    CLUSTER_SORT_KEYS, FEDERATION_SORT_KEYS, NODEGROUP_SORT_KEYS, QUOTA_SORT_KEYS,
-};
+pub use quotas::QUOTA_SORT_KEYS;
 pub use rows::QuotaRow;
+pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;
+pub use templates::TEMPLATE_SORT_KEYS;
 pub use write::Write;
 
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::job::Job;
+use crate::domain::keypair::StoredKeyPair;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -99,45 +117,6 @@ pub struct PageRequest {
     pub sort_key: String,
     pub sort_dir: SortDir,
 }
-
-/// Sortable columns of the cluster template table, with whether they may be NULL.
-pub const TEMPLATE_SORT_KEYS: &[(&str, bool)] = &[
-    ("id", false),
-    ("uuid", false),
-    ("name", false),
-    ("project_id", false),
-    ("user_id", false),
-    ("coe", false),
-    ("image_id", false),
-    ("flavor_id", true),
-    ("master_flavor_id", true),
-    ("keypair_id", true),
-    ("external_network_id", true),
-    ("fixed_network", true),
-    ("fixed_subnet", true),
-    ("network_driver", true),
-    ("volume_driver", true),
-    ("dns_nameserver", true),
-    ("docker_storage_driver", true),
-    ("cluster_distro", true),
-    ("http_proxy", true),
-    ("https_proxy", true),
-    ("no_proxy", true),
-    ("insecure_registry", true),
-    ("server_type", false),
-    ("tags", true),
-    ("driver", true),
-    ("apiserver_port", true),
-    ("docker_volume_size", true),
-    ("registry_enabled", false),
-    ("tls_disabled", false),
-    ("public", false),
-    ("master_lb_enabled", false),
-    ("floating_ip_enabled", false),
-    ("hidden", false),
-    ("created_at", false),
-    ("updated_at", true),
-];
 
 /// One notification, written to the outbox in the transaction of the change it reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,10 +212,7 @@ pub trait ResourceStore: Send + Sync {
     async fn jobs_for(&self, resource_uuid: &str) -> StoreResult<Vec<(Job, String)>>;
 
     /// A cluster's key pairs (CAs and the service's client certificate), private keys sealed.
-    async fn get_keypairs(
-        &self,
-        cluster_uuid: &str,
-    ) -> StoreResult<Vec<crate::certificates::StoredKeyPair>>;
+    async fn get_keypairs(&self, cluster_uuid: &str) -> StoreResult<Vec<StoredKeyPair>>;
 
     async fn get_quota(&self, project_id: &str, resource: &str) -> StoreResult<Option<QuotaRow>>;
     /// Quotas of one project (or all, with `None`), keyset-paged by integer id markers.
@@ -334,13 +310,12 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
 
 /// Opens the store named by a connection URL.
 pub async fn connect(url: &str, max_connections: u32) -> StoreResult<std::sync::Arc<dyn Store>> {
-    if url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+    let store: SqlStore = if url.starts_with("sqlite:") {
+        SqliteStore::connect(url).await?.into()
     } else {
-        Ok(std::sync::Arc::new(
-            PgStore::connect(url, max_connections).await?,
-        ))
-    }
+        PgStore::connect(url, max_connections).await?.into()
+    };
+    Ok(std::sync::Arc::new(store))
 }
 
 /// Maps a sqlx error to a store error; constraint names come from `constraint_name`.

@@ -1,17 +1,18 @@
-//! Row types of clusters, node groups, federations, jobs and quotas, and their conversion into
-//! domain types. Shared by both backends.
+//! Row types of every table and their conversion into domain types. Shared by both backends.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use super::{StoreError, StoreResult};
+use super::{OutboxEvent, ServiceRecord, StoreError, StoreResult};
 use crate::domain::cluster::{Cluster, NodeGroup, Taint};
 use crate::domain::federation::Federation;
 use crate::domain::job::{Job, Operation};
+use crate::domain::keypair::StoredKeyPair;
 use crate::domain::labels::Labels;
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus};
+use crate::domain::template::{ClusterTemplate, TemplateSpec};
 use crate::domain::ResourceId;
 
 fn uuid_of(table: &str, text: &str) -> StoreResult<ResourceId> {
@@ -255,4 +256,202 @@ pub struct QuotaRow {
     pub hard_limit: i32,
     pub created_at: DateTime<Utc>,
     pub updated_at: Option<DateTime<Utc>>,
+}
+
+pub(crate) const TEMPLATE_COLUMNS: &str = "id, uuid, project_id, user_id, name, coe, image_id, \
+    flavor_id, master_flavor_id, keypair_id, external_network_id, fixed_network, fixed_subnet, \
+    network_driver, volume_driver, dns_nameserver, docker_storage_driver, cluster_distro, \
+    http_proxy, https_proxy, no_proxy, insecure_registry, server_type, tags, driver, \
+    apiserver_port, docker_volume_size, labels, registry_enabled, tls_disabled, public, \
+    master_lb_enabled, floating_ip_enabled, hidden, version, created_at, updated_at";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct TemplateRow {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub coe: String,
+    pub image_id: String,
+    pub flavor_id: Option<String>,
+    pub master_flavor_id: Option<String>,
+    pub keypair_id: Option<String>,
+    pub external_network_id: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub network_driver: Option<String>,
+    pub volume_driver: Option<String>,
+    pub dns_nameserver: Option<String>,
+    pub docker_storage_driver: Option<String>,
+    pub cluster_distro: Option<String>,
+    pub http_proxy: Option<String>,
+    pub https_proxy: Option<String>,
+    pub no_proxy: Option<String>,
+    pub insecure_registry: Option<String>,
+    pub server_type: String,
+    pub tags: Option<String>,
+    pub driver: Option<String>,
+    pub apiserver_port: Option<i32>,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Json<Labels>,
+    pub registry_enabled: bool,
+    pub tls_disabled: bool,
+    pub public: bool,
+    pub master_lb_enabled: bool,
+    pub floating_ip_enabled: bool,
+    pub hidden: bool,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl TemplateRow {
+    pub fn into_domain(self) -> StoreResult<ClusterTemplate> {
+        let uuid = uuid::Uuid::try_parse(&self.uuid)
+            .map_err(|_| StoreError::Corrupt(format!("cluster_template.uuid {}", self.uuid)))?;
+        let template = ClusterTemplate {
+            id: self.id,
+            uuid: ResourceId(uuid),
+            project_id: self.project_id,
+            user_id: self.user_id,
+            spec: TemplateSpec {
+                name: self.name,
+                coe: self.coe,
+                image_id: self.image_id,
+                flavor_id: self.flavor_id,
+                master_flavor_id: self.master_flavor_id,
+                dns_nameserver: self.dns_nameserver,
+                keypair_id: self.keypair_id,
+                external_network_id: self.external_network_id,
+                fixed_network: self.fixed_network,
+                fixed_subnet: self.fixed_subnet,
+                network_driver: self.network_driver,
+                volume_driver: self.volume_driver,
+                apiserver_port: self.apiserver_port,
+                docker_volume_size: self.docker_volume_size,
+                docker_storage_driver: self.docker_storage_driver,
+                cluster_distro: self.cluster_distro,
+                http_proxy: self.http_proxy,
+                https_proxy: self.https_proxy,
+                no_proxy: self.no_proxy,
+                insecure_registry: self.insecure_registry,
+                registry_enabled: self.registry_enabled,
+                tls_disabled: self.tls_disabled,
+                public: self.public,
+                master_lb_enabled: self.master_lb_enabled,
+                floating_ip_enabled: self.floating_ip_enabled,
+                hidden: self.hidden,
+                server_type: self.server_type,
+                labels: self.labels.0,
+                tags: self.tags,
+                driver: self.driver,
+            },
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        };
+        Ok(template)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct ServiceRow {
+    pub id: i64,
+    pub host: String,
+    pub binary: String,
+    pub disabled: bool,
+    pub disabled_reason: Option<String>,
+    pub last_seen_up: Option<DateTime<Utc>>,
+    pub forced_down: bool,
+    pub report_count: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl From<ServiceRow> for ServiceRecord {
+    fn from(r: ServiceRow) -> Self {
+        ServiceRecord {
+            id: r.id,
+            host: r.host,
+            binary: r.binary,
+            disabled: r.disabled,
+            disabled_reason: r.disabled_reason,
+            last_seen_up: r.last_seen_up,
+            forced_down: r.forced_down,
+            report_count: r.report_count,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct OutboxRow {
+    pub id: i64,
+    pub message_id: String,
+    pub resource_uuid: String,
+    pub event_type: String,
+    pub priority: String,
+    pub message: Json<serde_json::Value>,
+    pub created_at: DateTime<Utc>,
+    pub attempts: i32,
+}
+
+pub(crate) const OUTBOX_COLUMNS: &str =
+    "id, message_id, resource_uuid, event_type, priority, message, created_at, attempts";
+
+impl OutboxRow {
+    pub fn into_event(self) -> StoreResult<OutboxEvent> {
+        let message_id = uuid::Uuid::try_parse(&self.message_id)
+            .map_err(|_| StoreError::Corrupt(format!("outbox.message_id {}", self.message_id)))?;
+        Ok(OutboxEvent {
+            id: self.id,
+            message_id,
+            resource_uuid: self.resource_uuid,
+            event_type: self.event_type,
+            priority: self.priority,
+            message: self.message.0,
+            created_at: self.created_at,
+            attempts: self.attempts,
+        })
+    }
+}
+
+pub(crate) const KEYPAIR_COLUMNS: &str =
+    "uuid, cluster_uuid, kind, certificate, private_key, project_id, user_id, created_at";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct KeypairRow {
+    pub uuid: String,
+    pub cluster_uuid: String,
+    pub kind: String,
+    pub certificate: String,
+    pub private_key: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<KeypairRow> for StoredKeyPair {
+    fn from(r: KeypairRow) -> Self {
+        StoredKeyPair {
+            uuid: r.uuid,
+            cluster_uuid: r.cluster_uuid,
+            kind: r.kind,
+            certificate: r.certificate,
+            private_key: r.private_key,
+            project_id: r.project_id,
+            user_id: r.user_id,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// A job with its `state` column (`pending`, `done`, `failed`).
+#[derive(sqlx::FromRow)]
+pub(crate) struct JobStateRow {
+    #[sqlx(flatten)]
+    pub job: JobRow,
+    pub state: String,
 }

@@ -4,21 +4,13 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use super::resources::impl_resource_store;
-use super::sql::{impl_store, Backend};
-use super::{map_sqlx, Dialect, StoreResult};
+use super::db::Pool;
+use super::{map_sqlx, SqlStore, StoreResult};
 
-pub struct SqliteStore {
-    pub(crate) pool: SqlitePool,
-}
-
-impl Backend for SqliteStore {
-    type Db = sqlx::Sqlite;
-}
+/// The store on SQLite: a [`SqlStore`] over an SQLite pool.
+pub struct SqliteStore(SqlStore);
 
 /// SQLite names no constraint in its errors; map the column lists of our unique constraints.
 const UNIQUE_COLUMNS: &[(&str, &str)] = &[
@@ -48,22 +40,11 @@ const UNIQUE_COLUMNS: &[(&str, &str)] = &[
 ];
 
 impl SqliteStore {
-    const DIALECT: Dialect = Dialect::Sqlite;
-    /// SQLite has one writer at a time (`BEGIN IMMEDIATE`): no row locks needed.
-    const LOCK_ROWS: &'static str = "";
-    /// Shared row locks: rows a transaction depends on stay as read until it commits.
-    const SHARE_ROWS: &'static str = "";
-    const SKIP_LOCKED: &'static str = "";
-    const MEMBER_CONTAINS: &'static str =
-        "EXISTS (SELECT 1 FROM json_each(federation.member_ids) WHERE json_each.value = $1)";
-    const MIGRATIONS_TABLE_EXISTS: &'static str =
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations')";
-
     /// `sqlite://path` (created if missing) or `sqlite::memory:`.
     pub async fn connect(url: &str) -> StoreResult<SqliteStore> {
         let memory = url.contains(":memory:");
         let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| map_sqlx(e, Self::constraint_name))?
+            .map_err(|e| map_sqlx(e, constraint_name))?
             .create_if_missing(true)
             .foreign_keys(true)
             .journal_mode(if memory {
@@ -91,37 +72,48 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await
-            .map_err(|e| map_sqlx(e, Self::constraint_name))?;
-        Ok(SqliteStore { pool })
+            .map_err(|e| map_sqlx(e, constraint_name))?;
+        Ok(SqliteStore(SqlStore {
+            pool: Pool::Lite(pool),
+        }))
     }
 
-    fn migrator() -> sqlx::migrate::Migrator {
-        sqlx::migrate!("./migrations-sqlite")
-    }
-
-    fn constraint_name(message: &str) -> Option<String> {
-        if let Some(cols) = message.strip_prefix("UNIQUE constraint failed: ") {
-            return UNIQUE_COLUMNS
-                .iter()
-                .find(|(c, _)| *c == cols.trim())
-                .map(|(_, name)| name.to_string());
-        }
-        if message.contains("FOREIGN KEY constraint failed") {
-            return Some("foreign_key".into());
-        }
-        if let Some(rest) = message.strip_prefix("CHECK constraint failed: ") {
-            return Some(rest.trim().to_string());
-        }
-        None
-    }
-
-    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(Self::err)
+    /// The store, to share as `Arc<dyn Store>`.
+    pub fn into_inner(self) -> SqlStore {
+        self.0
     }
 }
 
-impl_store!(SqliteStore);
-impl_resource_store!(SqliteStore);
+impl std::ops::Deref for SqliteStore {
+    type Target = SqlStore;
+    fn deref(&self) -> &SqlStore {
+        &self.0
+    }
+}
+
+impl From<SqliteStore> for SqlStore {
+    fn from(store: SqliteStore) -> SqlStore {
+        store.0
+    }
+}
+
+pub(super) fn migrator() -> sqlx::migrate::Migrator {
+    sqlx::migrate!("./migrations-sqlite")
+}
+
+/// SQLite names no constraint in its errors: the name from the message.
+pub(super) fn constraint_name(message: &str) -> Option<String> {
+    if let Some(cols) = message.strip_prefix("UNIQUE constraint failed: ") {
+        return UNIQUE_COLUMNS
+            .iter()
+            .find(|(c, _)| *c == cols.trim())
+            .map(|(_, name)| name.to_string());
+    }
+    if message.contains("FOREIGN KEY constraint failed") {
+        return Some("foreign_key".into());
+    }
+    if let Some(rest) = message.strip_prefix("CHECK constraint failed: ") {
+        return Some(rest.trim().to_string());
+    }
+    None
+}

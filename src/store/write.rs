@@ -1,15 +1,24 @@
 //! A write set: every state change is a list of [`Write`]s committed in one transaction.
-//! Updates of clusters and federations are optimistic (they name the version they were computed
-//! from); job completions name the lease owner. Either check failing aborts the whole set with
-//! [`super::StoreError::Stale`], so a lost race changes nothing.
+//! Updates of clusters, federations and templates are optimistic (they name the version they
+//! were computed from); job completions name the lease owner. Either check failing aborts the
+//! whole set with [`super::StoreError::Stale`], so a lost race changes nothing.
+//!
+//! [`commit`] opens the write transaction and hands each write to the function of its table.
 
 use chrono::{DateTime, Utc};
 
-use super::NewEvent;
+use super::db::{Pool, Tx};
+use super::rows::TemplateRow;
+use super::{
+    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, sql, templates, NewEvent,
+    StoreResult,
+};
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
 use crate::domain::federation::{Federation, NewFederation};
 use crate::domain::job::NewJob;
+use crate::domain::keypair::NewKeyPair;
 use crate::domain::status::FederationStatus;
+use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 
 #[derive(Debug, Clone)]
 pub enum Write {
@@ -82,11 +91,27 @@ pub enum Write {
     },
     Event(Box<NewEvent>),
     /// Inserts a cluster's key pair (its private key already sealed).
-    InsertKeypair(Box<crate::certificates::NewKeyPair>),
+    InsertKeypair(Box<NewKeyPair>),
     /// Deletes a cluster's key pairs, of one kind or (`kind: None`) all.
     DeleteKeypairs {
         cluster_uuid: String,
         kind: Option<String>,
+    },
+    InsertTemplate(Box<NewClusterTemplate>),
+    /// Writes `spec` if the template is still at `expected_version`, else
+    /// [`super::StoreError::Stale`]. With `refuse_if_referenced`, refuses the set with
+    /// [`super::StoreError::Conflict`] `cluster_template_referenced` when a cluster uses the
+    /// template (checked after the update locked the row).
+    UpdateTemplate {
+        id: i64,
+        expected_version: i64,
+        spec: Box<TemplateSpec>,
+        refuse_if_referenced: bool,
+    },
+    /// Deletes the template: [`super::StoreError::NotFound`] when there is none,
+    /// [`super::StoreError::Conflict`] `fk_cluster_cluster_template` while a cluster uses it.
+    DeleteTemplate {
+        id: i64,
     },
 }
 
@@ -106,4 +131,80 @@ impl Write {
     pub fn update_federation(f: &Federation) -> Write {
         Write::UpdateFederation(Box::new(f.clone()))
     }
+}
+
+/// Commits every write in one transaction, or none of them. Returns the template the set
+/// inserted or updated last, if it wrote one.
+#[tracing::instrument(skip_all, fields(writes = writes.len()))]
+pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<ClusterTemplate>> {
+    let mut tx = pool.begin_write().await?;
+    let now = sql::now();
+    let mut template = None;
+    for w in writes {
+        if let Some(row) = apply(&mut tx, w, now).await? {
+            template = Some(row);
+        }
+    }
+    tx.commit().await?;
+    template.map(TemplateRow::into_domain).transpose()
+}
+
+/// One write inside the set's transaction.
+async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option<TemplateRow>> {
+    match w {
+        Write::CheckClusterQuota {
+            project_id,
+            default_limit,
+        } => quotas::check_clusters(tx, project_id, *default_limit).await?,
+        Write::InsertCluster(c) => clusters::insert(tx, c, now).await?,
+        Write::UpdateCluster(c) => clusters::update(tx, c, now).await?,
+        Write::DeleteCluster { uuid } => clusters::delete(tx, uuid).await?,
+        Write::GuardCluster { id, version } => clusters::guard(tx, *id, *version).await?,
+        Write::GuardTemplate { id, version } => templates::guard(tx, *id, *version).await?,
+        Write::RefuseIfFederated { cluster_uuid } => {
+            federations::refuse_if_federated(tx, cluster_uuid).await?
+        }
+        Write::InsertNodeGroup {
+            cluster_uuid,
+            nodegroup,
+        } => nodegroups::insert(tx, cluster_uuid, nodegroup, now).await?,
+        Write::UpdateNodeGroup(n) => nodegroups::update(tx, n, now).await?,
+        Write::DeleteNodeGroup { id } => nodegroups::delete(tx, *id).await?,
+        Write::InsertFederation { federation, status } => {
+            federations::insert(tx, federation, *status, now).await?
+        }
+        Write::UpdateFederation(f) => federations::update(tx, f, now).await?,
+        Write::DeleteFederation { id } => federations::delete(tx, *id).await?,
+        Write::InsertJob(j) => jobs::insert(tx, j, now).await?,
+        Write::FinishJob {
+            id,
+            owner,
+            failed,
+            error,
+        } => jobs::finish(tx, *id, owner, *failed, error.as_deref(), now).await?,
+        Write::RetryJob {
+            id,
+            owner,
+            run_after,
+            error,
+        } => jobs::retry(tx, *id, owner, *run_after, error, now).await?,
+        Write::Event(e) => outbox::insert(tx, e).await?,
+        Write::InsertKeypair(k) => keypairs::insert(tx, k, now).await?,
+        Write::DeleteKeypairs { cluster_uuid, kind } => {
+            keypairs::delete(tx, cluster_uuid, kind.as_deref()).await?
+        }
+        Write::InsertTemplate(t) => return templates::insert(tx, t, now).await.map(Some),
+        Write::UpdateTemplate {
+            id,
+            expected_version,
+            spec,
+            refuse_if_referenced,
+        } => {
+            return templates::update(tx, *id, *expected_version, spec, *refuse_if_referenced, now)
+                .await
+                .map(Some)
+        }
+        Write::DeleteTemplate { id } => templates::delete(tx, *id).await?,
+    }
+    Ok(None)
 }

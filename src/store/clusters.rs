@@ -1,0 +1,285 @@
+//! The `cluster` table: reads, the cluster writes of a [`super::Write`] set, and stats.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use super::db::{Pool, Tx};
+use super::nodegroups;
+use super::rows::{ClusterRow, CLUSTER_COLUMNS};
+use super::sql::{self, ByIdent};
+use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
+use crate::domain::cluster::{Cluster, NewCluster};
+use crate::domain::Ident;
+
+/// Sortable columns of the cluster table, with whether they may be NULL.
+pub const CLUSTER_SORT_KEYS: &[(&str, bool)] = &[
+    ("id", false),
+    ("uuid", false),
+    ("name", false),
+    ("project_id", false),
+    ("user_id", false),
+    ("cluster_template_id", false),
+    ("keypair", true),
+    ("docker_volume_size", true),
+    ("master_flavor_id", true),
+    ("flavor_id", true),
+    ("stack_id", true),
+    ("api_address", true),
+    ("status", false),
+    ("status_reason", true),
+    ("health_status", true),
+    ("create_timeout", true),
+    ("discovery_url", true),
+    ("coe_version", true),
+    ("container_version", true),
+    ("fixed_network", true),
+    ("fixed_subnet", true),
+    ("floating_ip_enabled", false),
+    ("master_lb_enabled", false),
+    ("created_at", false),
+    ("updated_at", true),
+];
+
+static BY_IDENT: ByIdent = LazyLock::new(|| {
+    sql::by_ident_texts("cluster", CLUSTER_COLUMNS, "t.project_id = $1", "$1 = $1")
+});
+
+static BY_UUID: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {CLUSTER_COLUMNS} FROM cluster WHERE uuid = $1"));
+
+static IN_PROGRESS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {CLUSTER_COLUMNS} FROM cluster WHERE status IN ('CREATE_IN_PROGRESS', \
+         'UPDATE_IN_PROGRESS', 'DELETE_IN_PROGRESS', 'ROLLBACK_IN_PROGRESS') AND id > $1 \
+         ORDER BY id LIMIT $2"
+    )
+});
+
+/// Row `id` at `version`, shared-locked until the transaction ends.
+static GUARD: LazyLock<[String; 2]> = LazyLock::new(|| {
+    Dialect::both(|d| {
+        format!(
+            "SELECT id FROM cluster WHERE id = $1 AND version = $2{}",
+            d.share_rows()
+        )
+    })
+});
+
+fn domain(rows: Vec<ClusterRow>) -> StoreResult<Vec<Cluster>> {
+    rows.into_iter().map(ClusterRow::into_domain).collect()
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, ident = ?ident))]
+pub(super) async fn get(pool: &Pool, scope: &Scope, ident: &Ident) -> StoreResult<Cluster> {
+    sql::one_by_ident::<ClusterRow>(pool, &BY_IDENT, scope, ident)
+        .await?
+        .into_domain()
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %uuid))]
+pub(super) async fn find(pool: &Pool, uuid: &str) -> StoreResult<Option<Cluster>> {
+    let row: Option<ClusterRow> = pool.sql(&BY_UUID).bind(uuid).fetch_optional(pool).await?;
+    row.map(ClusterRow::into_domain).transpose()
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(count = uuids.len()))]
+pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<Cluster>> {
+    if uuids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = format!(
+        "SELECT {CLUSTER_COLUMNS} FROM cluster WHERE uuid IN ({})",
+        sql::placeholders(1, uuids.len())
+    );
+    let mut q = pool.sql(&text);
+    for u in uuids {
+        q = q.bind(u);
+    }
+    domain(q.fetch_all(pool).await?)
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, marker = ?page.marker))]
+pub(super) async fn list(
+    pool: &Pool,
+    scope: &Scope,
+    page: &PageRequest,
+) -> StoreResult<Vec<Cluster>> {
+    let nullable = sql::nullable(CLUSTER_SORT_KEYS, &page.sort_key)?;
+    let vis = |a: &str| {
+        if scope.all_projects {
+            "$1 = $1".to_string()
+        } else {
+            format!("{a}.project_id = $1")
+        }
+    };
+    let rows = sql::keyset_page(
+        pool,
+        "cluster",
+        CLUSTER_COLUMNS,
+        &vis("t"),
+        &vis("m"),
+        &scope.project_id,
+        &[],
+        page,
+        nullable,
+    )
+    .await?;
+    domain(rows)
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(after_id = after_id, limit = limit))]
+pub(super) async fn in_progress(
+    pool: &Pool,
+    after_id: i64,
+    limit: u32,
+) -> StoreResult<Vec<Cluster>> {
+    let rows = pool
+        .sql(&IN_PROGRESS)
+        .bind(after_id)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await?;
+    domain(rows)
+}
+
+/// Number of clusters and total node count (masters included), of a project or everywhere.
+#[tracing::instrument(level = "debug", skip_all, fields(project = ?project_id))]
+pub(super) async fn stats(pool: &Pool, project_id: Option<&str>) -> StoreResult<(i64, i64)> {
+    let (clusters, nodes): (i64, Option<i64>) = match project_id {
+        Some(p) => {
+            pool.sql(
+                "SELECT (SELECT COUNT(*) FROM cluster WHERE project_id = $1), \
+                 (SELECT CAST(SUM(node_count) AS BIGINT) FROM nodegroup WHERE project_id = $1)",
+            )
+            .bind(p)
+            .fetch_one(pool)
+            .await?
+        }
+        None => {
+            pool.sql(
+                "SELECT (SELECT COUNT(*) FROM cluster), \
+                 (SELECT CAST(SUM(node_count) AS BIGINT) FROM nodegroup)",
+            )
+            .fetch_one(pool)
+            .await?
+        }
+    };
+    Ok((clusters, nodes.unwrap_or(0)))
+}
+
+/// Inserts the cluster with status `CREATE_IN_PROGRESS` and its node groups.
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %c.uuid))]
+pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> StoreResult<()> {
+    tx.sql(
+        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
+         keypair, docker_volume_size, labels, master_flavor_id, flavor_id, status, \
+         create_timeout, discovery_url, fixed_network, fixed_subnet, \
+         floating_ip_enabled, master_lb_enabled, version, created_at) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'CREATE_IN_PROGRESS', $11, $12, \
+         $13, $14, $15, $16, 0, $17)",
+    )
+    .bind(c.uuid.to_string())
+    .bind(&c.project_id)
+    .bind(&c.user_id)
+    .bind(&c.name)
+    .bind(c.cluster_template_id.to_string())
+    .bind(&c.keypair)
+    .bind(c.docker_volume_size)
+    .bind(Json(&c.labels))
+    .bind(&c.master_flavor_id)
+    .bind(&c.flavor_id)
+    .bind(c.create_timeout)
+    .bind(&c.discovery_url)
+    .bind(&c.fixed_network)
+    .bind(&c.fixed_subnet)
+    .bind(c.floating_ip_enabled)
+    .bind(c.master_lb_enabled)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    let cluster_uuid = c.uuid.to_string();
+    for ng in &c.nodegroups {
+        nodegroups::insert(tx, &cluster_uuid, ng, now).await?;
+    }
+    Ok(())
+}
+
+/// Writes every mutable column; [`StoreError::Stale`] unless the row is still at
+/// `c.version`.
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %c.uuid, version = c.version))]
+pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> StoreResult<()> {
+    let done = tx
+        .sql(
+            "UPDATE cluster SET name = $1, keypair = $2, docker_volume_size = $3, \
+             labels = $4, master_flavor_id = $5, flavor_id = $6, stack_id = $7, \
+             api_address = $8, status = $9, status_reason = $10, health_status = $11, \
+             health_status_reason = $12, create_timeout = $13, discovery_url = $14, \
+             coe_version = $15, container_version = $16, fixed_network = $17, \
+             fixed_subnet = $18, floating_ip_enabled = $19, master_lb_enabled = $20, \
+             cluster_template_id = $21, updated_at = $22, version = version + 1 \
+             WHERE id = $23 AND version = $24",
+        )
+        .bind(&c.name)
+        .bind(&c.keypair)
+        .bind(c.docker_volume_size)
+        .bind(Json(&c.labels))
+        .bind(&c.master_flavor_id)
+        .bind(&c.flavor_id)
+        .bind(&c.stack_id)
+        .bind(&c.api_address)
+        .bind(c.status.as_str())
+        .bind(&c.status_reason)
+        .bind(c.health_status.map(|h| h.as_str()))
+        .bind(Json(&c.health_status_reason))
+        .bind(c.create_timeout)
+        .bind(&c.discovery_url)
+        .bind(&c.coe_version)
+        .bind(&c.container_version)
+        .bind(&c.fixed_network)
+        .bind(&c.fixed_subnet)
+        .bind(c.floating_ip_enabled)
+        .bind(c.master_lb_enabled)
+        .bind(c.cluster_template_id.to_string())
+        .bind(now)
+        .bind(c.id)
+        .bind(c.version)
+        .execute(&mut *tx)
+        .await?;
+    if done == 0 {
+        return Err(StoreError::Stale);
+    }
+    Ok(())
+}
+
+/// Deletes the cluster with its key pairs and node groups.
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %uuid))]
+pub(super) async fn delete(tx: &mut Tx, uuid: &str) -> StoreResult<()> {
+    tx.sql("DELETE FROM x509keypair WHERE cluster_uuid = $1")
+        .bind(uuid)
+        .execute(&mut *tx)
+        .await?;
+    tx.sql("DELETE FROM nodegroup WHERE cluster_id = $1")
+        .bind(uuid)
+        .execute(&mut *tx)
+        .await?;
+    tx.sql("DELETE FROM cluster WHERE uuid = $1")
+        .bind(uuid)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// [`StoreError::Stale`] unless the cluster is still at `version`; its row stays
+/// shared-locked until the transaction ends.
+#[tracing::instrument(level = "debug", skip_all, fields(cluster_id = id, version = version))]
+pub(super) async fn guard(tx: &mut Tx, id: i64, version: i64) -> StoreResult<()> {
+    let found: Option<i64> = tx
+        .sql(tx.dialect().pick(&GUARD))
+        .bind(id)
+        .bind(version)
+        .scalar_optional(&mut *tx)
+        .await?;
+    found.map(|_| ()).ok_or(StoreError::Stale)
+}

@@ -1,0 +1,356 @@
+//! The two backends behind one set of concrete types: a [`Pool`], a write [`Tx`], and a
+//! statement ([`Stmt`]) whose arguments are encoded for the backend it will run on. Every
+//! table module writes its SQL once against these; the match on the backend happens here and
+//! nowhere else.
+
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgArguments, PgPool, PgRow, Postgres};
+use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
+use sqlx::{Arguments, Encode, FromRow, Type};
+
+use super::{map_sqlx, postgres, sqlite, Dialect, StoreError, StoreResult};
+
+/// A value both backends can bind.
+pub(crate) trait Param<'q>:
+    Encode<'q, Postgres> + Type<Postgres> + Encode<'q, Sqlite> + Type<Sqlite> + Send + 'q
+{
+}
+
+impl<'q, T> Param<'q> for T where
+    T: Encode<'q, Postgres> + Type<Postgres> + Encode<'q, Sqlite> + Type<Sqlite> + Send + 'q
+{
+}
+
+/// A row type both backends can decode (every `#[derive(sqlx::FromRow)]` struct and tuple).
+pub(crate) trait Row:
+    for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
+{
+}
+
+impl<T> Row for T where T: for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
+{}
+
+/// A connection pool of either backend.
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
+    Pg(PgPool),
+    Lite(SqlitePool),
+}
+
+/// A write transaction; dropped without [`Tx::commit`], it rolls back.
+pub(crate) enum Tx {
+    Pg(sqlx::Transaction<'static, Postgres>),
+    Lite(sqlx::Transaction<'static, Sqlite>),
+}
+
+/// Where a statement runs: on a pooled connection or inside a transaction.
+pub(crate) enum Conn<'c> {
+    Pool(&'c Pool),
+    Tx(&'c mut Tx),
+}
+
+impl<'c> From<&'c Pool> for Conn<'c> {
+    fn from(pool: &'c Pool) -> Self {
+        Conn::Pool(pool)
+    }
+}
+
+impl<'c> From<&'c mut Tx> for Conn<'c> {
+    fn from(tx: &'c mut Tx) -> Self {
+        Conn::Tx(tx)
+    }
+}
+
+fn pg_err(e: sqlx::Error) -> StoreError {
+    map_sqlx(e, postgres::constraint_name)
+}
+
+fn lite_err(e: sqlx::Error) -> StoreError {
+    map_sqlx(e, sqlite::constraint_name)
+}
+
+impl Pool {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Pool::Pg(_) => Dialect::Postgres,
+            Pool::Lite(_) => Dialect::Sqlite,
+        }
+    }
+
+    /// A statement for this pool's backend.
+    pub fn sql<'q>(&self, text: &'q str) -> Stmt<'q> {
+        Stmt::new(self.dialect(), text)
+    }
+
+    /// Opens a write transaction. SQLite starts it with `BEGIN IMMEDIATE`: writers queue on
+    /// the database lock instead of failing when a read transaction upgrades.
+    pub async fn begin_write(&self) -> StoreResult<Tx> {
+        match self {
+            Pool::Pg(p) => p.begin().await.map(Tx::Pg).map_err(pg_err),
+            Pool::Lite(p) => p
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map(Tx::Lite)
+                .map_err(lite_err),
+        }
+    }
+
+    /// Applies pending migrations of the backend's migration folder.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        match self {
+            Pool::Pg(p) => postgres::migrator().run(p).await?,
+            Pool::Lite(p) => sqlite::migrator().run(p).await?,
+        }
+        Ok(())
+    }
+}
+
+impl Tx {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Tx::Pg(_) => Dialect::Postgres,
+            Tx::Lite(_) => Dialect::Sqlite,
+        }
+    }
+
+    /// A statement for this transaction's backend.
+    pub fn sql<'q>(&self, text: &'q str) -> Stmt<'q> {
+        Stmt::new(self.dialect(), text)
+    }
+
+    pub async fn commit(self) -> StoreResult<()> {
+        match self {
+            Tx::Pg(t) => t.commit().await.map_err(pg_err),
+            Tx::Lite(t) => t.commit().await.map_err(lite_err),
+        }
+    }
+}
+
+enum Args<'q> {
+    Pg(PgArguments),
+    Lite(SqliteArguments<'q>),
+}
+
+/// SQL text and its bound arguments. A value that fails to encode fails the statement when it
+/// runs, as sqlx's own `bind` does.
+pub(crate) struct Stmt<'q> {
+    sql: &'q str,
+    args: Result<Args<'q>, BoxDynError>,
+}
+
+/// The statement went to the other backend's connection: a bug in the caller, never data.
+fn mismatch() -> StoreError {
+    StoreError::Database(sqlx::Error::Protocol(
+        "statement bound for one backend ran on the other".into(),
+    ))
+}
+
+impl<'q> Stmt<'q> {
+    pub fn new(dialect: Dialect, sql: &'q str) -> Self {
+        let args = match dialect {
+            Dialect::Postgres => Args::Pg(PgArguments::default()),
+            Dialect::Sqlite => Args::Lite(SqliteArguments::default()),
+        };
+        Stmt {
+            sql,
+            args: Ok(args),
+        }
+    }
+
+    pub fn bind<T: Param<'q>>(mut self, value: T) -> Self {
+        if let Ok(args) = &mut self.args {
+            let added = match args {
+                Args::Pg(a) => a.add(value),
+                Args::Lite(a) => a.add(value),
+            };
+            if let Err(e) = added {
+                self.args = Err(e);
+            }
+        }
+        self
+    }
+
+    /// Every row.
+    pub async fn fetch_all<'c, R: Row>(self, conn: impl Into<Conn<'c>>) -> StoreResult<Vec<R>> {
+        let args = self
+            .args
+            .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
+        match (conn.into(), args) {
+            (Conn::Pool(Pool::Pg(p)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_all(p)
+                .await
+                .map_err(pg_err),
+            (Conn::Tx(Tx::Pg(t)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_all(&mut **t)
+                .await
+                .map_err(pg_err),
+            (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_all(p)
+                .await
+                .map_err(lite_err),
+            (Conn::Tx(Tx::Lite(t)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_all(&mut **t)
+                .await
+                .map_err(lite_err),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// The first row, if any.
+    pub async fn fetch_optional<'c, R: Row>(
+        self,
+        conn: impl Into<Conn<'c>>,
+    ) -> StoreResult<Option<R>> {
+        let args = self
+            .args
+            .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
+        match (conn.into(), args) {
+            (Conn::Pool(Pool::Pg(p)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_optional(p)
+                .await
+                .map_err(pg_err),
+            (Conn::Tx(Tx::Pg(t)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_optional(&mut **t)
+                .await
+                .map_err(pg_err),
+            (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_optional(p)
+                .await
+                .map_err(lite_err),
+            (Conn::Tx(Tx::Lite(t)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
+                .fetch_optional(&mut **t)
+                .await
+                .map_err(lite_err),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// The first row; [`StoreError::NotFound`] when there is none.
+    pub async fn fetch_one<'c, R: Row>(self, conn: impl Into<Conn<'c>>) -> StoreResult<R> {
+        self.fetch_optional(conn).await?.ok_or(StoreError::NotFound)
+    }
+
+    /// Runs the statement; the number of rows it changed.
+    pub async fn execute<'c>(self, conn: impl Into<Conn<'c>>) -> StoreResult<u64> {
+        let args = self
+            .args
+            .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
+        match (conn.into(), args) {
+            (Conn::Pool(Pool::Pg(p)), Args::Pg(a)) => sqlx::query_with(self.sql, a)
+                .execute(p)
+                .await
+                .map(|done| done.rows_affected())
+                .map_err(pg_err),
+            (Conn::Tx(Tx::Pg(t)), Args::Pg(a)) => sqlx::query_with(self.sql, a)
+                .execute(&mut **t)
+                .await
+                .map(|done| done.rows_affected())
+                .map_err(pg_err),
+            (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_with(self.sql, a)
+                .execute(p)
+                .await
+                .map(|done| done.rows_affected())
+                .map_err(lite_err),
+            (Conn::Tx(Tx::Lite(t)), Args::Lite(a)) => sqlx::query_with(self.sql, a)
+                .execute(&mut **t)
+                .await
+                .map(|done| done.rows_affected())
+                .map_err(lite_err),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// The first column of the first row; [`StoreError::NotFound`] when there is no row.
+    pub async fn scalar_one<'c, T>(self, conn: impl Into<Conn<'c>>) -> StoreResult<T>
+    where
+        (T,): Row,
+    {
+        self.fetch_one::<(T,)>(conn).await.map(|(v,)| v)
+    }
+
+    /// The first column of the first row, if there is one.
+    pub async fn scalar_optional<'c, T>(self, conn: impl Into<Conn<'c>>) -> StoreResult<Option<T>>
+    where
+        (T,): Row,
+    {
+        Ok(self.fetch_optional::<(T,)>(conn).await?.map(|(v,)| v))
+    }
+
+    /// The first column of every row.
+    pub async fn scalar_all<'c, T>(self, conn: impl Into<Conn<'c>>) -> StoreResult<Vec<T>>
+    where
+        (T,): Row,
+    {
+        Ok(self
+            .fetch_all::<(T,)>(conn)
+            .await?
+            .into_iter()
+            .map(|(v,)| v)
+            .collect())
+    }
+}
+
+/// What differs between the backends' SQL, in one place.
+impl Dialect {
+    /// Row locks for read-then-write inside a transaction (SQLite has one writer at a time,
+    /// `BEGIN IMMEDIATE`: no row locks needed).
+    pub(crate) fn lock_rows(self) -> &'static str {
+        match self {
+            Dialect::Postgres => " FOR UPDATE",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// Shared row locks: rows a transaction depends on stay as read until it commits.
+    pub(crate) fn share_rows(self) -> &'static str {
+        match self {
+            Dialect::Postgres => " FOR SHARE",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// Claimers skip rows another claimer holds.
+    pub(crate) fn skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// Whether `federation.member_ids` contains the cluster uuid in `$1`.
+    pub(crate) fn member_contains(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "member_ids @> jsonb_build_array(CAST($1 AS TEXT))",
+            Dialect::Sqlite => {
+                "EXISTS (SELECT 1 FROM json_each(federation.member_ids) WHERE json_each.value = $1)"
+            }
+        }
+    }
+
+    /// Whether sqlx's migrations table exists.
+    pub(crate) fn migrations_table_exists(self) -> &'static str {
+        match self {
+            Dialect::Postgres => {
+                "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
+                 WHERE table_name = '_sqlx_migrations')"
+            }
+            Dialect::Sqlite => {
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' \
+                 AND name = '_sqlx_migrations')"
+            }
+        }
+    }
+
+    /// Both dialects' texts of one statement, built by `text` (for a `LazyLock`).
+    pub(crate) fn both(text: impl Fn(Dialect) -> String) -> [String; 2] {
+        [text(Dialect::Postgres), text(Dialect::Sqlite)]
+    }
+
+    /// This dialect's text from a pair built by [`Dialect::both`].
+    pub(crate) fn pick(self, texts: &[String; 2]) -> &str {
+        match self {
+            Dialect::Postgres => &texts[0],
+            Dialect::Sqlite => &texts[1],
+        }
+    }
+}

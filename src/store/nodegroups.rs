@@ -1,0 +1,204 @@
+//! The `nodegroup` table.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use super::db::{Pool, Tx};
+use super::rows::{NodeGroupRow, NODEGROUP_COLUMNS};
+use super::sql;
+use super::{PageRequest, Scope, StoreError, StoreResult};
+use crate::domain::cluster::{NewNodeGroup, NodeGroup};
+use crate::domain::ids::parse_uuid_like;
+
+pub const NODEGROUP_SORT_KEYS: &[(&str, bool)] = &[
+    ("id", false),
+    ("uuid", false),
+    ("name", false),
+    ("cluster_id", false),
+    ("project_id", false),
+    ("docker_volume_size", true),
+    ("flavor_id", true),
+    ("image_id", true),
+    ("node_count", false),
+    ("role", false),
+    ("min_node_count", false),
+    ("max_node_count", true),
+    ("is_default", false),
+    ("stack_id", true),
+    ("status", false),
+    ("status_reason", true),
+    ("version", true),
+    ("created_at", false),
+    ("updated_at", true),
+];
+
+/// A node group of a cluster by uuid (`$2`), name (`$3`) or integer id (`$4`); a uuid match
+/// wins over a name another group has.
+static BY_IDENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {NODEGROUP_COLUMNS} FROM nodegroup WHERE cluster_id = $1 AND (uuid = $2 OR \
+         name = $3 OR id = $4) ORDER BY (uuid = $2) DESC, id LIMIT 2"
+    )
+});
+
+fn domain(rows: Vec<NodeGroupRow>) -> StoreResult<Vec<NodeGroup>> {
+    rows.into_iter().map(NodeGroupRow::into_domain).collect()
+}
+
+/// Every node group of the given clusters, in one query.
+#[tracing::instrument(level = "debug", skip_all, fields(clusters = cluster_uuids.len()))]
+pub(super) async fn of_clusters(
+    pool: &Pool,
+    cluster_uuids: &[String],
+) -> StoreResult<Vec<NodeGroup>> {
+    if cluster_uuids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = format!(
+        "SELECT {NODEGROUP_COLUMNS} FROM nodegroup WHERE cluster_id IN ({}) ORDER BY id",
+        sql::placeholders(1, cluster_uuids.len())
+    );
+    let mut q = pool.sql(&text);
+    for u in cluster_uuids {
+        q = q.bind(u);
+    }
+    domain(q.fetch_all(pool).await?)
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, role = ?role, marker = ?page.marker))]
+pub(super) async fn list(
+    pool: &Pool,
+    cluster_uuid: &str,
+    scope: &Scope,
+    role: Option<&str>,
+    page: &PageRequest,
+) -> StoreResult<Vec<NodeGroup>> {
+    let nullable = sql::nullable(NODEGROUP_SORT_KEYS, &page.sort_key)?;
+    let vis = |a: &str| {
+        let mut v = format!("{a}.cluster_id = $2");
+        if !scope.all_projects {
+            v.push_str(&format!(" AND {a}.project_id = $1"));
+        } else {
+            v.push_str(" AND $1 = $1");
+        }
+        if role.is_some() {
+            v.push_str(&format!(" AND {a}.role = $3"));
+        }
+        v
+    };
+    let mut extra = vec![cluster_uuid.to_string()];
+    if let Some(r) = role {
+        extra.push(r.to_string());
+    }
+    let rows = sql::keyset_page(
+        pool,
+        "nodegroup",
+        NODEGROUP_COLUMNS,
+        &vis("t"),
+        &vis("m"),
+        &scope.project_id,
+        &extra,
+        page,
+        nullable,
+    )
+    .await?;
+    domain(rows)
+}
+
+/// A node group of a cluster by uuid, name or integer id.
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, ident = %ident))]
+pub(super) async fn get(pool: &Pool, cluster_uuid: &str, ident: &str) -> StoreResult<NodeGroup> {
+    let as_uuid = parse_uuid_like(ident)
+        .map(|u| u.hyphenated().to_string())
+        .unwrap_or_default();
+    let as_id: i64 = ident.parse().unwrap_or(-1);
+    let rows: Vec<NodeGroupRow> = pool
+        .sql(&BY_IDENT)
+        .bind(cluster_uuid)
+        .bind(as_uuid)
+        .bind(ident)
+        .bind(as_id)
+        .fetch_all(pool)
+        .await?;
+    match rows.into_iter().next() {
+        None => Err(StoreError::NotFound),
+        Some(first) => first.into_domain(),
+    }
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, nodegroup = %ng.uuid))]
+pub(super) async fn insert(
+    tx: &mut Tx,
+    cluster_uuid: &str,
+    ng: &NewNodeGroup,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    tx.sql(
+        "INSERT INTO nodegroup (uuid, name, cluster_id, project_id, docker_volume_size, labels, \
+         flavor_id, image_id, node_addresses, node_count, role, min_node_count, max_node_count, \
+         is_default, status, node_labels, node_taints, created_at) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+    )
+    .bind(ng.uuid.to_string())
+    .bind(&ng.name)
+    .bind(cluster_uuid)
+    .bind(&ng.project_id)
+    .bind(ng.docker_volume_size)
+    .bind(Json(&ng.labels))
+    .bind(&ng.flavor_id)
+    .bind(&ng.image_id)
+    .bind(Json(Vec::<String>::new()))
+    .bind(ng.node_count)
+    .bind(&ng.role)
+    .bind(ng.min_node_count)
+    .bind(ng.max_node_count)
+    .bind(ng.is_default)
+    .bind(ng.status.as_str())
+    .bind(Json(&ng.node_labels))
+    .bind(Json(&ng.node_taints))
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(nodegroup = %n.uuid))]
+pub(super) async fn update(tx: &mut Tx, n: &NodeGroup, now: DateTime<Utc>) -> StoreResult<()> {
+    tx.sql(
+        "UPDATE nodegroup SET docker_volume_size = $1, labels = $2, flavor_id = $3, \
+         image_id = $4, node_addresses = $5, node_count = $6, min_node_count = $7, \
+         max_node_count = $8, stack_id = $9, status = $10, status_reason = $11, \
+         version = $12, node_labels = $13, node_taints = $14, updated_at = $15 \
+         WHERE id = $16",
+    )
+    .bind(n.docker_volume_size)
+    .bind(Json(&n.labels))
+    .bind(&n.flavor_id)
+    .bind(&n.image_id)
+    .bind(Json(&n.node_addresses))
+    .bind(n.node_count)
+    .bind(n.min_node_count)
+    .bind(n.max_node_count)
+    .bind(&n.stack_id)
+    .bind(n.status.as_str())
+    .bind(&n.status_reason)
+    .bind(&n.version)
+    .bind(Json(&n.node_labels))
+    .bind(Json(&n.node_taints))
+    .bind(now)
+    .bind(n.id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(nodegroup_id = id))]
+pub(super) async fn delete(tx: &mut Tx, id: i64) -> StoreResult<()> {
+    tx.sql("DELETE FROM nodegroup WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,303 @@
+//! [`SqlStore`]: the one implementation of [`Store`] and [`ResourceStore`], for both
+//! backends. Each method hands over to the module of its table.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::db::Pool;
+use super::{
+    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, services, templates, write,
+};
+use super::{
+    Dialect, NewEvent, OutboxEvent, PageRequest, QuotaRow, ResourceStore, Scope, ServiceRecord,
+    Store, StoreError, StoreResult, Write,
+};
+use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::federation::Federation;
+use crate::domain::job::Job;
+use crate::domain::keypair::StoredKeyPair;
+use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
+use crate::domain::Ident;
+
+/// The store over a PostgreSQL or SQLite pool ([`super::PgStore`], [`super::SqliteStore`]).
+pub struct SqlStore {
+    pub(crate) pool: Pool,
+}
+
+impl SqlStore {
+    /// A template write set: the template write, then its events.
+    fn template_writes(first: Write, events: &[NewEvent]) -> Vec<Write> {
+        let mut writes = Vec::with_capacity(1 + events.len());
+        writes.push(first);
+        writes.extend(events.iter().cloned().map(Write::event));
+        writes
+    }
+
+    /// Commits a set that writes a template and returns the template as written.
+    async fn commit_template(&self, writes: &[Write]) -> StoreResult<ClusterTemplate> {
+        write::commit(&self.pool, writes)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("the template write returned no row".into()))
+    }
+}
+
+#[async_trait]
+impl ResourceStore for SqlStore {
+    async fn commit(&self, writes: &[Write]) -> StoreResult<()> {
+        write::commit(&self.pool, writes).await.map(|_| ())
+    }
+
+    async fn get_cluster(&self, scope: &Scope, ident: &Ident) -> StoreResult<Cluster> {
+        clusters::get(&self.pool, scope, ident).await
+    }
+
+    async fn find_cluster(&self, uuid: &str) -> StoreResult<Option<Cluster>> {
+        clusters::find(&self.pool, uuid).await
+    }
+
+    async fn clusters_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<Cluster>> {
+        clusters::by_uuids(&self.pool, uuids).await
+    }
+
+    async fn list_clusters(&self, scope: &Scope, page: &PageRequest) -> StoreResult<Vec<Cluster>> {
+        clusters::list(&self.pool, scope, page).await
+    }
+
+    async fn nodegroups_of(&self, cluster_uuids: &[String]) -> StoreResult<Vec<NodeGroup>> {
+        nodegroups::of_clusters(&self.pool, cluster_uuids).await
+    }
+
+    async fn list_nodegroups(
+        &self,
+        cluster_uuid: &str,
+        scope: &Scope,
+        role: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<NodeGroup>> {
+        nodegroups::list(&self.pool, cluster_uuid, scope, role, page).await
+    }
+
+    async fn get_nodegroup(&self, cluster_uuid: &str, ident: &str) -> StoreResult<NodeGroup> {
+        nodegroups::get(&self.pool, cluster_uuid, ident).await
+    }
+
+    async fn templates_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<ClusterTemplate>> {
+        templates::by_uuids(&self.pool, uuids).await
+    }
+
+    async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>> {
+        clusters::in_progress(&self.pool, after_id, limit).await
+    }
+
+    async fn get_federation(&self, scope: &Scope, ident: &Ident) -> StoreResult<Federation> {
+        federations::get(&self.pool, scope, ident).await
+    }
+
+    async fn find_federation(&self, uuid: &str) -> StoreResult<Option<Federation>> {
+        federations::find(&self.pool, uuid).await
+    }
+
+    async fn list_federations(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<Federation>> {
+        federations::list(&self.pool, scope, page).await
+    }
+
+    async fn federations_of_cluster(&self, cluster_uuid: &str) -> StoreResult<Vec<Federation>> {
+        federations::of_cluster(&self.pool, cluster_uuid).await
+    }
+
+    async fn federations_in_progress(&self, limit: u32) -> StoreResult<Vec<Federation>> {
+        federations::in_progress(&self.pool, limit).await
+    }
+
+    async fn claim_job(&self, owner: &str, lease: Duration) -> StoreResult<Option<Job>> {
+        jobs::claim(&self.pool, owner, lease).await
+    }
+
+    async fn renew_lease(&self, job_id: i64, owner: &str, lease: Duration) -> StoreResult<bool> {
+        jobs::renew_lease(&self.pool, job_id, owner, lease).await
+    }
+
+    async fn other_pending_job(&self, resource_uuid: &str, job_id: i64) -> StoreResult<bool> {
+        jobs::other_pending(&self.pool, resource_uuid, job_id).await
+    }
+
+    async fn resources_with_pending_jobs(&self, uuids: &[String]) -> StoreResult<Vec<String>> {
+        jobs::resources_pending(&self.pool, uuids).await
+    }
+
+    async fn jobs_for(&self, resource_uuid: &str) -> StoreResult<Vec<(Job, String)>> {
+        jobs::of_resource(&self.pool, resource_uuid).await
+    }
+
+    async fn get_keypairs(&self, cluster_uuid: &str) -> StoreResult<Vec<StoredKeyPair>> {
+        keypairs::of_cluster(&self.pool, cluster_uuid).await
+    }
+
+    async fn get_quota(&self, project_id: &str, resource: &str) -> StoreResult<Option<QuotaRow>> {
+        quotas::get(&self.pool, project_id, resource).await
+    }
+
+    async fn list_quotas(
+        &self,
+        project_id: Option<&str>,
+        marker: Option<i64>,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<QuotaRow>> {
+        quotas::list(&self.pool, project_id, marker, page).await
+    }
+
+    async fn create_quota(
+        &self,
+        project_id: &str,
+        resource: &str,
+        hard_limit: i32,
+    ) -> StoreResult<QuotaRow> {
+        quotas::create(&self.pool, project_id, resource, hard_limit).await
+    }
+
+    async fn update_quota(
+        &self,
+        project_id: &str,
+        resource: &str,
+        hard_limit: i32,
+    ) -> StoreResult<QuotaRow> {
+        quotas::update(&self.pool, project_id, resource, hard_limit).await
+    }
+
+    async fn delete_quota(&self, project_id: &str, resource: &str) -> StoreResult<()> {
+        quotas::delete(&self.pool, project_id, resource).await
+    }
+
+    async fn stats(&self, project_id: Option<&str>) -> StoreResult<(i64, i64)> {
+        clusters::stats(&self.pool, project_id).await
+    }
+}
+
+#[async_trait]
+impl Store for SqlStore {
+    fn dialect(&self) -> Dialect {
+        self.pool.dialect()
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn migrate(&self) -> StoreResult<()> {
+        self.pool.migrate().await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn schema_version(&self) -> StoreResult<Option<i64>> {
+        let pool = &self.pool;
+        let exists: bool = pool
+            .sql(pool.dialect().migrations_table_exists())
+            .scalar_one(pool)
+            .await?;
+        if !exists {
+            return Ok(None);
+        }
+        pool.sql("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+            .scalar_one(pool)
+            .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn ping(&self) -> StoreResult<()> {
+        self.pool.sql("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_cluster_template(
+        &self,
+        template: &NewClusterTemplate,
+        events: &[NewEvent],
+    ) -> StoreResult<ClusterTemplate> {
+        let first = Write::InsertTemplate(Box::new(template.clone()));
+        self.commit_template(&Self::template_writes(first, events))
+            .await
+    }
+
+    async fn get_cluster_template(
+        &self,
+        scope: &Scope,
+        ident: &Ident,
+    ) -> StoreResult<ClusterTemplate> {
+        templates::get(&self.pool, scope, ident).await
+    }
+
+    async fn list_cluster_templates(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterTemplate>> {
+        templates::list(&self.pool, scope, page).await
+    }
+
+    async fn update_cluster_template(
+        &self,
+        id: i64,
+        expected_version: i64,
+        spec: &TemplateSpec,
+        refuse_if_referenced: bool,
+        events: &[NewEvent],
+    ) -> StoreResult<ClusterTemplate> {
+        let first = Write::UpdateTemplate {
+            id,
+            expected_version,
+            spec: Box::new(spec.clone()),
+            refuse_if_referenced,
+        };
+        self.commit_template(&Self::template_writes(first, events))
+            .await
+    }
+
+    async fn delete_cluster_template(&self, id: i64, events: &[NewEvent]) -> StoreResult<()> {
+        let writes = Self::template_writes(Write::DeleteTemplate { id }, events);
+        self.commit(&writes).await
+    }
+
+    async fn template_in_use(&self, uuid: &str) -> StoreResult<bool> {
+        templates::in_use(&self.pool, uuid).await
+    }
+
+    async fn heartbeat_service(&self, host: &str, binary: &str) -> StoreResult<()> {
+        services::heartbeat(&self.pool, host, binary).await
+    }
+
+    async fn list_services(&self) -> StoreResult<Vec<ServiceRecord>> {
+        services::list(&self.pool).await
+    }
+
+    async fn pending_events(&self, limit: u32) -> StoreResult<Vec<OutboxEvent>> {
+        outbox::pending(&self.pool, limit).await
+    }
+
+    async fn mark_events_sent(&self, ids: &[i64]) -> StoreResult<()> {
+        outbox::mark_sent(&self.pool, ids).await
+    }
+
+    async fn prune_sent_events(&self, older_than: DateTime<Utc>) -> StoreResult<u64> {
+        outbox::prune_sent(&self.pool, older_than).await
+    }
+
+    async fn claim_events(
+        &self,
+        owner: &str,
+        limit: u32,
+        claim: Duration,
+    ) -> StoreResult<Vec<OutboxEvent>> {
+        outbox::claim(&self.pool, owner, limit, claim).await
+    }
+
+    async fn release_events(&self, owner: &str, ids: &[i64], attempted: bool) -> StoreResult<()> {
+        outbox::release(&self.pool, owner, ids, attempted).await
+    }
+
+    async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)> {
+        outbox::backlog(&self.pool).await
+    }
+}
