@@ -522,9 +522,9 @@ async fn a_client_supplied_uuid_is_honoured_and_a_duplicate_uuid_is_409() {
 )]
 #[case::devicemapper_with_a_two_gigabyte_volume_is_refused(
     body_with(
-            json!({"docker_storage_driver": "devicemapper", "docker_volume_size": 2}),
-            &[],
-        ),
+        json!({"docker_storage_driver": "devicemapper", "docker_volume_size": 2}),
+        &[],
+    ),
     400,
     "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper."
 )]
@@ -582,9 +582,9 @@ async fn a_client_supplied_uuid_is_honoured_and_a_duplicate_uuid_is_409() {
     body_with(json!({"name": "n".repeat(256)}), &[]),
     400,
     format!(
-            "Invalid input for field/attribute name. Value: '{}'. Value should have a maximum character requirement of 255.",
-            "n".repeat(256)
-        )
+        "Invalid input for field/attribute name. Value: '{}'. Value should have a maximum character requirement of 255.",
+        "n".repeat(256)
+    )
 )]
 #[case::an_empty_name_is_refused(
     body_with(json!({"name": ""}), &[]),
@@ -1580,7 +1580,7 @@ async fn several_operations_apply_together() {
     json!([
             {"op": "replace", "path": "/name", "value": "renamed"},
             {"op": "replace", "path": "/dns_nameserver", "value": "not-an-ip"},
-        ]),
+            ]),
     400,
     "Expected a single dns address or comma separated dns list, but received not-an-ip."
 )]
