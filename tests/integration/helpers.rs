@@ -103,6 +103,17 @@ impl Drop for TestDb {
     }
 }
 
+/// A migrated store on a fresh database of `backend`, without the app (the database lives as
+/// long as the `TestDb`).
+pub async fn open_store(backend: Backend) -> (Arc<dyn Store>, TestDb) {
+    let db = TestDb::new(backend).await;
+    let store = fleetyard::store::connect(&db.url, 5)
+        .await
+        .expect("connects");
+    store.migrate().await.expect("migrates");
+    (store, db)
+}
+
 pub fn test_settings(db_url: &str) -> Settings {
     let mut s = Settings::default();
     s.api.port = 0;

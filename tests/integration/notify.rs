@@ -13,7 +13,7 @@ use lapin::options::{BasicAckOptions, BasicGetOptions, ExchangeDeleteOptions, Qu
 use lapin::{Channel, Connection, ConnectionProperties};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, test_settings, Backend, TestDb};
+use crate::helpers::{open_store, spawn_app, test_settings, Backend};
 
 fn amqp_url() -> String {
     std::env::var("FLEETYARD_TEST_AMQP_URL")
@@ -415,15 +415,6 @@ fn raw_event(resource: &str, seq: usize) -> NewEvent {
             "timestamp": "2026-07-18 10:00:00.000000",
         }),
     }
-}
-
-async fn open_store(backend: Backend) -> (Arc<dyn Store>, TestDb) {
-    let db = TestDb::new(backend).await;
-    let store = fleetyard::store::connect(&db.url, 5)
-        .await
-        .expect("connects");
-    store.migrate().await.expect("migrates");
-    (store, db)
 }
 
 /// Two relays over one outbox: each event is delivered once, each resource's in order.
