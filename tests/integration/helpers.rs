@@ -11,7 +11,9 @@ pub use fleet::*;
 use std::sync::Arc;
 
 use fleetyard::config::{AuthStrategy, Settings};
-use fleetyard::startup::{AppState, Application};
+/// The state the app is built from (tests that check start-up validation build one).
+pub use fleetyard::startup::AppState;
+use fleetyard::startup::Application;
 use fleetyard::store::Store;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
