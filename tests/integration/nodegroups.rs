@@ -11,7 +11,8 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    at, conductor_from, keys, sorted, spawn_keeping, Api, Backend, Caller, Resp, TestApp,
+    at, conductor_from, drain_settled, keys, sorted, spawn_keeping, Api, Backend, Caller, Resp,
+    TestApp,
 };
 
 const IMAGE: &str = "fedora-coreos-40";
@@ -71,22 +72,7 @@ impl Env {
 
     /// Works jobs (and status polls) until nothing is left to do.
     async fn drain(&self) -> Vec<Outcome> {
-        let mut out = Vec::new();
-        loop {
-            match self.conductor.try_execute_one().await.expect("job worked") {
-                Outcome::Idle => {
-                    self.conductor.sync_round().await.expect("sync");
-                    if let Outcome::Idle = self.conductor.try_execute_one().await.expect("job") {
-                        return out;
-                    }
-                }
-                o @ Outcome::Started { .. } => {
-                    out.push(o);
-                    self.conductor.sync_round().await.expect("sync");
-                }
-                o => out.push(o),
-            }
-        }
+        drain_settled(&self.conductor).await
     }
 
     /// A cluster of the caller's project taken to `CREATE_COMPLETE` (its uuid).

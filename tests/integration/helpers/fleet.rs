@@ -94,6 +94,27 @@ pub async fn drain_polling(c: &Conductor) -> Vec<Outcome> {
     panic!("the conductor never went idle");
 }
 
+/// Works jobs and status polls until a poll leaves nothing due (for drivers that take more
+/// than one job to finish).
+pub async fn drain_settled(c: &Conductor) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    loop {
+        match c.try_execute_one().await.expect("job worked") {
+            Outcome::Idle => {
+                c.sync_round().await.expect("sync");
+                if let Outcome::Idle = c.try_execute_one().await.expect("job") {
+                    return out;
+                }
+            }
+            o @ Outcome::Started { .. } => {
+                out.push(o);
+                c.sync_round().await.expect("sync");
+            }
+            o => out.push(o),
+        }
+    }
+}
+
 /// The app on PostgreSQL or SQLite with a fake driver that finishes every operation within its
 /// job, and a conductor built from the same settings.
 pub struct Fleet {
