@@ -1,5 +1,8 @@
 //! The api-ref samples are real: each one is replayed against the running service and the
-//! response must match it (same keys and values; ids, hosts and timestamps normalised).
+//! response must match it (same keys and values; timestamps only by type). The sample is put
+//! into this run's terms (its host and ids replaced by the ones this run must answer with)
+//! before the comparison, never the response into the sample's, and every link in a response
+//! must be the app's own: a wrong uuid, host or derived address fails.
 
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -14,13 +17,132 @@ fn sample(name: &str) -> Value {
     serde_json::from_str(&text).expect("sample is JSON")
 }
 
-/// Replaces this run's host and ids by the sample's, so the two can be compared as a whole.
-fn normalise(app: &TestApp, actual: &Value, ids: &[(String, String)]) -> Value {
-    let mut text = actual.to_string().replace(&app.address, SAMPLE_HOST);
+/// The sample as this run must answer it: the sample's host replaced by the app's own address
+/// and each of the sample's ids by this run's (`(ours, theirs)` pairs, each of "ours" known
+/// before the response is read). The response is then compared with this, so a link or an
+/// address that is wrong for this run fails instead of being mapped onto the sample's.
+fn in_this_run(address: &str, sample: &Value, ids: &[(String, String)]) -> Value {
+    let mut text = sample.to_string().replace(SAMPLE_HOST, address);
     for (ours, theirs) in ids {
-        text = text.replace(ours, theirs);
+        text = text.replace(theirs, ours);
     }
     serde_json::from_str(&text).expect("json")
+}
+
+/// Every `self` and `bookmark` link and every `next` page of a response is on the app's own
+/// address, and every `links` list of an object with a uuid is its `self` and `bookmark`
+/// link: `{address}/v1/{path}` and `{address}/{path}` for one path that ends with that uuid.
+/// (Other links, such as the API document's `describedby`, are compared with the sample.)
+#[track_caller]
+fn assert_links(address: &str, actual: &Value, at: &str) {
+    let ours = |href: &Value, at: &str| {
+        let href = href
+            .as_str()
+            .unwrap_or_else(|| panic!("{at}: a URL: {href}"));
+        assert!(
+            href.starts_with(&format!("{address}/")),
+            "{at}: {href} is not on the app's address {address}"
+        );
+    };
+    match actual {
+        Value::Object(o) => {
+            if matches!(
+                o.get("rel").and_then(Value::as_str),
+                Some("self" | "bookmark")
+            ) {
+                ours(&o["href"], at);
+            }
+            if let Some(next) = o.get("next") {
+                ours(next, &format!("{at}/next"));
+            }
+            if let (Some(uuid), Some(links)) =
+                (o.get("uuid").and_then(Value::as_str), o.get("links"))
+            {
+                let own = links[0]["href"]
+                    .as_str()
+                    .and_then(|h| h.strip_prefix(&format!("{address}/v1/")))
+                    .unwrap_or_else(|| panic!("{at}: a self link under /v1: {links}"));
+                assert!(
+                    own.ends_with(&format!("/{uuid}")),
+                    "{at}: the self link names the object's own uuid {uuid}: {links}"
+                );
+                assert_eq!(
+                    links,
+                    &serde_json::json!([
+                        {"href": format!("{address}/v1/{own}"), "rel": "self"},
+                        {"href": format!("{address}/{own}"), "rel": "bookmark"},
+                    ]),
+                    "{at}: self and bookmark links"
+                );
+            }
+            for (k, v) in o {
+                assert_links(address, v, &format!("{at}/{k}"));
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                assert_links(address, v, &format!("{at}/{i}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The response matches the sample as this run must answer it (`in_this_run`), and its links
+/// are the app's own.
+#[track_caller]
+fn assert_sample(
+    app: &TestApp,
+    sample: &Value,
+    actual: &Value,
+    ids: &[(String, String)],
+    at: &str,
+) {
+    assert_sample_at(&app.address, sample, actual, ids, at);
+}
+
+#[track_caller]
+fn assert_sample_at(
+    address: &str,
+    sample: &Value,
+    actual: &Value,
+    ids: &[(String, String)],
+    at: &str,
+) {
+    assert_links(address, actual, at);
+    assert_matches(&in_this_run(address, sample, ids), actual, at);
+}
+
+/// The address the fake driver gives node `index` of the cluster's `group`-th node group (in
+/// creation order: default-master, default-worker, then added groups), derived from the
+/// cluster's uuid alone.
+fn fake_address(cluster: &str, group: usize, index: usize) -> String {
+    let b = uuid::Uuid::parse_str(cluster)
+        .expect("cluster uuid")
+        .into_bytes();
+    format!(
+        "10.{}.{}.{}",
+        b[0] % 250,
+        (b[1] as usize + group * 16) % 250,
+        10 + index
+    )
+}
+
+/// Pairs this run's addresses of `cluster`'s `group`-th node group (as the fake driver derives
+/// them) with the sample's at `key`, quoted so an address cannot match inside a longer one.
+fn address_pairs(cluster: &str, group: usize, sample: &Value, key: &str) -> Vec<(String, String)> {
+    sample[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("the sample has {key}"))
+        .iter()
+        .enumerate()
+        .map(|(i, theirs)| {
+            (
+                Value::from(fake_address(cluster, group, i)).to_string(),
+                theirs.to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Equal, except timestamps, which only need the same type (string or null).
@@ -68,22 +190,26 @@ async fn the_cluster_template_samples_match_real_responses() {
         created.body["uuid"].as_str().expect("uuid").to_string(),
         expected["uuid"].as_str().expect("uuid").to_string(),
     )];
-    assert_matches(&expected, &normalise(&app, &created.body, &ids), "");
+    assert_sample(&app, &expected, &created.body, &ids, "");
     let uuid = &ids[0].0;
 
     let shown = app
         .get_as(&format!("/v1/clustertemplates/{uuid}"), &anon)
         .await;
-    assert_matches(
+    assert_sample(
+        &app,
         &sample("clustertemplate-get-resp.json"),
-        &normalise(&app, &shown.body, &ids),
+        &shown.body,
+        &ids,
         "",
     );
 
     let listed = app.get_as("/v1/clustertemplates", &anon).await;
-    assert_matches(
+    assert_sample(
+        &app,
         &sample("clustertemplates-list-resp.json"),
-        &normalise(&app, &listed.body, &ids),
+        &listed.body,
+        &ids,
         "",
     );
 
@@ -95,9 +221,11 @@ async fn the_cluster_template_samples_match_real_responses() {
         )
         .await;
     assert_eq!(updated.status, 200, "{}", updated.text);
-    assert_matches(
+    assert_sample(
+        &app,
         &sample("clustertemplate-update-resp.json"),
-        &normalise(&app, &updated.body, &ids),
+        &updated.body,
+        &ids,
         "",
     );
 }
@@ -111,7 +239,7 @@ async fn the_version_and_error_samples_match_real_responses() {
         ("/v1", "version-v1-get-resp.json"),
     ] {
         let r = app.get_as(path, &anon).await;
-        assert_matches(&sample(name), &normalise(&app, &r.body, &[]), name);
+        assert_sample(&app, &sample(name), &r.body, &[], name);
     }
     let r = app.get_as("/v1/clustertemplates/nope", &anon).await;
     assert_eq!(r.status, 404);
@@ -132,22 +260,15 @@ async fn the_version_and_error_samples_match_real_responses() {
 
 #[tokio::test]
 async fn the_nodegroup_samples_match_real_responses() {
-    use fleetyard::conductor::{Conductor, Outcome};
-    use fleetyard::drivers::DriverRegistry;
+    use crate::helpers::{conductor_from, spawn_keeping, Backend};
+    use fleetyard::conductor::Outcome;
 
-    let tweak = |s: &mut fleetyard::config::Settings| {
+    let (app, settings) = spawn_keeping(Backend::Postgres, |s| {
         s.fake_driver.create_seconds = 0;
         s.fake_driver.update_seconds = 0;
-    };
-    let app = crate::helpers::spawn_with(crate::helpers::Backend::Postgres, tweak).await;
-    let mut settings = crate::helpers::test_settings(&app.db.url);
-    tweak(&mut settings);
-    let conductor = Conductor::new(
-        app.store.clone(),
-        DriverRegistry::build(&settings.drivers, &settings.fake_driver).expect("drivers"),
-        "test-host",
-        settings.conductor.clone(),
-    );
+    })
+    .await;
+    let conductor = conductor_from(&app, &settings);
     let drain =
         || async { while conductor.try_execute_one().await.expect("job") != Outcome::Idle {} };
     // The samples were taken with the default no-auth identity, as the CLI sends them.
@@ -193,43 +314,38 @@ async fn the_nodegroup_samples_match_real_responses() {
             expected["uuid"].as_str().expect("uuid").to_string(),
         ),
     ];
-    assert_matches(&expected, &normalise(&app, &created.body, &ids), "");
+    assert_sample(&app, &expected, &created.body, &ids, "");
     drain().await;
 
     let shown = app
         .get_as(&format!("/v1/clusters/{cluster}/nodegroups/{uuid}"), &h)
         .await;
     let expected = sample("nodegroup-get-resp.json");
-    // Node addresses derive from the cluster's uuid.
-    for (ours, theirs) in shown.body["node_addresses"]
-        .as_array()
-        .expect("addresses")
-        .iter()
-        .zip(expected["node_addresses"].as_array().expect("addresses"))
-    {
-        ids.push((
-            ours.as_str().expect("address").to_string(),
-            theirs.as_str().expect("address").to_string(),
-        ));
-    }
-    assert_matches(&expected, &normalise(&app, &shown.body, &ids), "");
+    // Node addresses derive from the cluster's uuid; ng-db is the cluster's third group.
+    ids.extend(address_pairs(&cluster, 2, &expected, "node_addresses"));
+    assert_sample(&app, &expected, &shown.body, &ids, "");
 
     let listed = app
         .get_as(&format!("/v1/clusters/{cluster}/nodegroups/"), &h)
         .await;
     let expected = sample("nodegroups-list-resp.json");
-    for (ours, theirs) in listed.body["nodegroups"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .zip(expected["nodegroups"].as_array().expect("list"))
-    {
+    // The default groups' uuids, each read by its name (not from the list under test).
+    for theirs in expected["nodegroups"].as_array().expect("list") {
+        let name = theirs["name"].as_str().expect("name");
+        if name == "ng-db" {
+            continue;
+        }
+        let by_name = app
+            .get_as(&format!("/v1/clusters/{cluster}/nodegroups/{name}"), &h)
+            .await;
+        assert_eq!(by_name.status, 200, "{}", by_name.text);
+        assert_eq!(by_name.body["name"], name);
         ids.push((
-            ours["uuid"].as_str().expect("uuid").to_string(),
+            by_name.body["uuid"].as_str().expect("uuid").to_string(),
             theirs["uuid"].as_str().expect("uuid").to_string(),
         ));
     }
-    assert_matches(&expected, &normalise(&app, &listed.body, &ids), "");
+    assert_sample(&app, &expected, &listed.body, &ids, "");
 
     let updated = app
         .patch_as(
@@ -239,9 +355,11 @@ async fn the_nodegroup_samples_match_real_responses() {
         )
         .await;
     assert_eq!(updated.status, 202, "{}", updated.text);
-    assert_matches(
+    assert_sample(
+        &app,
         &sample("nodegroup-update-resp.json"),
-        &normalise(&app, &updated.body, &ids),
+        &updated.body,
+        &ids,
         "",
     );
 
@@ -261,9 +379,9 @@ async fn the_nodegroup_samples_match_real_responses() {
 
 #[tokio::test]
 async fn the_certificate_and_credential_samples_match_real_responses() {
-    use crate::clusters::{at, cluster_as, drain, template_as};
+    use crate::helpers::{at, cluster_as, drain, spawn_pki, template_as};
 
-    let pki = crate::certificates::spawn_pki(crate::helpers::Backend::Postgres, |_| {}).await;
+    let pki = spawn_pki(crate::helpers::Backend::Postgres, |_| {}).await;
     let app = &pki.app;
     // The samples were taken with the default no-auth identity (an admin).
     let anon = HeaderMap::new();
@@ -281,34 +399,36 @@ async fn the_certificate_and_credential_samples_match_real_responses() {
         expected["cluster_uuid"].as_str().expect("uuid").to_string(),
     )];
     // PEMs differ from run to run: each must be a certificate, then it is compared as the sample's.
-    let same_pem = |actual: &mut Value, sample: &Value| {
+    let same_pem = |actual: &Value, sample: &Value| {
         let pem = actual["pem"].as_str().expect("pem");
         assert!(pem.starts_with("-----BEGIN CERTIFICATE-----\n"), "{pem}");
-        actual["pem"] = sample["pem"].clone();
+        let mut got = actual.clone();
+        got["pem"] = sample["pem"].clone();
+        got
     };
 
     let r = app.get_as(&format!("/v1/certificates/{uuid}"), &anon).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let mut got = normalise(app, &r.body, &ids);
-    same_pem(&mut got, &expected);
-    assert_matches(&expected, &got, "certificate-get");
+    let got = same_pem(&r.body, &expected);
+    assert_sample(app, &expected, &got, &ids, "certificate-get");
 
     let mut req = sample("certificate-sign-req.json");
     req["cluster_uuid"] = Value::String(uuid.clone());
     let r = app.post_as("/v1/certificates", &req, &anon).await;
     assert_eq!(r.status, 201, "{}", r.text);
     let expected = sample("certificate-sign-resp.json");
-    let mut got = normalise(app, &r.body, &ids);
-    same_pem(&mut got, &expected);
-    assert_matches(&expected, &got, "certificate-sign");
+    let got = same_pem(&r.body, &expected);
+    assert_sample(app, &expected, &got, &ids, "certificate-sign");
 
     let r = app
         .patch_as(&format!("/v1/certificates/{uuid}"), &Value::Null, &anon)
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
-    assert_matches(
+    assert_sample(
+        app,
         &sample("certificate-rotate-resp.json"),
-        &normalise(app, &r.body, &ids),
+        &r.body,
+        &ids,
         "certificate-rotate",
     );
     drain(&pki.conductor).await;
@@ -321,9 +441,11 @@ async fn the_certificate_and_credential_samples_match_real_responses() {
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
-    assert_matches(
+    assert_sample(
+        app,
         &sample("credential-rotate-resp.json"),
-        &normalise(app, &r.body, &ids),
+        &r.body,
+        &ids,
         "credential-rotate",
     );
 }
@@ -339,14 +461,14 @@ fn ours(sample: &Value, ids: &[(String, String)]) -> Value {
 
 #[tokio::test]
 async fn the_federation_samples_match_real_responses() {
-    use crate::federations::{cluster_as, drain, spawn_fleet};
+    use crate::helpers::{drain_polling as drain, labelled_cluster_as as cluster_as, spawn_fleet};
 
     let fleet = spawn_fleet(|_| {}).await;
     let app = &fleet.app;
     // The samples were taken with the default no-auth identity (an admin: project_id shows).
     let anon = HeaderMap::new();
     let template = app
-        .create_template_as(
+        .make_template_as(
             "k8s",
             serde_json::json!({"external_network_id": "public"}),
             &anon,
@@ -375,9 +497,11 @@ async fn the_federation_samples_match_real_responses() {
         (host, id(&shown["hostcluster_id"])),
         (member, id(&shown["member_ids"][0])),
     ];
-    assert_matches(
+    assert_sample(
+        app,
         &sample("federation-create-resp.json"),
-        &normalise(app, &created.body, &ids),
+        &created.body,
+        &ids,
         "",
     );
     let path = format!("/v1/federations/{}", ids[0].0);
@@ -391,18 +515,22 @@ async fn the_federation_samples_match_real_responses() {
         )
         .await;
     assert_eq!(joined.status, 202, "{}", joined.text);
-    assert_matches(
+    assert_sample(
+        app,
         &sample("federation-update-resp.json"),
-        &normalise(app, &joined.body, &ids),
+        &joined.body,
+        &ids,
         "",
     );
     drain(&fleet.conductor).await;
     let got = app.get_as(&path, &anon).await;
-    assert_matches(&shown, &normalise(app, &got.body, &ids), "");
+    assert_sample(app, &shown, &got.body, &ids, "");
     let listed = app.get_as("/v1/federations", &anon).await;
-    assert_matches(
+    assert_sample(
+        app,
         &sample("federation-list-resp.json"),
-        &normalise(app, &listed.body, &ids),
+        &listed.body,
+        &ids,
         "",
     );
     let again = app
@@ -413,18 +541,22 @@ async fn the_federation_samples_match_real_responses() {
         )
         .await;
     assert_eq!(again.status, 409, "{}", again.text);
-    assert_matches(
+    assert_sample(
+        app,
         &sample("federation-join-conflict-resp.json"),
-        &normalise(app, &again.body, &ids),
+        &again.body,
+        &ids,
         "",
     );
 
     for req in ["federation-update-req.json", "federation-unjoin-req.json"] {
         let r = app.patch_as(&path, &ours(&sample(req), &ids), &anon).await;
         assert_eq!(r.status, 202, "{req}: {}", r.text);
-        assert_matches(
+        assert_sample(
+            app,
             &sample("federation-update-resp.json"),
-            &normalise(app, &r.body, &ids),
+            &r.body,
+            &ids,
             req,
         );
     }
@@ -438,25 +570,9 @@ async fn the_federation_samples_match_real_responses() {
     assert_eq!(app.delete_as(&path, &anon).await.status, 204);
 }
 
-/// Pairs this run's values with the sample's, for values derived from ids (node addresses,
-/// the API address): the JSON strings at `key` (a string or an array of strings), quoted so an
-/// address cannot match inside a longer one.
-fn derived_pairs(actual: &Value, expected: &Value, key: &str) -> Vec<(String, String)> {
-    let quoted = |v: &Value| v.to_string();
-    match (&actual[key], &expected[key]) {
-        (Value::Array(a), Value::Array(e)) => a
-            .iter()
-            .zip(e)
-            .map(|(a, e)| (quoted(a), quoted(e)))
-            .collect(),
-        (a @ Value::String(_), e @ Value::String(_)) => vec![(quoted(a), quoted(e))],
-        _ => Vec::new(),
-    }
-}
-
 #[tokio::test]
 async fn the_cluster_and_stats_samples_match_real_responses() {
-    use crate::clusters::{conductor, drain, instant};
+    use crate::helpers::{conductor, drain, instant};
 
     let app = spawn_app().await;
     let c = conductor(&app, instant());
@@ -488,9 +604,11 @@ async fn the_cluster_and_stats_samples_match_real_responses() {
             id(&shown_sample["cluster_template_id"]),
         ),
     ];
-    assert_matches(
+    assert_sample(
+        &app,
         &sample("cluster-create-resp.json"),
-        &normalise(&app, &created.body, &ids),
+        &created.body,
+        &ids,
         "",
     );
     let path = format!("/v1/clusters/{}", ids[0].0);
@@ -498,14 +616,29 @@ async fn the_cluster_and_stats_samples_match_real_responses() {
 
     let shown = app.get_as(&path, &h).await;
     assert_eq!(shown.status, 200, "{}", shown.text);
-    for key in ["api_address", "master_addresses", "node_addresses"] {
-        ids.extend(derived_pairs(&shown.body, &shown_sample, key));
-    }
-    assert_matches(&shown_sample, &normalise(&app, &shown.body, &ids), "");
+    // Addresses derive from the cluster's uuid: the master group first, the workers second.
+    let cluster = ids[0].0.clone();
+    ids.extend(address_pairs(
+        &cluster,
+        0,
+        &shown_sample,
+        "master_addresses",
+    ));
+    ids.extend(address_pairs(&cluster, 1, &shown_sample, "node_addresses"));
+    ids.push((
+        format!("https://{}:6443", fake_address(&cluster, 0, 0)),
+        shown_sample["api_address"]
+            .as_str()
+            .expect("api_address")
+            .to_string(),
+    ));
+    assert_sample(&app, &shown_sample, &shown.body, &ids, "");
     let listed = app.get_as("/v1/clusters", &h).await;
-    assert_matches(
+    assert_sample(
+        &app,
         &sample("clusters-list-resp.json"),
-        &normalise(&app, &listed.body, &ids),
+        &listed.body,
+        &ids,
         "",
     );
 
@@ -533,7 +666,7 @@ async fn the_cluster_and_stats_samples_match_real_responses() {
             .request(method, &format!("{path}{suffix}"), &h, Some(&sample(req)))
             .await;
         assert_eq!(r.status, 202, "{req}: {}", r.text);
-        assert_matches(&sample(resp), &normalise(&app, &r.body, &ids), resp);
+        assert_sample(&app, &sample(resp), &r.body, &ids, resp);
         drain(&c).await;
     }
     let upgraded = app.get_as(&path, &h).await;
@@ -598,4 +731,61 @@ async fn the_quota_and_service_samples_match_real_responses() {
         .expect("heartbeat");
     let listed = app.get_as("/v1/mservices", &anon).await;
     assert_matches(&expected, &listed.body, "mservices-list");
+}
+
+/// The comparison itself can fail: a response that is right except for one link or address
+/// (each of which the comparison once mapped onto the sample's) does not match.
+#[test]
+fn a_wrong_link_host_uuid_or_address_fails_the_sample_comparison() {
+    let address = "http://127.0.0.1:40123";
+    let cluster = "5a0c1f7e-3b2d-4c6a-9e8f-0a1b2c3d4e5f";
+    let template = "6b1d2e8f-4c3e-4d7b-8f9a-1b2c3d4e5f60";
+    let sample = sample("cluster-get-resp.json");
+    let id = |v: &Value| v.as_str().expect("uuid").to_string();
+    let mut ids = vec![
+        (cluster.to_string(), id(&sample["uuid"])),
+        (template.to_string(), id(&sample["cluster_template_id"])),
+    ];
+    ids.extend(address_pairs(cluster, 0, &sample, "master_addresses"));
+    ids.extend(address_pairs(cluster, 1, &sample, "node_addresses"));
+    ids.push((
+        format!("https://{}:6443", fake_address(cluster, 0, 0)),
+        id(&sample["api_address"]),
+    ));
+    let right = in_this_run(address, &sample, &ids);
+    assert_sample_at(address, &sample, &right, &ids, "right");
+
+    let self_link = right["links"][0]["href"]
+        .as_str()
+        .expect("href")
+        .to_string();
+    let wrong: Vec<(&str, Value)> = vec![
+        ("a self link on the sample's host", {
+            let mut v = right.clone();
+            v["links"][0]["href"] = Value::from(self_link.replace(address, SAMPLE_HOST));
+            v
+        }),
+        ("a bookmark to another uuid", {
+            let mut v = right.clone();
+            v["links"][1]["href"] = Value::from(format!("{address}/clusters/{template}"));
+            v
+        }),
+        ("an api_address not derived from the cluster's uuid", {
+            let mut v = right.clone();
+            v["api_address"] = Value::from("https://10.1.2.10:6443");
+            v
+        }),
+        ("a node address of another group", {
+            let mut v = right.clone();
+            v["node_addresses"][0] = Value::from(fake_address(cluster, 2, 0));
+            v
+        }),
+    ];
+    for (what, response) in wrong {
+        let failed = std::panic::catch_unwind(|| {
+            assert_sample_at(address, &sample, &response, &ids, what);
+        })
+        .is_err();
+        assert!(failed, "{what} must fail the comparison");
+    }
 }

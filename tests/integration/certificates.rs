@@ -9,81 +9,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleetyard::certificates::{Certificates, KeyCipher, StoredKeyPair};
-use fleetyard::conductor::{Conductor, Outcome};
-use fleetyard::config::Settings;
-use fleetyard::drivers::DriverRegistry;
+use fleetyard::conductor::Outcome;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::clusters::{at, cluster_as, drain, one, project_b, template_as};
-use crate::helpers::{spawn_with, Backend, TestApp};
+use crate::helpers::{
+    at, cluster_as, cluster_path, complete_cluster_with, drain, events_of, fixture, spawn_pki,
+    template_as, Api, Backend, Pki, TestApp,
+};
 
 const CERTS: &str = "/v1/certificates";
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/csr");
-
-pub(crate) fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{FIXTURES}/{name}")).expect("fixture")
-}
-
-/// The app and a conductor sharing one `[certificates]` key, with an instant fake driver.
-pub(crate) struct Pki {
-    pub app: TestApp,
-    pub settings: Settings,
-    pub conductor: Conductor,
-}
-
-/// Spawns the app with a key file of its own (PostgreSQL), or the embedded default's key
-/// beside the database (SQLite, `key_file` left empty).
-pub(crate) async fn spawn_pki(backend: Backend, tweak: impl FnOnce(&mut Settings)) -> Pki {
-    let key_file = if backend == Backend::Postgres {
-        let dir = std::env::temp_dir().join(format!("fy-certs-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("certificates.key");
-        KeyCipher::generate_file(&path).expect("key file");
-        path.display().to_string()
-    } else {
-        String::new()
-    };
-    let mut captured = None;
-    let app = spawn_with(backend, |s| {
-        s.certificates.key_file = key_file;
-        s.fake_driver.create_seconds = 0;
-        s.fake_driver.update_seconds = 0;
-        s.fake_driver.delete_seconds = 0;
-        s.fake_driver.federation_seconds = 0;
-        tweak(s);
-        captured = Some(s.clone());
-    })
-    .await;
-    let settings = captured.expect("settings");
-    let conductor = Conductor::new(
-        app.store.clone(),
-        DriverRegistry::build(&settings.drivers, &settings.fake_driver).expect("drivers"),
-        "test-host",
-        settings.conductor.clone(),
-    )
-    .with_certificates(Certificates::from_settings(&settings).expect("certificates"));
-    Pki {
-        app,
-        settings,
-        conductor,
-    }
-}
 
 /// A completed cluster of `h`'s project (template with TLS); its uuid.
-pub(crate) async fn tls_cluster(pki: &Pki, name: &str, labels: Value, h: &HeaderMap) -> String {
-    let t = template_as(&pki.app, &format!("{name}-tpl"), json!({}), h).await;
-    let uuid = cluster_as(
-        &pki.app,
-        json!({"name": name, "cluster_template_id": t, "labels": labels}),
-        h,
-    )
-    .await;
-    drain(&pki.conductor).await;
-    let shown = pki.app.get_as(&one(&uuid), &at(h, "latest")).await;
-    assert_eq!(shown.body["status"], "CREATE_COMPLETE", "{}", shown.text);
-    uuid
+async fn tls_cluster(pki: &Pki, name: &str, labels: Value, h: &HeaderMap) -> String {
+    complete_cluster_with(&pki.app, &pki.conductor, name, labels, h).await
+}
+
+fn one(ident: &str) -> String {
+    cluster_path(ident)
 }
 
 fn der_of(pem: &str) -> Vec<u8> {
@@ -175,7 +119,7 @@ async fn a_cluster_gets_its_ca_before_the_driver_runs_and_no_private_key_is_stor
     let uuid = tls_cluster(&pki, "k8s-ca", json!({}), &app.headers).await;
     drop(guard);
 
-    let r = app.get(&format!("{CERTS}/{uuid}")).await;
+    let r = app.get_certificate(&uuid).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let ca = r.body["pem"].as_str().expect("pem").to_string();
     assert_eq!(subject_of(&ca), "CN=k8s-ca");
@@ -273,22 +217,19 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
     let pki = spawn_pki(Backend::Postgres, |_| {}).await;
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-priv", json!({}), &app.headers).await;
-    let ca = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"]
+    let ca = app.get_certificate(&uuid).await.body["pem"]
         .as_str()
         .expect("pem")
         .to_string();
     // What `openstack coe cluster config` sends: CN=admin, O=system:masters, RSA-2048.
     let admin_csr = fixture("admin-system-masters-rsa2048.csr");
-    let r = app.post(CERTS, &csr_body(&uuid, &admin_csr)).await;
+    let r = app.sign_certificate(&csr_body(&uuid, &admin_csr)).await;
     r.assert_error(
         403,
         "The CSR subject names the privileged group system:masters (O=system:masters), which only callers allowed certificate:create_privileged may have signed.",
     );
     let r = app
-        .post(
-            CERTS,
-            &csr_body(&uuid, &ec_csr("system:node:n1", Some("dev"))),
-        )
+        .sign_certificate(&csr_body(&uuid, &ec_csr("system:node:n1", Some("dev"))))
         .await;
     r.assert_error(
         403,
@@ -296,14 +237,15 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
     );
     for group in ["kubeadm:cluster-admins", "system:nodes"] {
         let r = app
-            .post(CERTS, &csr_body(&uuid, &ec_csr("mallory", Some(group))))
+            .sign_certificate(&csr_body(&uuid, &ec_csr("mallory", Some(group))))
             .await;
         assert_eq!(r.status, 403, "{group}: {}", r.text);
     }
 
     // The same request from an admin of the project is signed (and chains to the CA).
     let r = app
-        .post_as(CERTS, &csr_body(&uuid, &admin_csr), &admin_of_a(app))
+        .with_headers(&admin_of_a(app))
+        .sign_certificate(&csr_body(&uuid, &admin_csr))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.body["csr"], admin_csr.as_str());
@@ -317,11 +259,8 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
     // project (not the cluster's creator) may do it: access follows the project.
     let colleague = app.as_identity("project-a", "user-a2", "member,reader");
     let r = app
-        .post_as(
-            CERTS,
-            &csr_body("k8s-priv", &fixture("dave-rsa2048.csr")),
-            &colleague,
-        )
+        .with_headers(&colleague)
+        .sign_certificate(&csr_body("k8s-priv", &fixture("dave-rsa2048.csr")))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(
@@ -334,11 +273,15 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
     // A reader may read the CA but not sign.
     let reader = app.as_identity("project-a", "user-r", "reader");
     assert_eq!(
-        app.get_as(&format!("{CERTS}/{uuid}"), &reader).await.status,
+        app.with_headers(&reader)
+            .get_certificate(&uuid)
+            .await
+            .status,
         200
     );
     let r = app
-        .post_as(CERTS, &csr_body(&uuid, &ec_csr("erin", None)), &reader)
+        .with_headers(&reader)
+        .sign_certificate(&csr_body(&uuid, &ec_csr("erin", None)))
         .await;
     r.assert_error(
         403,
@@ -354,10 +297,7 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
         .expect("pem")
         .to_string();
     let r = app
-        .post(
-            CERTS,
-            &json!({"cluster_uuid": uuid, "csr": ec_csr("etcd-client", None), "ca_cert_type": "etcd"}),
-        )
+        .sign_certificate(&json!({"cluster_uuid": uuid, "csr": ec_csr("etcd-client", None), "ca_cert_type": "etcd"}))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.body["ca_cert_type"], "etcd");
@@ -369,16 +309,25 @@ async fn another_projects_cluster_is_404_like_an_unknown_one() {
     let pki = spawn_pki(Backend::Postgres, |_| {}).await;
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-a", json!({}), &app.headers).await;
-    let other = project_b(app);
+    let other = app.project_b();
     let csr = ec_csr("bob", None);
-    let r = app.post_as(CERTS, &csr_body(&uuid, &csr), &other).await;
+    let r = app
+        .with_headers(&other)
+        .sign_certificate(&csr_body(&uuid, &csr))
+        .await;
     r.assert_error(404, &format!("Cluster {uuid} could not be found."));
     let missing = uuid::Uuid::new_v4().to_string();
-    let r = app.post_as(CERTS, &csr_body(&missing, &csr), &other).await;
+    let r = app
+        .with_headers(&other)
+        .sign_certificate(&csr_body(&missing, &csr))
+        .await;
     r.assert_error(404, &format!("Cluster {missing} could not be found."));
-    let r = app.post_as(CERTS, &csr_body("k8s-a", &csr), &other).await;
+    let r = app
+        .with_headers(&other)
+        .sign_certificate(&csr_body("k8s-a", &csr))
+        .await;
     r.assert_error(404, "Cluster k8s-a could not be found.");
-    let r = app.get_as(&format!("{CERTS}/{uuid}"), &other).await;
+    let r = app.with_headers(&other).get_certificate(&uuid).await;
     r.assert_error(404, &format!("Cluster {uuid} could not be found."));
     let r = app
         .patch_as(&format!("{CERTS}/{uuid}"), &json!(null), &other)
@@ -387,7 +336,8 @@ async fn another_projects_cluster_is_404_like_an_unknown_one() {
     // Certificates are project-scoped for admins too (as in Magnum).
     let foreign_admin = app.as_identity("project-b", "admin-b", "admin,member,reader");
     let r = app
-        .post_as(CERTS, &csr_body(&uuid, &csr), &foreign_admin)
+        .with_headers(&foreign_admin)
+        .sign_certificate(&csr_body(&uuid, &csr))
         .await;
     assert_eq!(r.status, 404, "{}", r.text);
 }
@@ -419,7 +369,7 @@ async fn malformed_csrs_and_unsupported_keys_are_400_with_a_sentence() {
         ),
     ];
     for (csr, detail) in cases {
-        let r = app.post(CERTS, &csr_body(&uuid, &csr)).await;
+        let r = app.sign_certificate(&csr_body(&uuid, &csr)).await;
         r.assert_error(400, &detail);
     }
     // A CSR whose signature does not match its key (one byte of the signature flipped).
@@ -434,22 +384,19 @@ async fn malformed_csrs_and_unsupported_keys_are_400_with_a_sentence() {
         "-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n",
         body
     );
-    let r = app.post(CERTS, &csr_body(&uuid, &tampered)).await;
+    let r = app.sign_certificate(&csr_body(&uuid, &tampered)).await;
     r.assert_error(
         400,
         "Received invalid csr: its signature does not verify with its own key.",
     );
     // Body validation: missing fields and unknown attributes.
-    let r = app.post(CERTS, &json!({"cluster_uuid": uuid})).await;
+    let r = app.sign_certificate(&json!({"cluster_uuid": uuid})).await;
     r.assert_error(
         400,
         "Invalid input for field/attribute csr. Value: 'None'. Mandatory field missing.",
     );
     let r = app
-        .post(
-            CERTS,
-            &json!({"cluster_uuid": uuid, "csr": good, "bay_uuid": uuid}),
-        )
+        .sign_certificate(&json!({"cluster_uuid": uuid, "csr": good, "bay_uuid": uuid}))
         .await;
     assert_eq!(r.status, 400, "{}", r.text);
 }
@@ -463,13 +410,15 @@ async fn key_types_the_operator_did_not_allow_are_refused() {
     .await;
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-rsa", json!({}), &app.headers).await;
-    let r = app.post(CERTS, &csr_body(&uuid, &ec_csr("h", None))).await;
+    let r = app
+        .sign_certificate(&csr_body(&uuid, &ec_csr("h", None)))
+        .await;
     r.assert_error(
         400,
         "The CSR's key is not accepted: ECDSA on P-256. Accepted keys: RSA of 3072 to 8192 bits.",
     );
     let r = app
-        .post(CERTS, &csr_body(&uuid, &fixture("dave-rsa2048.csr")))
+        .sign_certificate(&csr_body(&uuid, &fixture("dave-rsa2048.csr")))
         .await;
     r.assert_error(
         400,
@@ -483,7 +432,7 @@ async fn signed_certificates_are_valid_no_longer_than_the_configured_maximum() {
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-days", json!({}), &app.headers).await;
     let r = app
-        .post(CERTS, &csr_body(&uuid, &ec_csr("ivan", None)))
+        .sign_certificate(&csr_body(&uuid, &ec_csr("ivan", None)))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let der = der_of(r.body["pem"].as_str().expect("pem"));
@@ -501,7 +450,7 @@ async fn signed_certificates_are_valid_no_longer_than_the_configured_maximum() {
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-short", json!({}), &app.headers).await;
     let r = app
-        .post(CERTS, &csr_body(&uuid, &ec_csr("judy", None)))
+        .sign_certificate(&csr_body(&uuid, &ec_csr("judy", None)))
         .await;
     let der = der_of(r.body["pem"].as_str().expect("pem"));
     let (_, cert) = X509Certificate::from_der(&der).expect("cert");
@@ -527,20 +476,20 @@ async fn after_rotation_signatures_chain_to_the_new_ca_and_the_old_ca_is_gone() 
         c.try_execute_one().await.expect("job"),
         Outcome::Retried { .. }
     ));
-    let first = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"].clone();
+    let first = app.get_certificate(&uuid).await.body["pem"].clone();
     assert!(
         first.is_string(),
         "the CA exists before the driver succeeded"
     );
     tokio::time::sleep(Duration::from_millis(1100)).await;
     drain(c).await;
-    let old = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"]
+    let old = app.get_certificate(&uuid).await.body["pem"]
         .as_str()
         .expect("pem")
         .to_string();
     assert_eq!(first, old, "the retried create kept its CA");
     let before = app
-        .post(CERTS, &csr_body(&uuid, &ec_csr("kim", None)))
+        .sign_certificate(&csr_body(&uuid, &ec_csr("kim", None)))
         .await;
     assert!(chains_to(before.body["pem"].as_str().expect("pem"), &old));
 
@@ -558,7 +507,7 @@ async fn after_rotation_signatures_chain_to_the_new_ca_and_the_old_ca_is_gone() 
     let shown = app.get_as(&one(&uuid), &at(&app.headers, "latest")).await;
     assert_eq!(shown.body["status"], "UPDATE_IN_PROGRESS");
     // A second rotation while one is under way is refused.
-    let r = app.patch(&format!("{CERTS}/{uuid}"), &json!(null)).await;
+    let r = app.rotate_ca(&uuid).await;
     r.assert_error(
         400,
         "Rotating the CA certificate of a cluster when status is \"UPDATE_IN_PROGRESS\" is not supported.",
@@ -567,12 +516,12 @@ async fn after_rotation_signatures_chain_to_the_new_ca_and_the_old_ca_is_gone() 
         c.try_execute_one().await.expect("job"),
         Outcome::Retried { .. }
     ));
-    let rotated = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"].clone();
+    let rotated = app.get_certificate(&uuid).await.body["pem"].clone();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     drain(c).await;
     let shown = app.get_as(&one(&uuid), &at(&app.headers, "latest")).await;
     assert_eq!(shown.body["status"], "UPDATE_COMPLETE", "{}", shown.text);
-    let new = app.get(&format!("{CERTS}/{uuid}")).await.body["pem"]
+    let new = app.get_certificate(&uuid).await.body["pem"]
         .as_str()
         .expect("pem")
         .to_string();
@@ -583,7 +532,7 @@ async fn after_rotation_signatures_chain_to_the_new_ca_and_the_old_ca_is_gone() 
         assert_ne!(r.body["pem"], json!(old), "{t}");
     }
     let after = app
-        .post(CERTS, &csr_body(&uuid, &ec_csr("kim", None)))
+        .sign_certificate(&csr_body(&uuid, &ec_csr("kim", None)))
         .await;
     let pem = after.body["pem"].as_str().expect("pem");
     assert!(chains_to(pem, &new), "new signatures chain to the new CA");
@@ -596,7 +545,7 @@ async fn after_rotation_signatures_chain_to_the_new_ca_and_the_old_ca_is_gone() 
         "the client certificate was renewed too"
     );
     // The rotation was announced like any update.
-    let events = crate::clusters::events_of(app, &uuid).await;
+    let events = events_of(app, &uuid).await;
     let updates: Vec<_> = events
         .iter()
         .filter(|(t, _, _)| t.ends_with("cluster.update"))
@@ -616,7 +565,7 @@ async fn rotation_is_refused_for_non_tls_and_busy_clusters() {
         &app.headers,
     )
     .await;
-    let r = app.patch(&format!("{CERTS}/{plain}"), &json!(null)).await;
+    let r = app.rotate_ca(&plain).await;
     r.assert_error(
         400,
         "Rotating the CA certificate on a non-TLS cluster is not supported.",
@@ -628,13 +577,13 @@ async fn rotation_is_refused_for_non_tls_and_busy_clusters() {
         &app.headers,
     )
     .await;
-    let r = app.patch(&format!("{CERTS}/{busy}"), &json!(null)).await;
+    let r = app.rotate_ca(&busy).await;
     r.assert_error(
         400,
         "Rotating the CA certificate of a cluster when status is \"CREATE_IN_PROGRESS\" is not supported.",
     );
     // Before the conductor made it, the cluster has no CA to show.
-    let r = app.get(&format!("{CERTS}/{busy}")).await;
+    let r = app.get_certificate(&busy).await;
     r.assert_error(
         409,
         "Cluster busy has no CA certificate yet: the conductor makes it when it starts creating the cluster.",
@@ -655,15 +604,10 @@ async fn credential_rotation_needs_1_12_and_renews_the_services_client_certifica
     let pki = spawn_pki(Backend::Postgres, |_| {}).await;
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-cred", json!({}), &app.headers).await;
-    let path = format!("/v1/credentials/{uuid}");
-    let r = app
-        .patch_as(&path, &json!(null), &at(&app.headers, "1.11"))
-        .await;
+    let r = app.at("1.11").rotate_credentials(&uuid).await;
     r.assert_framework_error(406);
     let client_before = raw_keypairs(app, &uuid).await[3].1.clone();
-    let r = app
-        .patch_as(&path, &json!(null), &at(&app.headers, "1.12"))
-        .await;
+    let r = app.at("1.12").rotate_credentials(&uuid).await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(r.body, json!({"uuid": uuid}));
     let outcomes = drain(&pki.conductor).await;
@@ -699,24 +643,22 @@ async fn credential_rotation_needs_1_12_and_renews_the_services_client_certifica
         &app.headers,
     )
     .await;
-    let r = app
-        .patch_as(
-            &format!("/v1/credentials/{busy}"),
-            &json!(null),
-            &at(&app.headers, "latest"),
-        )
-        .await;
+    let r = app.at("latest").rotate_credentials(&busy).await;
     r.assert_error(
         400,
         "Rotating the credential of a cluster when status is \"CREATE_IN_PROGRESS\" is not supported.",
     );
     let r = app
-        .patch_as(&path, &json!(null), &at(&project_b(app), "latest"))
+        .with_headers(&app.project_b())
+        .at("latest")
+        .rotate_credentials(&uuid)
         .await;
     r.assert_error(404, &format!("Cluster {uuid} could not be found."));
     let reader = app.as_identity("project-a", "user-r", "reader");
     let r = app
-        .patch_as(&path, &json!(null), &at(&reader, "latest"))
+        .with_headers(&reader)
+        .at("latest")
+        .rotate_credentials(&uuid)
         .await;
     r.assert_error(
         403,
@@ -733,7 +675,7 @@ async fn the_embedded_default_keeps_its_key_beside_the_sqlite_database() {
     assert!(key.exists(), "{} was generated", key.display());
     let uuid = tls_cluster(&pki, "k8s-lite", json!({}), &app.headers).await;
     let r = app
-        .post(CERTS, &csr_body(&uuid, &ec_csr("lee", None)))
+        .sign_certificate(&csr_body(&uuid, &ec_csr("lee", None)))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let pool = sqlx::SqlitePool::connect(&app.db.url)

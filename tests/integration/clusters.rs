@@ -8,112 +8,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetyard::conductor::{Conductor, Outcome};
-use fleetyard::config::{ConductorSection, DriversSection, FakeDriverSection};
-use fleetyard::drivers::DriverRegistry;
-use reqwest::header::{HeaderMap, HeaderValue};
+use fleetyard::conductor::Outcome;
+use fleetyard::config::FakeDriverSection;
+use reqwest::header::HeaderMap;
+use rstest::rstest;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_with, Backend, Resp, TestApp};
+use crate::helpers::{
+    at, cluster_as, cluster_path, complete_cluster_as, conductor, drain, events_of, instant, keys,
+    sorted, spawn_app, spawn_with, template_as, Api, Backend, TestApp, CLUSTERS,
+};
 
-pub(crate) const CLUSTERS: &str = "/v1/clusters";
-
-// ---------------------------------------------------------------------------------------------
-// Helpers shared with the other cluster-related modules
-// ---------------------------------------------------------------------------------------------
-
-pub(crate) fn one(ident: &str) -> String {
-    format!("{CLUSTERS}/{ident}")
+fn one(ident: &str) -> String {
+    cluster_path(ident)
 }
 
-/// `headers` at microversion `version` (`latest` allowed).
-pub(crate) fn at(headers: &HeaderMap, version: &str) -> HeaderMap {
-    let mut h = headers.clone();
-    h.insert(
-        "openstack-api-version",
-        HeaderValue::from_str(&format!("container-infra {version}")).expect("header"),
-    );
-    h
-}
-
-pub(crate) fn project_b(app: &TestApp) -> HeaderMap {
-    app.as_identity("project-b", "user-b", "member,reader")
-}
-
-/// A fake-driver simulator that finishes every operation within its job.
-pub(crate) fn instant() -> FakeDriverSection {
-    FakeDriverSection {
-        create_seconds: 0,
-        update_seconds: 0,
-        delete_seconds: 0,
-        federation_seconds: 0,
-        ..FakeDriverSection::default()
-    }
-}
-
-/// A conductor over the app's store with the fake driver configured as given.
-pub(crate) fn conductor(app: &TestApp, fake: FakeDriverSection) -> Conductor {
-    Conductor::new(
-        app.store.clone(),
-        DriverRegistry::build(&DriversSection::default(), &fake).expect("drivers"),
-        "test-host",
-        ConductorSection::default(),
-    )
-}
-
-/// Works jobs until none is due.
-pub(crate) async fn drain(c: &Conductor) -> Vec<Outcome> {
-    let mut out = Vec::new();
-    loop {
-        match c.try_execute_one().await.expect("job worked") {
-            Outcome::Idle => return out,
-            o => out.push(o),
-        }
-    }
-}
-
-/// Creates a template for the caller; its uuid.
-pub(crate) async fn template_as(app: &TestApp, name: &str, extra: Value, h: &HeaderMap) -> String {
-    let t = app.create_template_as(name, extra, h).await;
-    t["uuid"].as_str().expect("uuid").to_string()
-}
-
-/// Creates a cluster at `latest`; its uuid.
-pub(crate) async fn cluster_as(app: &TestApp, body: Value, h: &HeaderMap) -> String {
-    let r = app.post_as(CLUSTERS, &body, &at(h, "latest")).await;
-    assert_eq!(r.status, 202, "create cluster: {}", r.text);
-    r.body["uuid"].as_str().expect("uuid").to_string()
-}
-
-/// Creates a template and a cluster from it, and completes the cluster through the conductor.
-pub(crate) async fn complete_cluster_as(app: &TestApp, name: &str, h: &HeaderMap) -> String {
-    let t = template_as(app, &format!("{name}-template"), json!({}), h).await;
-    let uuid = cluster_as(app, json!({"name": name, "cluster_template_id": t}), h).await;
-    drain(&conductor(app, instant())).await;
-    let shown = app.get_as(&one(&uuid), &at(h, "latest")).await;
-    assert_eq!(shown.body["status"], "CREATE_COMPLETE", "{}", shown.text);
-    uuid
-}
-
-/// `(event_type, outcome, priority)` of the outbox events about a resource, in order.
-pub(crate) async fn events_of(app: &TestApp, uuid: &str) -> Vec<(String, String, String)> {
-    app.store
-        .pending_events(10_000)
-        .await
-        .expect("events")
-        .into_iter()
-        .filter(|e| e.resource_uuid == uuid)
-        .map(|e| {
-            (
-                e.event_type.clone(),
-                e.message["payload"]["outcome"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                e.priority.clone(),
-            )
-        })
-        .collect()
+fn project_b(app: &TestApp) -> HeaderMap {
+    app.project_b()
 }
 
 fn ev(event_type: &str, outcome: &str) -> (String, String, String) {
@@ -127,18 +38,6 @@ fn ev(event_type: &str, outcome: &str) -> (String, String, String) {
 
 async fn job_count(app: &TestApp, uuid: &str) -> usize {
     app.store.jobs_for(uuid).await.expect("jobs").len()
-}
-
-fn keys(v: &Value) -> Vec<String> {
-    let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
-    k.sort();
-    k
-}
-
-fn sorted(list: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = list.iter().map(|s| s.to_string()).collect();
-    v.sort();
-    v
 }
 
 const SUMMARY_KEYS: &[&str] = &[
@@ -220,13 +119,8 @@ async fn rich_template(app: &TestApp, h: &HeaderMap) -> String {
     .await
 }
 
-async fn post_cluster(app: &TestApp, body: &Value, version: &str) -> Resp {
-    app.post_as(CLUSTERS, body, &at(&app.headers, version))
-        .await
-}
-
 async fn show(app: &TestApp, uuid: &str) -> Value {
-    let r = app.get_as(&one(uuid), &at(&app.headers, "latest")).await;
+    let r = app.at("latest").get_cluster(uuid).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body
 }
@@ -239,12 +133,10 @@ async fn show(app: &TestApp, uuid: &str) -> Value {
 async fn create_answers_202_with_a_uuid_that_is_readable_at_once() {
     let app = spawn_app().await;
     let t = rich_template(&app, &app.headers).await;
-    let r = post_cluster(
-        &app,
-        &json!({"name": "k1", "cluster_template_id": t}),
-        "latest",
-    )
-    .await;
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": "k1", "cluster_template_id": t}))
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(keys(&r.body), vec!["uuid"]);
     let uuid = r.body["uuid"].as_str().expect("uuid").to_string();
@@ -374,15 +266,15 @@ async fn what_magnum_accepts_and_ignores_on_create_is_ignored() {
     let app = spawn_app().await;
     let t = rich_template(&app, &app.headers).await;
     let given = "11111111-2222-3333-4444-555555555555";
-    let r = post_cluster(
-        &app,
-        &json!({"cluster_template_id": t, "name": "k1", "uuid": given,
+    let r = app
+        .at("latest")
+        .create_cluster(
+            &json!({"cluster_template_id": t, "name": "k1", "uuid": given,
                 "status": "CREATE_COMPLETE", "status_reason": "x", "health_status": "HEALTHY",
                 "health_status_reason": {"a": "b"}, "faults": {"x": "y"},
                 "labels_overridden": {}, "labels_added": {}, "labels_skipped": {}}),
-        "latest",
-    )
-    .await;
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let uuid = r.body["uuid"].as_str().expect("uuid");
     assert_ne!(uuid, given);
@@ -406,175 +298,188 @@ async fn assert_create_refused(app: &TestApp, t: &str, extra: Value, detail: &st
             b.insert(k.clone(), v.clone());
         }
     }
-    let r = post_cluster(app, &body, "latest").await;
+    let r = app.at("latest").create_cluster(&body).await;
     r.assert_error(400, detail);
 }
 
+/// The sentence of a field that fails its rule.
+fn invalid(field: &str, value: &str, reason: &str) -> String {
+    format!("Invalid input for field/attribute {field}. Value: '{value}'. {reason}")
+}
+
+/// Each field rule of create: the minimal body from the rich template plus `extra` is a 400
+/// with Magnum's sentence, and no cluster is created. (Even master counts are refused by the
+/// driver check before the load-balancer rule.)
+#[rstest]
+#[case::a_name_that_starts_with_a_digit_is_refused(
+    json!({"name": "1starts-with-a-digit"}),
+    invalid(
+        "name",
+        "1starts-with-a-digit",
+        "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.",
+    )
+)]
+#[case::a_name_with_a_space_is_refused(
+    json!({"name": "has space"}),
+    invalid(
+        "name",
+        "has space",
+        "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.",
+    )
+)]
+#[case::a_name_with_a_slash_is_refused(
+    json!({"name": "x/y"}),
+    invalid(
+        "name",
+        "x/y",
+        "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.",
+    )
+)]
+#[case::an_empty_name_is_refused(
+    json!({"name": ""}),
+    invalid(
+        "name",
+        "",
+        "Value should have a minimum character requirement of 1.",
+    )
+)]
+#[case::a_name_longer_than_242_characters_is_refused(
+    json!({"name": "a".repeat(243)}),
+    invalid(
+        "name",
+        &"a".repeat(243),
+        "Value should have a maximum character requirement of 242.",
+    )
+)]
+#[case::a_name_that_is_a_number_is_refused(
+    json!({"name": 5}),
+    invalid("name", "5", "Value should be string.")
+)]
+#[case::an_empty_keypair_is_refused(
+    json!({"keypair": ""}),
+    invalid(
+        "keypair",
+        "",
+        "Value should have a minimum character requirement of 1.",
+    )
+)]
+#[case::a_negative_node_count_is_refused(
+    json!({"node_count": -1}),
+    invalid("node_count", "-1", "Value should be greater or equal to 0.")
+)]
+#[case::a_node_count_that_is_not_a_number_is_refused(
+    json!({"node_count": "many"}),
+    invalid("node_count", "many", "Value should be an integer.")
+)]
+#[case::a_master_count_of_zero_is_refused(
+    json!({"master_count": 0}),
+    invalid(
+        "master_count",
+        "0",
+        "Value should be greater or equal to 1.",
+    )
+)]
+#[case::a_docker_volume_size_of_zero_is_refused(
+    json!({"docker_volume_size": 0}),
+    invalid(
+        "docker_volume_size",
+        "0",
+        "Value should be greater or equal to 1.",
+    )
+)]
+#[case::a_negative_create_timeout_is_refused(
+    json!({"create_timeout": -1}),
+    invalid(
+        "create_timeout",
+        "-1",
+        "Value should be greater or equal to 0.",
+    )
+)]
+#[case::labels_that_are_a_number_are_refused(
+    json!({"labels": 5}),
+    invalid("labels", "5", "Value should be a dictionary.")
+)]
+#[case::labels_that_are_a_list_literal_are_refused(
+    json!({"labels": "[1, 2]"}),
+    invalid("labels", "[1, 2]", "Value should be a dictionary.")
+)]
+#[case::labels_that_are_a_list_are_refused(
+    json!({"labels": [1]}),
+    invalid("labels", "[1]", "Value should be a dictionary.")
+)]
+#[case::a_merge_labels_of_maybe_is_refused(
+    json!({"merge_labels": "maybe"}),
+    invalid("merge_labels", "maybe", "Value should be a boolean.")
+)]
+#[case::a_floating_ip_enabled_of_maybe_is_refused(
+    json!({"floating_ip_enabled": "maybe"}),
+    invalid("floating_ip_enabled", "maybe", "Value should be a boolean.")
+)]
+#[case::a_master_lb_enabled_of_2_is_refused(
+    json!({"master_lb_enabled": 2}),
+    invalid("master_lb_enabled", "2", "Value should be a boolean.")
+)]
+#[case::a_flavor_id_that_is_a_number_is_refused(
+    json!({"flavor_id": 5}),
+    invalid("flavor_id", "5", "Value should be string.")
+)]
+#[case::an_empty_master_flavor_id_is_refused(
+    json!({"master_flavor_id": ""}),
+    invalid(
+        "master_flavor_id",
+        "",
+        "Value should have a minimum character requirement of 1.",
+    )
+)]
+#[case::an_empty_cluster_template_id_is_refused(
+    json!({"cluster_template_id": ""}),
+    invalid(
+        "cluster_template_id",
+        "",
+        "Value should have a minimum character requirement of 1.",
+    )
+)]
+#[case::an_unknown_attribute_is_refused(
+    json!({"bogus": 1}),
+    "Unknown attribute for argument cluster: bogus".to_string()
+)]
+#[case::an_even_master_count_is_refused_by_the_driver_before_the_load_balancer_rule(
+    json!({"master_count": 2, "master_lb_enabled": true}),
+    "master nodegroup size of 2 is invalid, size cannot be an even number.".to_string()
+)]
+#[case::three_masters_without_a_load_balancer_are_refused(
+    json!({"master_count": 3}),
+    "master_count must be 1 when master_lb_enabled is False".to_string()
+)]
+#[case::three_masters_with_the_load_balancer_disabled_are_refused(
+    json!({"master_count": 3, "master_lb_enabled": false}),
+    "master_count must be 1 when master_lb_enabled is False".to_string()
+)]
 #[tokio::test]
-async fn every_field_rule_of_create_is_a_400_with_magnums_sentence() {
+async fn a_create_that_breaks_a_field_rule_is_a_400_with_magnums_sentence_and_creates_nothing(
+    #[case] extra: Value,
+    #[case] detail: String,
+) {
     let app = spawn_app().await;
     let t = rich_template(&app, &app.headers).await;
-    let inv = |f: &str, v: &str, reason: &str| {
-        format!("Invalid input for field/attribute {f}. Value: '{v}'. {reason}")
-    };
-    let long = "a".repeat(243);
-    let cases: Vec<(Value, String)> = vec![
-        (
-            json!({"name": "1starts-with-a-digit"}),
-            inv(
-                "name",
-                "1starts-with-a-digit",
-                "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.",
-            ),
-        ),
-        (
-            json!({"name": "has space"}),
-            inv(
-                "name",
-                "has space",
-                "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.",
-            ),
-        ),
-        (
-            json!({"name": "x/y"}),
-            inv(
-                "name",
-                "x/y",
-                "Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.",
-            ),
-        ),
-        (
-            json!({"name": ""}),
-            inv(
-                "name",
-                "",
-                "Value should have a minimum character requirement of 1.",
-            ),
-        ),
-        (
-            json!({"name": long}),
-            inv(
-                "name",
-                &long,
-                "Value should have a maximum character requirement of 242.",
-            ),
-        ),
-        (
-            json!({"name": 5}),
-            inv("name", "5", "Value should be string."),
-        ),
-        (
-            json!({"keypair": ""}),
-            inv(
-                "keypair",
-                "",
-                "Value should have a minimum character requirement of 1.",
-            ),
-        ),
-        (
-            json!({"node_count": -1}),
-            inv("node_count", "-1", "Value should be greater or equal to 0."),
-        ),
-        (
-            json!({"node_count": "many"}),
-            inv("node_count", "many", "Value should be an integer."),
-        ),
-        (
-            json!({"master_count": 0}),
-            inv(
-                "master_count",
-                "0",
-                "Value should be greater or equal to 1.",
-            ),
-        ),
-        (
-            json!({"docker_volume_size": 0}),
-            inv(
-                "docker_volume_size",
-                "0",
-                "Value should be greater or equal to 1.",
-            ),
-        ),
-        (
-            json!({"create_timeout": -1}),
-            inv(
-                "create_timeout",
-                "-1",
-                "Value should be greater or equal to 0.",
-            ),
-        ),
-        (
-            json!({"labels": 5}),
-            inv("labels", "5", "Value should be a dictionary."),
-        ),
-        (
-            json!({"labels": "[1, 2]"}),
-            inv("labels", "[1, 2]", "Value should be a dictionary."),
-        ),
-        (
-            json!({"labels": [1]}),
-            inv("labels", "[1]", "Value should be a dictionary."),
-        ),
-        (
-            json!({"merge_labels": "maybe"}),
-            inv("merge_labels", "maybe", "Value should be a boolean."),
-        ),
-        (
-            json!({"floating_ip_enabled": "maybe"}),
-            inv("floating_ip_enabled", "maybe", "Value should be a boolean."),
-        ),
-        (
-            json!({"master_lb_enabled": 2}),
-            inv("master_lb_enabled", "2", "Value should be a boolean."),
-        ),
-        (
-            json!({"flavor_id": 5}),
-            inv("flavor_id", "5", "Value should be string."),
-        ),
-        (
-            json!({"master_flavor_id": ""}),
-            inv(
-                "master_flavor_id",
-                "",
-                "Value should have a minimum character requirement of 1.",
-            ),
-        ),
-        (
-            json!({"cluster_template_id": ""}),
-            inv(
-                "cluster_template_id",
-                "",
-                "Value should have a minimum character requirement of 1.",
-            ),
-        ),
-        (
-            json!({"bogus": 1}),
-            "Unknown attribute for argument cluster: bogus".to_string(),
-        ),
-        // Even master counts are refused by the driver check, then the load-balancer rule.
-        (
-            json!({"master_count": 2, "master_lb_enabled": true}),
-            "master nodegroup size of 2 is invalid, size cannot be an even number.".to_string(),
-        ),
-        (
-            json!({"master_count": 3}),
-            "master_count must be 1 when master_lb_enabled is False".to_string(),
-        ),
-        (
-            json!({"master_count": 3, "master_lb_enabled": false}),
-            "master_count must be 1 when master_lb_enabled is False".to_string(),
-        ),
-    ];
-    for (extra, detail) in cases {
-        assert_create_refused(&app, &t, extra, &detail).await;
-    }
-    let r = post_cluster(&app, &json!({"name": "bad"}), "latest").await;
+    assert_create_refused(&app, &t, extra, &detail).await;
+    let listed = app.with_headers(&app.headers).list_clusters("").await;
+    assert_eq!(listed.body["clusters"], json!([]));
+}
+
+#[tokio::test]
+async fn a_create_without_a_template_is_a_400_mandatory_field_and_creates_nothing() {
+    let app = spawn_app().await;
+    rich_template(&app, &app.headers).await;
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": "bad"}))
+        .await;
     r.assert_error(
         400,
         "Invalid input for field/attribute cluster_template_id. Value: 'None'. Mandatory field missing.",
     );
-    // Nothing was created by any of them.
-    let listed = app.get_as(CLUSTERS, &app.headers).await;
+    let listed = app.with_headers(&app.headers).list_clusters("").await;
     assert_eq!(listed.body["clusters"], json!([]));
 }
 
@@ -635,12 +540,12 @@ async fn a_zero_node_count_needs_microversion_1_10() {
     let t = rich_template(&app, &app.headers).await;
     let body = json!({"name": "zero", "cluster_template_id": t, "node_count": 0});
     for v in ["1.1", "1.9"] {
-        post_cluster(&app, &body, v).await.assert_error(
+        app.at(v).create_cluster(&body).await.assert_error(
             400,
             "Resizing a nodegroup to zero is not supported in the provided microversion.",
         );
     }
-    let r = post_cluster(&app, &body, "1.10").await;
+    let r = app.at("1.10").create_cluster(&body).await;
     assert_eq!(r.status, 202, "{}", r.text);
     let c = show(&app, r.body["uuid"].as_str().expect("uuid")).await;
     assert_eq!(
@@ -654,27 +559,26 @@ async fn an_unknown_template_is_400_up_to_1_9_and_404_from_1_10() {
     let app = spawn_app().await;
     let body = json!({"name": "k", "cluster_template_id": "nope"});
     for v in ["1.1", "1.9"] {
-        post_cluster(&app, &body, v)
+        app.at(v)
+            .create_cluster(&body)
             .await
             .assert_error(400, "ClusterTemplate nope could not be found.");
     }
     for v in ["1.10", "latest"] {
-        post_cluster(&app, &body, v)
+        app.at(v)
+            .create_cluster(&body)
             .await
             .assert_error(404, "ClusterTemplate nope could not be found.");
     }
     // Another project's private template is as unknown as a missing one.
     let theirs = template_as(&app, "theirs", json!({}), &project_b(&app)).await;
-    post_cluster(
-        &app,
-        &json!({"name": "k", "cluster_template_id": theirs}),
-        "latest",
-    )
-    .await
-    .assert_error(
-        404,
-        &format!("ClusterTemplate {theirs} could not be found."),
-    );
+    app.at("latest")
+        .create_cluster(&json!({"name": "k", "cluster_template_id": theirs}))
+        .await
+        .assert_error(
+            404,
+            &format!("ClusterTemplate {theirs} could not be found."),
+        );
 }
 
 #[tokio::test]
@@ -682,13 +586,10 @@ async fn a_hidden_template_is_refused_to_non_admins_and_allowed_to_admins() {
     let app = spawn_app().await;
     let admin_in_a = app.as_identity("project-a", "admin-user", "admin,member,reader");
     let t = template_as(&app, "hidden", json!({"hidden": true}), &admin_in_a).await;
-    post_cluster(
-        &app,
-        &json!({"name": "k", "cluster_template_id": t}),
-        "latest",
-    )
-    .await
-    .assert_error(403, "Not authorized.");
+    app.at("latest")
+        .create_cluster(&json!({"name": "k", "cluster_template_id": t}))
+        .await
+        .assert_error(403, "Not authorized.");
     cluster_as(
         &app,
         json!({"name": "k", "cluster_template_id": t}),
@@ -707,16 +608,13 @@ async fn the_devicemapper_volume_rule_applies_to_the_effective_size() {
         &app.headers,
     )
     .await;
-    post_cluster(
-        &app,
-        &json!({"name": "k", "cluster_template_id": t, "docker_volume_size": 2}),
-        "latest",
-    )
-    .await
-    .assert_error(
-        400,
-        "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper.",
-    );
+    app.at("latest")
+        .create_cluster(&json!({"name": "k", "cluster_template_id": t, "docker_volume_size": 2}))
+        .await
+        .assert_error(
+            400,
+            "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper.",
+        );
     cluster_as(
         &app,
         json!({"name": "k", "cluster_template_id": t}),
@@ -735,16 +633,13 @@ async fn a_duplicate_name_in_the_project_is_409_and_other_projects_may_reuse_it(
         &app.headers,
     )
     .await;
-    post_cluster(
-        &app,
-        &json!({"name": "dup", "cluster_template_id": t}),
-        "latest",
-    )
-    .await
-    .assert_error(
-        409,
-        "A cluster with name dup already exists in this project.",
-    );
+    app.at("latest")
+        .create_cluster(&json!({"name": "dup", "cluster_template_id": t}))
+        .await
+        .assert_error(
+            409,
+            "A cluster with name dup already exists in this project.",
+        );
     let tb = template_as(&app, "tb", json!({}), &project_b(&app)).await;
     cluster_as(
         &app,
@@ -880,7 +775,7 @@ async fn lists_show_the_summary_and_detail_and_show_the_full_representation() {
     )
     .await;
     let h = at(&app.headers, "latest");
-    let listed = app.get_as(CLUSTERS, &h).await;
+    let listed = app.with_headers(&h).list_clusters("").await;
     assert_eq!(listed.status, 200, "{}", listed.text);
     assert_eq!(
         keys(&listed.body),
@@ -893,12 +788,15 @@ async fn lists_show_the_summary_and_detail_and_show_the_full_representation() {
     for k in SUMMARY_KEYS {
         assert_eq!(item[*k], full[*k], "{k}");
     }
-    let detail = app.get_as(&format!("{CLUSTERS}/detail"), &h).await;
+    let detail = app.with_headers(&h).list_clusters_detail("").await;
     assert_eq!(detail.status, 200, "{}", detail.text);
     assert_eq!(detail.body["clusters"][0], full);
     assert_eq!(keys(&full), full_keys("cluster_id", false));
     // Admins see every project, with project_id in the summary.
-    let admin = app.get_as(CLUSTERS, &at(&app.admin(), "latest")).await;
+    let admin = app
+        .with_headers(&at(&app.admin(), "latest"))
+        .list_clusters("")
+        .await;
     assert_eq!(
         keys(&admin.body["clusters"][0]),
         summary_keys("cluster_id", true)
@@ -927,7 +825,7 @@ async fn the_backend_handle_is_stack_id_below_1_13_and_cluster_id_from_it() {
         let full = app.get_as(&one(&uuid), &h).await.body;
         assert_eq!(keys(&full), full_keys(handle, false), "{version}");
         assert_eq!(full[handle], format!("fake-{uuid}"), "{version}");
-        let listed = app.get_as(CLUSTERS, &h).await.body;
+        let listed = app.with_headers(&h).list_clusters("").await.body;
         assert_eq!(keys(&listed["clusters"][0]), summary_keys(handle, false));
         assert_eq!(listed["clusters"][0][handle], format!("fake-{uuid}"));
     }
@@ -981,7 +879,7 @@ async fn a_page_is_keyset_paginated_with_a_next_link_until_the_last_page() {
     }
     // A full last page still carries next; the page after it is empty.
     let r = app
-        .get(&format!("{CLUSTERS}?limit=5&sort_key=name&sort_dir=desc"))
+        .list_clusters("?limit=5&sort_key=name&sort_dir=desc")
         .await;
     let names: Vec<&str> = r.body["clusters"]
         .as_array()
@@ -1035,7 +933,7 @@ async fn list_parameters_are_validated_with_magnums_sentences() {
             "Unknown argument: \"all_tenants\"".to_string(),
         ),
     ] {
-        let r = app.get(&format!("{CLUSTERS}?{query}")).await;
+        let r = app.list_clusters(&format!("?{query}")).await;
         r.assert_error(status, &detail);
     }
 }
@@ -1050,7 +948,7 @@ async fn another_projects_cluster_is_a_marker_nobody_else_can_use() {
         &project_b(&app),
     )
     .await;
-    app.get(&format!("{CLUSTERS}?marker={theirs}"))
+    app.list_clusters(&format!("?marker={theirs}"))
         .await
         .assert_error(404, &format!("Cluster {theirs} could not be found."));
 }
@@ -1059,23 +957,18 @@ async fn another_projects_cluster_is_a_marker_nobody_else_can_use() {
 // PATCH
 // ---------------------------------------------------------------------------------------------
 
-async fn patch_cluster(app: &TestApp, ident: &str, ops: Value, version: &str) -> Resp {
-    app.patch_as(&one(ident), &ops, &at(&app.headers, version))
-        .await
-}
-
 #[tokio::test]
 async fn a_node_count_patch_commits_update_in_progress_with_a_job_and_completes() {
     let app = spawn_app().await;
     let uuid = complete_cluster_as(&app, "k1", &app.headers).await;
     let jobs = job_count(&app, &uuid).await;
-    let r = patch_cluster(
-        &app,
-        "k1",
-        json!([{"op": "replace", "path": "/node_count", "value": 3}]),
-        "latest",
-    )
-    .await;
+    let r = app
+        .at("latest")
+        .patch_cluster(
+            "k1",
+            &json!([{"op": "replace", "path": "/node_count", "value": 3}]),
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(r.body, json!({"uuid": uuid}));
     let c = show(&app, &uuid).await;
@@ -1114,15 +1007,10 @@ async fn a_health_only_patch_is_saved_directly_without_a_job_in_any_state() {
     .await;
     let jobs = job_count(&app, &uuid).await;
     // As the auto-healer sends it, while the cluster is still CREATE_IN_PROGRESS.
-    let r = patch_cluster(
-        &app,
-        &uuid,
-        json!([
+    let r = app.at("latest").patch_cluster(&uuid, &json!([
             {"op": "replace", "path": "/health_status", "value": "UNHEALTHY"},
             {"op": "replace", "path": "/health_status_reason", "value": "{'api': 'ok', 'node-1.Ready': 'False'}"}
-        ]),
-        "latest",
-    )
+        ]))
     .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let c = show(&app, &uuid).await;
@@ -1138,12 +1026,7 @@ async fn a_health_only_patch_is_saved_directly_without_a_job_in_any_state() {
         vec![ev("magnum.cluster.create", "pending")],
         "health changes are not notified"
     );
-    patch_cluster(
-        &app,
-        &uuid,
-        json!([{"op": "replace", "path": "/health_status", "value": "SICK"}]),
-        "latest",
-    )
+    app.at("latest").patch_cluster(&uuid, &json!([{"op": "replace", "path": "/health_status", "value": "SICK"}]))
     .await
     .assert_error(
         400,
@@ -1190,7 +1073,8 @@ async fn a_patch_of_anything_else_is_refused_naming_the_properties() {
             "Adding a new attribute /bogus to the root of the resource is not allowed.",
         ),
     ] {
-        patch_cluster(&app, &uuid, ops, "latest")
+        app.at("latest")
+            .patch_cluster(&uuid, &ops)
             .await
             .assert_error(400, detail);
     }
@@ -1248,17 +1132,16 @@ async fn a_node_count_patch_is_refused_at_once_unless_the_cluster_is_complete() 
         &app.headers,
     )
     .await;
-    patch_cluster(
-        &app,
-        &uuid,
-        json!([{"op": "replace", "path": "/node_count", "value": 2}]),
-        "latest",
-    )
-    .await
-    .assert_error(
-        409,
-        "Updating a cluster when status is \"CREATE_IN_PROGRESS\" is not supported.",
-    );
+    app.at("latest")
+        .patch_cluster(
+            &uuid,
+            &json!([{"op": "replace", "path": "/node_count", "value": 2}]),
+        )
+        .await
+        .assert_error(
+            409,
+            "Updating a cluster when status is \"CREATE_IN_PROGRESS\" is not supported.",
+        );
     assert_eq!(show(&app, &uuid).await["node_count"], 1);
 }
 
@@ -1267,7 +1150,8 @@ async fn a_zero_node_count_patch_needs_1_10_and_an_unchanged_count_is_a_no_op() 
     let app = spawn_app().await;
     let uuid = complete_cluster_as(&app, "k1", &app.headers).await;
     let zero = json!([{"op": "replace", "path": "/node_count", "value": 0}]);
-    patch_cluster(&app, &uuid, zero.clone(), "1.9")
+    app.at("1.9")
+        .patch_cluster(&uuid, &zero.clone())
         .await
         .assert_error(
             400,
@@ -1275,7 +1159,7 @@ async fn a_zero_node_count_patch_needs_1_10_and_an_unchanged_count_is_a_no_op() 
         );
     let jobs = job_count(&app, &uuid).await;
     let same = json!([{"op": "replace", "path": "/node_count", "value": 1}]);
-    let r = patch_cluster(&app, &uuid, same, "latest").await;
+    let r = app.at("latest").patch_cluster(&uuid, &same).await;
     assert_eq!((r.status, r.body.clone()), (202, json!({"uuid": uuid})));
     assert_eq!(
         job_count(&app, &uuid).await,
@@ -1283,7 +1167,7 @@ async fn a_zero_node_count_patch_needs_1_10_and_an_unchanged_count_is_a_no_op() 
         "nothing changed, nothing to do"
     );
     assert_eq!(show(&app, &uuid).await["status"], "CREATE_COMPLETE");
-    let r = patch_cluster(&app, &uuid, zero, "1.10").await;
+    let r = app.at("1.10").patch_cluster(&uuid, &zero).await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(show(&app, &uuid).await["node_count"], 0);
 }
@@ -1300,13 +1184,13 @@ async fn a_failed_update_restores_the_node_count_and_notifies_the_failure_once()
     .await;
     let c = conductor(&app, instant());
     drain(&c).await;
-    let r = patch_cluster(
-        &app,
-        &uuid,
-        json!([{"op": "replace", "path": "/node_count", "value": 4}]),
-        "latest",
-    )
-    .await;
+    let r = app
+        .at("latest")
+        .patch_cluster(
+            &uuid,
+            &json!([{"op": "replace", "path": "/node_count", "value": 4}]),
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let outcomes = drain(&c).await;
     assert!(
@@ -1335,29 +1219,18 @@ async fn a_failed_update_restores_the_node_count_and_notifies_the_failure_once()
 // Resize
 // ---------------------------------------------------------------------------------------------
 
-async fn resize(app: &TestApp, ident: &str, body: Value, version: &str) -> Resp {
-    app.post_as(
-        &format!("{}/actions/resize", one(ident)),
-        &body,
-        &at(&app.headers, version),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn resize_exists_from_1_7_and_moves_the_default_worker_group() {
     let app = spawn_app().await;
     let uuid = complete_cluster_as(&app, "k1", &app.headers).await;
-    resize(&app, &uuid, json!({"node_count": 3}), "1.6")
+    app.at("1.6")
+        .resize_cluster(&uuid, &json!({"node_count": 3}))
         .await
         .assert_framework_error(406);
-    let r = resize(
-        &app,
-        &uuid,
-        json!({"node_count": 3, "nodes_to_remove": ["n-1"]}),
-        "1.7",
-    )
-    .await;
+    let r = app
+        .at("1.7")
+        .resize_cluster(&uuid, &json!({"node_count": 3, "nodes_to_remove": ["n-1"]}))
+        .await;
     assert_eq!(
         (r.status, r.body.clone()),
         (202, json!({"uuid": uuid})),
@@ -1381,15 +1254,18 @@ async fn resize_exists_from_1_7_and_moves_the_default_worker_group() {
         (json!("UPDATE_COMPLETE"), json!(3))
     );
     // Resizing again while an update runs is allowed (the autoscaler retries).
-    let r = resize(
-        &app,
-        &uuid,
-        json!({"node_count": 2, "nodegroup": "default-worker"}),
-        "latest",
-    )
-    .await;
+    let r = app
+        .at("latest")
+        .resize_cluster(
+            &uuid,
+            &json!({"node_count": 2, "nodegroup": "default-worker"}),
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
-    let r = resize(&app, &uuid, json!({"node_count": 4}), "latest").await;
+    let r = app
+        .at("latest")
+        .resize_cluster(&uuid, &json!({"node_count": 4}))
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(show(&app, &uuid).await["node_count"], 4);
 }
@@ -1405,7 +1281,8 @@ async fn resize_bounds_groups_and_microversions_are_enforced() {
         &app.headers,
     )
     .await;
-    resize(&app, &uuid, json!({"node_count": 2}), "latest")
+    app.at("latest")
+        .resize_cluster(&uuid, &json!({"node_count": 2}))
         .await
         .assert_error(
             409,
@@ -1454,22 +1331,27 @@ async fn resize_bounds_groups_and_microversions_are_enforced() {
             "Unknown attribute for argument resize: bogus",
         ),
     ] {
-        resize(&app, &uuid, body, "latest")
+        app.at("latest").resize_cluster(&uuid, &body)
             .await
             .assert_error(status, detail);
     }
-    resize(&app, &uuid, json!({"node_count": 0}), "1.9")
+    app.at("1.9")
+        .resize_cluster(&uuid, &json!({"node_count": 0}))
         .await
         .assert_error(
             400,
             "Resizing a nodegroup to zero is not supported in the provided microversion.",
         );
-    resize(&app, "nope", json!({"node_count": 2}), "latest")
+    app.at("latest")
+        .resize_cluster("nope", &json!({"node_count": 2}))
         .await
         .assert_error(404, "Cluster nope could not be found.");
     // Without bounds the sentence says None.
     let other = complete_cluster_as(&app, "k2", &app.headers).await;
-    let r = resize(&app, &other, json!({"node_count": 0}), "1.10").await;
+    let r = app
+        .at("1.10")
+        .resize_cluster(&other, &json!({"node_count": 0}))
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(show(&app, &other).await["node_count"], 0);
 }
@@ -1477,15 +1359,6 @@ async fn resize_bounds_groups_and_microversions_are_enforced() {
 // ---------------------------------------------------------------------------------------------
 // Upgrade
 // ---------------------------------------------------------------------------------------------
-
-async fn upgrade(app: &TestApp, ident: &str, body: Value, version: &str) -> Resp {
-    app.post_as(
-        &format!("{}/actions/upgrade", one(ident)),
-        &body,
-        &at(&app.headers, version),
-    )
-    .await
-}
 
 #[tokio::test]
 async fn upgrade_is_refused_at_1_7_and_works_from_1_8() {
@@ -1499,16 +1372,18 @@ async fn upgrade_is_refused_at_1_7_and_works_from_1_8() {
     )
     .await;
     let body = json!({"cluster_template": "newer", "max_batch_size": 2});
-    upgrade(&app, &uuid, body.clone(), "1.6")
+    app.at("1.6")
+        .upgrade_cluster(&uuid, &body.clone())
         .await
         .assert_framework_error(406);
-    upgrade(&app, &uuid, body.clone(), "1.7")
+    app.at("1.7")
+        .upgrade_cluster(&uuid, &body.clone())
         .await
         .assert_error(
             400,
             "Cluster upgrade is not supported in the provided microversion.",
         );
-    let r = upgrade(&app, &uuid, body, "1.8").await;
+    let r = app.at("1.8").upgrade_cluster(&uuid, &body).await;
     assert_eq!(
         (r.status, r.body.clone()),
         (202, json!({"uuid": uuid})),
@@ -1543,7 +1418,8 @@ async fn upgrade_refusals_have_magnums_codes() {
         &app.headers,
     )
     .await;
-    upgrade(&app, &uuid, json!({"cluster_template": newer}), "latest")
+    app.at("latest")
+        .upgrade_cluster(&uuid, &json!({"cluster_template": newer}))
         .await
         .assert_error(
             400,
@@ -1574,18 +1450,13 @@ async fn upgrade_refusals_have_magnums_codes() {
             "Nodegroup nope could not be found.".to_string(),
         ),
     ] {
-        upgrade(&app, &uuid, body, "latest")
+        app.at("latest").upgrade_cluster(&uuid, &body)
             .await
             .assert_error(status, &detail);
     }
     // A non-default group may only be "upgraded" to the cluster's current template.
     let extra = add_worker_group(&app, &uuid, "extra").await;
-    upgrade(
-        &app,
-        &uuid,
-        json!({"cluster_template": newer, "nodegroup": "extra"}),
-        "latest",
-    )
+    app.at("latest").upgrade_cluster(&uuid, &json!({"cluster_template": newer, "nodegroup": "extra"}))
     .await
     .assert_error(
         409,
@@ -1593,13 +1464,10 @@ async fn upgrade_refusals_have_magnums_codes() {
             "Cluster Template is not valid for upgrade: Nodegroup extra can be upgraded only to match cluster's template ({t})."
         ),
     );
-    let r = upgrade(
-        &app,
-        &uuid,
-        json!({"cluster_template": t, "nodegroup": extra}),
-        "latest",
-    )
-    .await;
+    let r = app
+        .at("latest")
+        .upgrade_cluster(&uuid, &json!({"cluster_template": t, "nodegroup": extra}))
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(show(&app, &uuid).await["cluster_template_id"], t);
 }
@@ -1665,7 +1533,7 @@ async fn delete_answers_204_shows_delete_in_progress_then_the_cluster_is_gone() 
     app.get(&one(&uuid))
         .await
         .assert_error(404, &format!("Cluster {uuid} could not be found."));
-    assert_eq!(app.get(CLUSTERS).await.body, json!({"clusters": []}));
+    assert_eq!(app.list_clusters("").await.body, json!({"clusters": []}));
     assert_eq!(
         events_of(&app, &uuid).await,
         vec![
@@ -1822,10 +1690,14 @@ async fn an_injected_create_failure_is_create_failed_with_reason_faults_and_one_
     );
     assert_eq!(keys(&c), full_keys("cluster_id", true));
     let listed = app
-        .get_as(&format!("{CLUSTERS}/detail"), &at(&app.headers, "latest"))
+        .with_headers(&at(&app.headers, "latest"))
+        .list_clusters_detail("")
         .await;
     assert_eq!(listed.body["clusters"][0]["faults"], c["faults"]);
-    let summary = app.get_as(CLUSTERS, &at(&app.headers, "latest")).await;
+    let summary = app
+        .with_headers(&at(&app.headers, "latest"))
+        .list_clusters("")
+        .await;
     assert!(summary.body["clusters"][0].get("faults").is_none());
     assert_eq!(
         events_of(&app, &uuid).await,
@@ -1927,17 +1799,17 @@ async fn the_cluster_api_works_on_sqlite_too() {
     let app = spawn_with(Backend::Sqlite, |_| {}).await;
     let uuid = complete_cluster_as(&app, "k1", &app.headers).await;
     // An integer given as a string inside the patch is accepted (Terraform sends those).
-    let r = patch_cluster(
-        &app,
-        &uuid,
-        json!([{"op": "replace", "path": "/node_count", "value": "2"}]),
-        "latest",
-    )
-    .await;
+    let r = app
+        .at("latest")
+        .patch_cluster(
+            &uuid,
+            &json!([{"op": "replace", "path": "/node_count", "value": "2"}]),
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     drain(&conductor(&app, instant())).await;
     assert_eq!(show(&app, &uuid).await["node_count"], 2);
-    let listed = app.get(&format!("{CLUSTERS}/detail?limit=1")).await;
+    let listed = app.list_clusters_detail("?limit=1").await;
     assert_eq!(listed.body["clusters"][0]["uuid"], uuid);
     assert!(listed.body["next"].is_string());
     assert_eq!(app.delete(&one(&uuid)).await.status, 204);
@@ -2094,7 +1966,7 @@ async fn a_list_page_costs_the_same_number_of_queries_for_1_and_100_clusters() {
         )
         .await;
     }
-    let listed = app.get(&format!("{CLUSTERS}?limit=100")).await;
+    let listed = app.list_clusters("?limit=100").await;
     assert_eq!(listed.body["clusters"].as_array().map(Vec::len), Some(100));
     let mut at_hundred = Vec::new();
     for p in &pages {

@@ -6,49 +6,38 @@ use std::time::{Duration, Instant};
 
 use fleetyard::conductor::{Conductor, Outcome};
 use fleetyard::config::Settings;
-use fleetyard::drivers::DriverRegistry;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::helpers::{spawn_with, Backend, TestApp};
+use crate::helpers::{conductor_from, merged, spawn_keeping, uuid_of, Api, Backend, TestApp};
 
 fn conductor_for(app: &TestApp, s: &Settings) -> Conductor {
-    let drivers = DriverRegistry::build(&s.drivers, &s.fake_driver).expect("drivers");
-    Conductor::new(app.store.clone(), drivers, "test-host", s.conductor.clone())
+    conductor_from(app, s)
 }
 
 /// Spawns an app and keeps the settings it was built with (for in-process conductors).
-async fn spawn_tuned(tweak: impl Fn(&mut Settings) + Clone) -> (TestApp, Settings) {
-    let t = tweak.clone();
-    let app = spawn_with(Backend::Postgres, move |s| t(s)).await;
-    let mut s = crate::helpers::test_settings(&app.db.url);
-    tweak(&mut s);
-    (app, s)
+async fn spawn_tuned(tweak: impl FnOnce(&mut Settings)) -> (TestApp, Settings) {
+    spawn_keeping(Backend::Postgres, tweak).await
 }
 
+/// A cluster of the admin's project from a template of its own, posted at the default
+/// microversion; its uuid.
 async fn create_cluster(app: &TestApp, name: &str, extra: serde_json::Value) -> String {
-    let admin = app.admin();
-    let t = app
-        .post_as(
-            "/v1/clustertemplates",
+    let admin = app.with_headers(&app.admin());
+    let t = admin
+        .create_template(
             &json!({"name": format!("tpl-{name}"), "coe": "kubernetes", "image_id": "img"}),
-            &admin,
         )
         .await;
     assert_eq!(t.status, 201, "{}", t.text);
-    let mut body = json!({"name": name, "cluster_template_id": t.body["uuid"], "node_count": 1});
-    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-        b.extend(e.clone());
-    }
-    let r = app.post_as("/v1/clusters", &body, &admin).await;
+    let base = json!({"name": name, "cluster_template_id": t.body["uuid"], "node_count": 1});
+    let r = admin.create_cluster(&merged(base, extra, &[])).await;
     assert_eq!(r.status, 202, "{}", r.text);
-    r.body["uuid"].as_str().expect("uuid").to_string()
+    uuid_of(&r.body)
 }
 
 async fn status_of(app: &TestApp, uuid: &str) -> (u16, serde_json::Value) {
-    let r = app
-        .get_as(&format!("/v1/clusters/{uuid}"), &app.admin())
-        .await;
+    let r = app.with_headers(&app.admin()).get_cluster(uuid).await;
     (r.status, r.body)
 }
 

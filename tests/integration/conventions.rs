@@ -11,7 +11,9 @@ use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{header_map, spawn_app, spawn_jwt, spawn_with, Backend, Resp, TestApp};
+use crate::helpers::{
+    header_map, spawn_app, spawn_jwt, spawn_with, template_body, Backend, Resp, TestApp,
+};
 
 const JWT_SECRET: &str = "s3cret-for-tests";
 const DASHBOARD: &str = "https://dashboard.example";
@@ -95,10 +97,6 @@ fn mint(alg: Algorithm, secret: &str, claims: &Value) -> String {
 
 fn token_header(token: &str) -> HeaderMap {
     header_map(&[("x-auth-token", token)])
-}
-
-fn template_body(name: &str) -> Value {
-    json!({"name": name, "coe": "kubernetes", "image_id": "fedora-coreos-40"})
 }
 
 fn self_and_bookmark(v: &Value) -> (String, String) {
@@ -601,7 +599,7 @@ async fn every_response_carries_a_fresh_request_id_of_shape_req_uuid() {
 #[tokio::test]
 async fn a_path_without_v1_is_rerouted_under_v1() {
     let app = spawn_app().await;
-    app.create_template("t1", json!({})).await;
+    app.make_template("t1", json!({})).await;
     let plain = app.get("/clustertemplates").await;
     let versioned = app.get("/v1/clustertemplates").await;
     assert_eq!(plain.status, 200, "{}", plain.text);
@@ -624,7 +622,7 @@ async fn a_path_without_v1_is_rerouted_under_v1() {
 async fn a_trailing_slash_with_a_query_string_works_as_the_cli_sends_it() {
     let app = spawn_app().await;
     for name in ["alpha", "gamma", "beta"] {
-        app.create_template(name, json!({})).await;
+        app.make_template(name, json!({})).await;
     }
     let r = app
         .get("/v1/clustertemplates/?limit=1&sort_key=name&sort_dir=desc")
@@ -662,7 +660,7 @@ async fn a_trailing_slash_with_a_query_string_works_as_the_cli_sends_it() {
 #[tokio::test]
 async fn a_template_is_reachable_through_its_self_and_bookmark_links() {
     let app = spawn_app().await;
-    let created = app.create_template("linked", json!({})).await;
+    let created = app.make_template("linked", json!({})).await;
     let uuid = created["uuid"].as_str().expect("uuid").to_string();
     let (self_href, bookmark) = self_and_bookmark(&created["links"]);
     assert_eq!(self_href, app.url(&format!("/v1/clustertemplates/{uuid}")));
@@ -820,13 +818,13 @@ async fn without_cors_configured_a_request_with_an_origin_works_without_cors_hea
 async fn without_identity_headers_noauth_uses_the_configured_default_admin_identity() {
     let app = spawn_app().await;
     let created = app
-        .create_template_as("anon", json!({}), &HeaderMap::new())
+        .make_template_as("anon", json!({}), &HeaderMap::new())
         .await;
     assert_eq!(created["project_id"], "admin");
     assert_eq!(created["user_id"], "admin");
     // The default identity is an admin: it may publish, which a member may not.
     let public = app
-        .create_template_as("anon-public", json!({"public": true}), &HeaderMap::new())
+        .make_template_as("anon-public", json!({"public": true}), &HeaderMap::new())
         .await;
     assert_eq!(public["public"], true);
     let r = app
@@ -850,7 +848,7 @@ async fn the_default_noauth_identity_comes_from_the_noauth_section() {
     })
     .await;
     let created = app
-        .create_template_as("cli", json!({}), &HeaderMap::new())
+        .make_template_as("cli", json!({}), &HeaderMap::new())
         .await;
     assert_eq!(
         (created["project_id"].clone(), created["user_id"].clone()),
@@ -933,7 +931,7 @@ async fn a_valid_token_in_x_auth_token_identifies_the_caller_from_its_claims() {
     assert_eq!(list.status, 200, "{}", list.text);
     assert_eq!(list.body, json!({"clustertemplates": []}));
 
-    let created = app.create_template_as("from-jwt", json!({}), &h).await;
+    let created = app.make_template_as("from-jwt", json!({}), &h).await;
     assert_eq!(created["project_id"], "jwt-project");
     assert_eq!(created["user_id"], "jwt-user");
 
@@ -946,7 +944,7 @@ async fn a_valid_token_in_x_auth_token_identifies_the_caller_from_its_claims() {
             ("x-roles", "admin"),
         ],
     );
-    let spoofed = app.create_template_as("spoofed", json!({}), &spoof).await;
+    let spoofed = app.make_template_as("spoofed", json!({}), &spoof).await;
     assert_eq!(spoofed["project_id"], "jwt-project");
     assert_eq!(spoofed["user_id"], "jwt-user");
 
@@ -978,7 +976,7 @@ async fn a_valid_bearer_token_in_authorization_is_accepted() {
         &claims("bearer-user", "bearer-project", &["member"]),
     );
     let h = header_map(&[("authorization", &format!("Bearer {token}"))]);
-    let created = app.create_template_as("bearer", json!({}), &h).await;
+    let created = app.make_template_as("bearer", json!({}), &h).await;
     assert_eq!(created["project_id"], "bearer-project");
     assert_eq!(created["user_id"], "bearer-user");
     let list = app.get_as("/v1/clustertemplates", &h).await;

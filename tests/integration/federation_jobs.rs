@@ -6,49 +6,41 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::federations::{cluster_as, drain, spawn_fleet, template_as};
-
-fn uuid_of(v: &Value) -> String {
-    v["uuid"].as_str().expect("uuid is a string").to_string()
-}
+use crate::helpers::{
+    drain_polling, labelled_cluster_as, spawn_fleet, template_as, uuid_of, Api, TestApp,
+};
 
 #[tokio::test]
 async fn a_join_queued_before_a_replace_that_drops_the_member_still_applies_its_own_change() {
     let fleet = spawn_fleet(|_| {}).await;
     let app = &fleet.app;
-    let template = template_as(app, &app.headers).await;
-    let host = cluster_as(app, &app.headers, &template, "host", json!({})).await;
-    let x = cluster_as(app, &app.headers, &template, "x", json!({})).await;
-    let y = cluster_as(app, &app.headers, &template, "y", json!({})).await;
-    drain(&fleet.conductor).await;
+    let template = template_as(app, "k8s", json!({}), &app.headers).await;
+    let host = labelled_cluster_as(app, &app.headers, &template, "host", json!({})).await;
+    let x = labelled_cluster_as(app, &app.headers, &template, "x", json!({})).await;
+    let y = labelled_cluster_as(app, &app.headers, &template, "y", json!({})).await;
+    drain_polling(&fleet.conductor).await;
     let r = app
-        .post(
-            "/v1/federations",
+        .create_federation(
             &json!({"name": "fed", "hostcluster_id": host, "member_ids": [y],
-                    "properties": {"dns-zone": "example.com."}}),
+                                   "properties": {"dns-zone": "example.com."}}),
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let fed = uuid_of(&r.body);
-    drain(&fleet.conductor).await;
+    drain_polling(&fleet.conductor).await;
 
     // Join x, then (before any job runs) a client replaces the list from a view taken before
     // the join: x and y both go.
-    let r = app
-        .patch(
-            &format!("/v1/federations/{fed}"),
-            &json!([{"op": "add", "path": "/member_ids", "value": x}]),
-        )
-        .await;
+    let r = app.join(&fed, &x).await;
     assert_eq!(r.status, 202, "{}", r.text);
     let r = app
-        .patch(
-            &format!("/v1/federations/{fed}"),
+        .patch_federation(
+            &fed,
             &json!([{"op": "replace", "path": "/member_ids", "value": []}]),
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
-    drain(&fleet.conductor).await;
+    drain_polling(&fleet.conductor).await;
 
     let jobs = app.store.jobs_for(&fed).await.expect("jobs");
     let updates: Vec<(Value, String, Option<String>)> = jobs
@@ -68,7 +60,7 @@ async fn a_join_queued_before_a_replace_that_drops_the_member_still_applies_its_
         ],
         "no job fails for a member that exists"
     );
-    let shown = app.get(&format!("/v1/federations/{fed}")).await;
+    let shown = app.get_federation(&fed).await;
     assert_eq!(shown.status, 200, "{}", shown.text);
     assert_eq!(shown.body["status"], "UPDATE_COMPLETE", "{}", shown.text);
     assert_eq!(shown.body["status_reason"], Value::Null);
@@ -76,10 +68,10 @@ async fn a_join_queued_before_a_replace_that_drops_the_member_still_applies_its_
 }
 
 /// Polls the federation until its status is `want`; the time it took.
-async fn wait_for_status(app: &crate::helpers::TestApp, fed: &str, want: &str) -> Duration {
+async fn wait_for_status(app: &TestApp, fed: &str, want: &str) -> Duration {
     let started = Instant::now();
     loop {
-        let shown = app.get(&format!("/v1/federations/{fed}")).await;
+        let shown = app.get_federation(fed).await;
         assert_eq!(shown.status, 200, "{}", shown.text);
         if shown.body["status"] == want {
             return started.elapsed();
@@ -101,28 +93,20 @@ async fn work_a_driver_finishes_in_a_second_is_seen_long_before_the_next_sync_ti
     })
     .await;
     let app = &fleet.app;
-    let template = template_as(app, &app.headers).await;
-    let host = cluster_as(app, &app.headers, &template, "host", json!({})).await;
-    let x = cluster_as(app, &app.headers, &template, "x", json!({})).await;
+    let template = template_as(app, "k8s", json!({}), &app.headers).await;
+    let host = labelled_cluster_as(app, &app.headers, &template, "host", json!({})).await;
+    let x = labelled_cluster_as(app, &app.headers, &template, "x", json!({})).await;
     let conductor = Arc::new(fleet.conductor);
     let running = tokio::spawn(conductor.clone().run());
 
     let r = app
-        .post(
-            "/v1/federations",
-            &json!({"name": "fed", "hostcluster_id": host,
-                    "properties": {"dns-zone": "example.com."}}),
-        )
+        .create_federation(&json!({"name": "fed", "hostcluster_id": host,
+                                   "properties": {"dns-zone": "example.com."}}))
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let fed = uuid_of(&r.body);
     let created = wait_for_status(app, &fed, "CREATE_COMPLETE").await;
-    let r = app
-        .patch(
-            &format!("/v1/federations/{fed}"),
-            &json!([{"op": "add", "path": "/member_ids", "value": x}]),
-        )
-        .await;
+    let r = app.join(&fed, &x).await;
     assert_eq!(r.status, 202, "{}", r.text);
     let joined = wait_for_status(app, &fed, "UPDATE_COMPLETE").await;
     running.abort();

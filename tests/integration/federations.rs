@@ -9,86 +9,31 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use fleetyard::conductor::{Conductor, Outcome};
+use fleetyard::conductor::Outcome;
 use fleetyard::config::Settings;
 use fleetyard::domain::cluster::NodeGroup;
 use fleetyard::domain::template::ClusterTemplate;
 use fleetyard::drivers::fake::FakeDriver;
 use fleetyard::drivers::{
-    Capabilities, ClusterContext, ClusterObservation, Driver, DriverRegistry, DriverResult,
-    FederationContext, FederationProgress, HealthObservation, MemberChange, Phase, Progress,
-    Provides, Resize,
+    Capabilities, ClusterContext, ClusterObservation, Driver, DriverResult, FederationContext,
+    FederationProgress, HealthObservation, MemberChange, Phase, Progress, Provides, Resize,
 };
 use fleetyard::store::Write;
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, test_settings, Backend, Resp, TestApp, TestDb};
-
-const FEDERATIONS: &str = "/v1/federations";
-
-// ---------------------------------------------------------------------------------------------
-// Harness: the app plus a conductor working its jobs on demand
-// ---------------------------------------------------------------------------------------------
-
-pub(crate) struct Fleet {
-    pub app: TestApp,
-    pub conductor: Conductor,
-}
-
-/// The app on PostgreSQL with a fake driver that finishes every operation within its job,
-/// and a conductor built from the same settings.
-pub(crate) async fn spawn_fleet(tweak: impl FnOnce(&mut Settings)) -> Fleet {
-    spawn_fleet_on(Backend::Postgres, tweak).await
-}
-
-pub(crate) async fn spawn_fleet_on(backend: Backend, tweak: impl FnOnce(&mut Settings)) -> Fleet {
-    let mut kept = None;
-    let app = spawn_with(backend, |s| {
-        s.fake_driver.create_seconds = 0;
-        s.fake_driver.update_seconds = 0;
-        s.fake_driver.delete_seconds = 0;
-        s.fake_driver.federation_seconds = 0;
-        tweak(s);
-        kept = Some(s.clone());
-    })
-    .await;
-    let s = kept.expect("settings were adjusted");
-    let conductor = Conductor::new(
-        app.store.clone(),
-        DriverRegistry::build(&s.drivers, &s.fake_driver).expect("drivers"),
-        "test-host",
-        s.conductor.clone(),
-    );
-    Fleet { app, conductor }
-}
-
-/// Works every due job (polling once whenever a driver only started its work) until idle.
-pub(crate) async fn drain(c: &Conductor) -> Vec<Outcome> {
-    let mut outcomes = Vec::new();
-    for _ in 0..10_000 {
-        match c.try_execute_one().await.expect("conductor works a job") {
-            Outcome::Idle => return outcomes,
-            o @ Outcome::Started { .. } => {
-                c.sync_round().await.expect("status sync");
-                outcomes.push(o);
-            }
-            o => outcomes.push(o),
-        }
-    }
-    panic!("the conductor never went idle");
-}
+use crate::helpers::{
+    drain_polling, federation_body, join_ops, labelled_cluster_as, make_federation_as, merged,
+    spawn_fleet_on, spawn_with_state, template_as, unjoin_ops, uuid_of, Api, Backend, Fleet, Resp,
+    TestApp, FEDERATIONS,
+};
 
 fn one(ident: &str) -> String {
     format!("{FEDERATIONS}/{ident}")
 }
 
-fn uuid_of(v: &Value) -> String {
-    v["uuid"].as_str().expect("uuid is a string").to_string()
-}
-
 fn project_b(app: &TestApp) -> HeaderMap {
-    app.as_identity("project-b", "user-b", "member,reader")
+    app.project_b()
 }
 
 fn not_found(ident: &str) -> String {
@@ -106,74 +51,16 @@ fn links(app: &TestApp, uuid: &str) -> Value {
     ])
 }
 
-/// A template of the caller's project; its uuid.
-pub(crate) async fn template_as(app: &TestApp, h: &HeaderMap) -> String {
-    uuid_of(&app.create_template_as("k8s", json!({}), h).await)
-}
-
-/// Posts a cluster (202) as `h`; its uuid. Labels go to the driver (`fake_fail=...`).
-pub(crate) async fn cluster_as(
-    app: &TestApp,
-    h: &HeaderMap,
-    template: &str,
-    name: &str,
-    labels: Value,
-) -> String {
-    let r = app
-        .post_as(
-            "/v1/clusters",
-            &json!({"name": name, "cluster_template_id": template, "labels": labels}),
-            h,
-        )
-        .await;
-    assert_eq!(r.status, 202, "create cluster {name}: {}", r.text);
-    uuid_of(&r.body)
-}
-
-/// A federation create body hosted on `host`.
-fn body(host: &str) -> Value {
-    json!({"name": "fed", "hostcluster_id": host, "properties": {"dns-zone": "example.com."}})
-}
-
-fn with(mut base: Value, extra: Value, drop: &[&str]) -> Value {
-    let obj = base.as_object_mut().expect("object");
-    if let Some(e) = extra.as_object() {
-        for (k, v) in e {
-            obj.insert(k.clone(), v.clone());
-        }
-    }
-    for k in drop {
-        obj.remove(*k);
-    }
-    base
-}
-
-async fn create_as(app: &TestApp, body: &Value, h: &HeaderMap) -> String {
-    let r = app.post_as(FEDERATIONS, body, h).await;
-    assert_eq!(r.status, 202, "create federation: {}", r.text);
-    let keys: Vec<&String> = r.body.as_object().expect("object").keys().collect();
-    assert_eq!(keys, vec!["uuid"], "{}", r.text);
-    uuid_of(&r.body)
-}
-
 async fn show(app: &TestApp, ident: &str) -> Value {
-    let r = app.get(&one(ident)).await;
+    let r = app.get_federation(ident).await;
     assert_eq!(r.status, 200, "show {ident}: {}", r.text);
     r.body
 }
 
 async fn patch_ok(app: &TestApp, fed: &str, patch: Value) {
-    let r = app.patch(&one(fed), &patch).await;
+    let r = app.patch_federation(fed, &patch).await;
     assert_eq!(r.status, 202, "patch {patch}: {}", r.text);
     assert_eq!(r.body, json!({"uuid": fed}));
-}
-
-fn join(uuid: &str) -> Value {
-    json!([{"op": "add", "path": "/member_ids", "value": uuid}])
-}
-
-fn unjoin(uuid: &str) -> Value {
-    json!([{"op": "remove", "path": "/member_ids", "value": uuid}])
 }
 
 fn members(v: &Value) -> Vec<String> {
@@ -240,13 +127,15 @@ async fn world(n: usize, tweak: impl FnOnce(&mut Settings)) -> World {
 async fn world_on(backend: Backend, n: usize, tweak: impl FnOnce(&mut Settings)) -> World {
     let fleet = spawn_fleet_on(backend, tweak).await;
     let app = &fleet.app;
-    let template = template_as(app, &app.headers).await;
-    let host = cluster_as(app, &app.headers, &template, "host", json!({})).await;
+    let template = template_as(app, "k8s", json!({}), &app.headers).await;
+    let host = labelled_cluster_as(app, &app.headers, &template, "host", json!({})).await;
     let mut clusters = Vec::with_capacity(n);
     for i in 0..n {
-        clusters.push(cluster_as(app, &app.headers, &template, &format!("c{i}"), json!({})).await);
+        clusters.push(
+            labelled_cluster_as(app, &app.headers, &template, &format!("c{i}"), json!({})).await,
+        );
     }
-    drain(&fleet.conductor).await;
+    drain_polling(&fleet.conductor).await;
     World {
         fleet,
         template,
@@ -256,13 +145,13 @@ async fn world_on(backend: Backend, n: usize, tweak: impl FnOnce(&mut Settings))
 }
 
 async fn completed_federation(w: &World, extra: Value) -> String {
-    let fed = create_as(
+    let fed = make_federation_as(
         &w.fleet.app,
-        &with(body(&w.host), extra, &[]),
+        &merged(federation_body(&w.host), extra, &[]),
         &w.fleet.app.headers,
     )
     .await;
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     fed
 }
 
@@ -281,9 +170,13 @@ async fn status_of(app: &TestApp, fed: &str) -> String {
 async fn create_answers_202_and_the_conductor_completes_it() {
     let w = world(1, |_| {}).await;
     let app = &w.fleet.app;
-    let fed = create_as(
+    let fed = make_federation_as(
         app,
-        &with(body(&w.host), json!({"member_ids": [w.clusters[0]]}), &[]),
+        &merged(
+            federation_body(&w.host),
+            json!({"member_ids": [w.clusters[0]]}),
+            &[],
+        ),
         &app.headers,
     )
     .await;
@@ -307,7 +200,7 @@ async fn create_answers_202_and_the_conductor_completes_it() {
     assert_timestamp(&before["created_at"]);
     assert_eq!(before["updated_at"], Value::Null);
 
-    let outcomes = drain(&w.fleet.conductor).await;
+    let outcomes = drain_polling(&w.fleet.conductor).await;
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
     assert!(matches!(outcomes[0], Outcome::Completed { .. }));
     let after = show(app, &fed).await;
@@ -332,11 +225,11 @@ async fn create_answers_202_and_the_conductor_completes_it() {
 async fn the_host_cluster_is_found_by_name_and_stored_as_its_uuid() {
     let w = world(0, |_| {}).await;
     let app = &w.fleet.app;
-    let fed = create_as(app, &body("host"), &app.headers).await;
+    let fed = make_federation_as(app, &federation_body("host"), &app.headers).await;
     assert_eq!(show(app, &fed).await["hostcluster_id"], json!(w.host));
     // Upper-case and brace forms of the uuid resolve too.
     let braced = format!("{{{}}}", w.host.to_uppercase());
-    let fed2 = create_as(app, &body(&braced), &app.headers).await;
+    let fed2 = make_federation_as(app, &federation_body(&braced), &app.headers).await;
     assert_eq!(show(app, &fed2).await["hostcluster_id"], json!(w.host));
 }
 
@@ -345,10 +238,10 @@ async fn a_missing_name_is_generated_and_status_and_uuid_are_ignored() {
     let w = world(0, |_| {}).await;
     let app = &w.fleet.app;
     let given = "0b8e0a5c-9a23-4bd8-9a8a-42d1f0a6a111";
-    let fed = create_as(
+    let fed = make_federation_as(
         app,
-        &with(
-            body(&w.host),
+        &merged(
+            federation_body(&w.host),
             json!({"uuid": given, "status": "CREATE_COMPLETE", "status_reason": "x"}),
             &["name"],
         ),
@@ -370,82 +263,83 @@ async fn a_missing_name_is_generated_and_status_and_uuid_are_ignored() {
 async fn create_refuses_every_invalid_field_with_magnums_sentences() {
     let w = world(1, |_| {}).await;
     let app = &w.fleet.app;
-    let b_template = template_as(app, &project_b(app)).await;
-    let b_cluster = cluster_as(app, &project_b(app), &b_template, "theirs", json!({})).await;
+    let b_template = template_as(app, "k8s", json!({}), &project_b(app)).await;
+    let b_cluster =
+        labelled_cluster_as(app, &project_b(app), &b_template, "theirs", json!({})).await;
     let unknown = "6f1c1f0e-6e2b-4a4d-8d0a-1c1a3b9e2f00";
     let cases: Vec<(Value, u16, String)> = vec![
         (
-            with(body(&w.host), json!({}), &["hostcluster_id"]),
+            merged(federation_body(&w.host), json!({}), &["hostcluster_id"]),
             400,
             "No hostcluster specified. Please specify a hostcluster_id.".into(),
         ),
         (
-            with(body(&w.host), json!({"hostcluster_id": null}), &[]),
+            merged(federation_body(&w.host), json!({"hostcluster_id": null}), &[]),
             400,
             "No hostcluster specified. Please specify a hostcluster_id.".into(),
         ),
         (
-            with(body(&w.host), json!({"hostcluster_id": ""}), &[]),
+            merged(federation_body(&w.host), json!({"hostcluster_id": ""}), &[]),
             400,
             "Invalid input for field/attribute hostcluster_id. Value: ''. Value should have a minimum character requirement of 1.".into(),
         ),
         (
-            with(body(&w.host), json!({"hostcluster_id": 7}), &[]),
+            merged(federation_body(&w.host), json!({"hostcluster_id": 7}), &[]),
             400,
             "Invalid input for field/attribute hostcluster_id. Value: '7'. Value should be string.".into(),
         ),
-        (body("nope"), 404, not_found("nope")),
-        (body(unknown), 404, not_found(unknown)),
+        (federation_body("nope"), 404, not_found("nope")),
+        (federation_body(unknown), 404, not_found(unknown)),
         // Another project's cluster is invisible.
-        (body(&b_cluster), 404, not_found(&b_cluster)),
-        (body("theirs"), 404, not_found("theirs")),
+        (federation_body(&b_cluster), 404, not_found(&b_cluster)),
+        (federation_body("theirs"), 404, not_found("theirs")),
         (
-            with(body(&w.host), json!({}), &["properties"]),
+            merged(federation_body(&w.host), json!({}), &["properties"]),
             400,
             "Please specify a `properties` dict for the federation.".into(),
         ),
         (
-            with(body(&w.host), json!({"properties": null}), &[]),
+            merged(federation_body(&w.host), json!({"properties": null}), &[]),
             400,
             "Please specify a `properties` dict for the federation.".into(),
         ),
         (
-            with(body(&w.host), json!({"properties": {}}), &[]),
+            merged(federation_body(&w.host), json!({"properties": {}}), &[]),
             400,
             "No DNS zone specified. Please specify a `dns-zone`.".into(),
         ),
         (
-            with(body(&w.host), json!({"properties": {"dns-zone": null, "a": "b"}}), &[]),
+            merged(federation_body(&w.host), json!({"properties": {"dns-zone": null, "a": "b"}}), &[]),
             400,
             "No DNS zone specified. Please specify a `dns-zone`.".into(),
         ),
         (
-            with(body(&w.host), json!({"properties": [1]}), &[]),
+            merged(federation_body(&w.host), json!({"properties": [1]}), &[]),
             400,
             "Invalid input for field/attribute properties. Value: '[1]'. Value should be a dictionary.".into(),
         ),
         (
-            with(body(&w.host), json!({"properties": {"dns-zone": {"a": 1}}}), &[]),
+            merged(federation_body(&w.host), json!({"properties": {"dns-zone": {"a": 1}}}), &[]),
             400,
             "Invalid input for field/attribute properties. Value: '{'dns-zone': {'a': 1}}'. The value of property dns-zone should be a string, number or boolean.".into(),
         ),
         (
-            with(body(&w.host), json!({"name": "1fed"}), &[]),
+            merged(federation_body(&w.host), json!({"name": "1fed"}), &[]),
             400,
             "Invalid input for field/attribute name. Value: '1fed'. Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.".into(),
         ),
         (
-            with(body(&w.host), json!({"name": "fed eral"}), &[]),
+            merged(federation_body(&w.host), json!({"name": "fed eral"}), &[]),
             400,
             "Invalid input for field/attribute name. Value: 'fed eral'. Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.".into(),
         ),
         (
-            with(body(&w.host), json!({"name": ""}), &[]),
+            merged(federation_body(&w.host), json!({"name": ""}), &[]),
             400,
             "Invalid input for field/attribute name. Value: ''. Value should have a minimum character requirement of 1.".into(),
         ),
         (
-            with(body(&w.host), json!({"name": "a".repeat(243)}), &[]),
+            merged(federation_body(&w.host), json!({"name": "a".repeat(243)}), &[]),
             400,
             format!(
                 "Invalid input for field/attribute name. Value: '{}'. Value should have a maximum character requirement of 242.",
@@ -453,58 +347,58 @@ async fn create_refuses_every_invalid_field_with_magnums_sentences() {
             ),
         ),
         (
-            with(body(&w.host), json!({"name": 5}), &[]),
+            merged(federation_body(&w.host), json!({"name": 5}), &[]),
             400,
             "Invalid input for field/attribute name. Value: '5'. Value should be string.".into(),
         ),
         (
-            with(body(&w.host), json!({"links": []}), &[]),
+            merged(federation_body(&w.host), json!({"links": []}), &[]),
             400,
             "Invalid input for field/attribute links. Value: '[]'. Cannot set read only field.".into(),
         ),
         (
-            with(body(&w.host), json!({"created_at": "2026-01-01T00:00:00+00:00"}), &[]),
+            merged(federation_body(&w.host), json!({"created_at": "2026-01-01T00:00:00+00:00"}), &[]),
             400,
             "Invalid input for field/attribute created_at. Value: '2026-01-01T00:00:00+00:00'. Cannot set read only field.".into(),
         ),
         (
-            with(body(&w.host), json!({"updated_at": "x"}), &[]),
+            merged(federation_body(&w.host), json!({"updated_at": "x"}), &[]),
             400,
             "Invalid input for field/attribute updated_at. Value: 'x'. Cannot set read only field.".into(),
         ),
         (
-            with(body(&w.host), json!({"project_id": "p"}), &[]),
+            merged(federation_body(&w.host), json!({"project_id": "p"}), &[]),
             400,
             "Invalid input for field/attribute project_id. Value: 'p'. Cannot set read only field.".into(),
         ),
         (
-            with(body(&w.host), json!({"bogus": 1}), &[]),
+            merged(federation_body(&w.host), json!({"bogus": 1}), &[]),
             400,
             "Unknown attribute for argument federation: bogus".into(),
         ),
         (
-            with(body(&w.host), json!({"member_ids": "x"}), &[]),
+            merged(federation_body(&w.host), json!({"member_ids": "x"}), &[]),
             400,
             "Invalid input for field/attribute member_ids. Value: 'x'. Value should be a list of strings.".into(),
         ),
         (
-            with(body(&w.host), json!({"member_ids": ["nope"]}), &[]),
+            merged(federation_body(&w.host), json!({"member_ids": ["nope"]}), &[]),
             404,
             not_found("nope"),
         ),
         // Members are named by uuid only, as joins are.
         (
-            with(body(&w.host), json!({"member_ids": ["c0"]}), &[]),
+            merged(federation_body(&w.host), json!({"member_ids": ["c0"]}), &[]),
             404,
             not_found("c0"),
         ),
         (
-            with(body(&w.host), json!({"member_ids": [w.clusters[0], unknown]}), &[]),
+            merged(federation_body(&w.host), json!({"member_ids": [w.clusters[0], unknown]}), &[]),
             404,
             not_found(unknown),
         ),
         (
-            with(body(&w.host), json!({"member_ids": [b_cluster]}), &[]),
+            merged(federation_body(&w.host), json!({"member_ids": [b_cluster]}), &[]),
             404,
             not_found(&b_cluster),
         ),
@@ -530,12 +424,12 @@ async fn create_refuses_every_invalid_field_with_magnums_sentences() {
         "Invalid input for argument federation: the request body must be a JSON object.",
     );
     let r = app
-        .post(&format!("{FEDERATIONS}?x=1"), &body(&w.host))
+        .post(&format!("{FEDERATIONS}?x=1"), &federation_body(&w.host))
         .await;
     r.assert_error(400, "Unknown argument: \"x\"");
 
     // Nothing was written.
-    let list = app.get(FEDERATIONS).await;
+    let list = app.list_federations("").await;
     assert_eq!(list.body, json!({"federations": []}));
 }
 
@@ -544,10 +438,10 @@ async fn members_are_deduplicated_and_stored_as_canonical_uuids() {
     let w = world(2, |_| {}).await;
     let app = &w.fleet.app;
     let (a, b) = (&w.clusters[0], &w.clusters[1]);
-    let fed = create_as(
+    let fed = make_federation_as(
         app,
-        &with(
-            body(&w.host),
+        &merged(
+            federation_body(&w.host),
             json!({"member_ids": [a, b.to_uppercase(), a]}),
             &[],
         ),
@@ -562,7 +456,9 @@ async fn creating_a_federation_needs_the_create_policy() {
     let w = world(0, |_| {}).await;
     let app = &w.fleet.app;
     let reader = app.as_identity("project-a", "user-r", "reader");
-    let r = app.post_as(FEDERATIONS, &body(&w.host), &reader).await;
+    let r = app
+        .post_as(FEDERATIONS, &federation_body(&w.host), &reader)
+        .await;
     r.assert_error(
         403,
         "Policy doesn't allow federation:create to be performed.",
@@ -670,35 +566,18 @@ impl Driver for NoFederation {
 
 #[tokio::test]
 async fn a_host_whose_driver_cannot_federate_is_refused_with_400() {
-    let db = TestDb::new(Backend::Postgres).await;
-    let settings = test_settings(&db.url);
-    let store = fleetyard::startup::open_store(&settings)
-        .await
-        .expect("store");
-    let mut state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
-    state.drivers.insert(Arc::new(NoFederation(FakeDriver::new(
-        settings.fake_driver.clone(),
-    ))));
-    let server = fleetyard::startup::Application::build(state).expect("binds");
-    let address = format!("http://127.0.0.1:{}", server.port());
-    tokio::spawn(server.run_until_stopped());
-    let mut headers = HeaderMap::new();
-    headers.insert("x-project-id", HeaderValue::from_static("project-a"));
-    headers.insert("x-user-id", HeaderValue::from_static("user-a"));
-    headers.insert("x-roles", HeaderValue::from_static("member,reader"));
-    let app = TestApp {
-        address,
-        store,
-        client: reqwest::Client::new(),
-        headers,
-        db,
-    };
-    let template = uuid_of(
-        &app.create_template("nofed", json!({"driver": "nofed"}))
-            .await,
-    );
-    cluster_as(&app, &app.headers, &template, "host", json!({})).await;
-    let r = app.post(FEDERATIONS, &body("host")).await;
+    let app = spawn_with_state(
+        Backend::Postgres,
+        |_| {},
+        |state| {
+            let fake = FakeDriver::new(state.settings.fake_driver.clone());
+            state.drivers.insert(Arc::new(NoFederation(fake)));
+        },
+    )
+    .await;
+    let template = uuid_of(&app.make_template("nofed", json!({"driver": "nofed"})).await);
+    labelled_cluster_as(&app, &app.headers, &template, "host", json!({})).await;
+    let r = app.post(FEDERATIONS, &federation_body("host")).await;
     r.assert_error(
         400,
         "The driver 'nofed' of host cluster host does not support federations.",
@@ -720,25 +599,25 @@ async fn a_host_whose_driver_cannot_federate_is_refused_with_400() {
 async fn lists_show_summaries_and_details_with_keyset_pages() {
     let w = world(1, |_| {}).await;
     let app = &w.fleet.app;
-    let first = create_as(
+    let first = make_federation_as(
         app,
-        &with(
-            body(&w.host),
+        &merged(
+            federation_body(&w.host),
             json!({"name": "one", "member_ids": [w.clusters[0]]}),
             &[],
         ),
         &app.headers,
     )
     .await;
-    let second = create_as(
+    let second = make_federation_as(
         app,
-        &with(body(&w.host), json!({"name": "two"}), &[]),
+        &merged(federation_body(&w.host), json!({"name": "two"}), &[]),
         &app.headers,
     )
     .await;
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
 
-    let list = app.get(FEDERATIONS).await;
+    let list = app.list_federations("").await;
     assert_eq!(list.status, 200, "{}", list.text);
     assert_eq!(
         list.body,
@@ -752,14 +631,14 @@ async fn lists_show_summaries_and_details_with_keyset_pages() {
         ]})
     );
 
-    let detail = app.get(&format!("{FEDERATIONS}/detail")).await;
+    let detail = app.list_federations_detail("").await;
     assert_eq!(detail.status, 200, "{}", detail.text);
     let items = detail.body["federations"].as_array().expect("array");
     assert_eq!(items.len(), 2);
     assert_eq!(items[0], show(app, &first).await);
     assert_eq!(items[1], show(app, &second).await);
 
-    let page = app.get(&format!("{FEDERATIONS}?limit=1")).await;
+    let page = app.list_federations("?limit=1").await;
     assert_eq!(page.body["federations"].as_array().map(Vec::len), Some(1));
     assert_eq!(
         page.body["next"],
@@ -769,16 +648,14 @@ async fn lists_show_summaries_and_details_with_keyset_pages() {
         ))
     );
     let next = app
-        .get(&format!("{FEDERATIONS}?limit=1&marker={first}"))
+        .list_federations(&format!("?limit=1&marker={first}"))
         .await;
     assert_eq!(next.body["federations"][0]["uuid"], json!(second));
     let last = app
-        .get(&format!("{FEDERATIONS}/detail?limit=1&marker={second}"))
+        .list_federations_detail(&format!("?limit=1&marker={second}"))
         .await;
     assert_eq!(last.body, json!({"federations": []}));
-    let desc = app
-        .get(&format!("{FEDERATIONS}?sort_key=name&sort_dir=desc"))
-        .await;
+    let desc = app.list_federations("?sort_key=name&sort_dir=desc").await;
     let names: Vec<&str> = desc.body["federations"]
         .as_array()
         .expect("array")
@@ -787,47 +664,45 @@ async fn lists_show_summaries_and_details_with_keyset_pages() {
         .collect();
     assert_eq!(names, vec!["two", "one"]);
 
-    app.get(&format!("{FEDERATIONS}?sort_key=member_ids"))
+    app.list_federations("?sort_key=member_ids")
         .await
         .assert_error(
             400,
             "The sort_key value \"member_ids\" is an invalid field for sorting",
         );
-    app.get(&format!("{FEDERATIONS}?sort_dir=up"))
-        .await
-        .assert_error(
-            400,
-            "Invalid sort direction: up. Acceptable values are 'asc' or 'desc'",
-        );
-    app.get(&format!("{FEDERATIONS}?limit=0"))
+    app.list_federations("?sort_dir=up").await.assert_error(
+        400,
+        "Invalid sort direction: up. Acceptable values are 'asc' or 'desc'",
+    );
+    app.list_federations("?limit=0")
         .await
         .assert_error(400, "Limit must be positive");
-    app.get(&format!("{FEDERATIONS}?all_tenants=1"))
+    app.list_federations("?all_tenants=1")
         .await
         .assert_error(400, "Unknown argument: \"all_tenants\"");
     let unknown = "6f1c1f0e-6e2b-4a4d-8d0a-1c1a3b9e2f00";
-    app.get(&format!("{FEDERATIONS}?marker={unknown}"))
+    app.list_federations(&format!("?marker={unknown}"))
         .await
         .assert_error(404, &fed_not_found(unknown));
-    app.get(&format!("{FEDERATIONS}?marker=nope"))
+    app.list_federations("?marker=nope")
         .await
         .assert_error(400, "Expected a uuid but received nope.");
 
     // Show by name; names are not unique, so a shared one asks for the uuid.
     assert_eq!(show(app, "one").await["uuid"], json!(first));
-    app.get(&one("nope"))
+    app.get_federation("nope")
         .await
         .assert_error(404, &fed_not_found("nope"));
-    app.get(&one(unknown))
+    app.get_federation(unknown)
         .await
         .assert_error(404, &fed_not_found(unknown));
-    create_as(
+    make_federation_as(
         app,
-        &with(body(&w.host), json!({"name": "one"}), &[]),
+        &merged(federation_body(&w.host), json!({"name": "one"}), &[]),
         &app.headers,
     )
     .await;
-    app.get(&one("one")).await.assert_error(
+    app.get_federation("one").await.assert_error(
         409,
         "Multiple federations exist with same name. Please use the federation uuid instead.",
     );
@@ -852,14 +727,14 @@ async fn lists_show_summaries_and_details_with_keyset_pages() {
 async fn admins_list_every_project_and_see_project_ids() {
     let w = world(0, |_| {}).await;
     let app = &w.fleet.app;
-    let ours = create_as(app, &body(&w.host), &app.headers).await;
+    let ours = make_federation_as(app, &federation_body(&w.host), &app.headers).await;
     let b = project_b(app);
-    let b_template = template_as(app, &b).await;
-    cluster_as(app, &b, &b_template, "bhost", json!({})).await;
-    let theirs = create_as(app, &body("bhost"), &b).await;
+    let b_template = template_as(app, "k8s", json!({}), &b).await;
+    labelled_cluster_as(app, &b, &b_template, "bhost", json!({})).await;
+    let theirs = make_federation_as(app, &federation_body("bhost"), &b).await;
 
     let admin = app.admin();
-    let list = app.get_as(FEDERATIONS, &admin).await;
+    let list = app.with_headers(&admin).list_federations("").await;
     assert_eq!(list.status, 200, "{}", list.text);
     let seen: Vec<(String, String)> = list.body["federations"]
         .as_array()
@@ -879,12 +754,12 @@ async fn admins_list_every_project_and_see_project_ids() {
             (theirs.clone(), "project-b".to_string())
         ]
     );
-    let one_b = app.get_as(&one(&theirs), &admin).await;
+    let one_b = app.with_headers(&admin).get_federation(&theirs).await;
     assert_eq!(one_b.status, 200, "{}", one_b.text);
     assert_eq!(one_b.body["project_id"], "project-b");
     // Members never see project_id.
     assert!(show(app, &ours).await.get("project_id").is_none());
-    let detail = app.get(&format!("{FEDERATIONS}/detail")).await;
+    let detail = app.list_federations_detail("").await;
     assert!(detail.body["federations"][0].get("project_id").is_none());
 }
 
@@ -899,10 +774,14 @@ async fn another_project_sees_none_of_the_federations_through_any_endpoint() {
         assert_eq!(r.status, 200, "{}", r.text);
         assert_eq!(r.body, json!({"federations": []}), "{path}");
     }
-    let r = app.get_as(&format!("{FEDERATIONS}?marker={fed}"), &b).await;
+    let r = app
+        .with_headers(&b)
+        .list_federations(&format!("?marker={fed}"))
+        .await;
     r.assert_error(404, &fed_not_found(&fed));
     for ident in [fed.as_str(), "fed"] {
-        app.get_as(&one(ident), &b)
+        app.with_headers(&b)
+            .get_federation(ident)
             .await
             .assert_error(404, &fed_not_found(ident));
         app.patch_as(
@@ -912,10 +791,12 @@ async fn another_project_sees_none_of_the_federations_through_any_endpoint() {
         )
         .await
         .assert_error(404, &fed_not_found(ident));
-        app.patch_as(&one(ident), &unjoin(&w.clusters[0]), &b)
+        app.with_headers(&b)
+            .unjoin(ident, &w.clusters[0])
             .await
             .assert_error(404, &fed_not_found(ident));
-        app.delete_as(&one(ident), &b)
+        app.with_headers(&b)
+            .delete_federation(ident)
             .await
             .assert_error(404, &fed_not_found(ident));
     }
@@ -937,7 +818,7 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
     let c = &w.clusters;
     let fed = completed_federation(&w, json!({})).await;
 
-    patch_ok(app, &fed, join(&c[0])).await;
+    patch_ok(app, &fed, join_ops(&c[0])).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_IN_PROGRESS");
     assert_eq!(members(&v), vec![c[0].clone()]);
@@ -948,15 +829,15 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
     assert_eq!(job.driver, "fake");
     assert_eq!(state, "pending");
     assert_eq!(job.payload, json!({"joined": [c[0]], "unjoined": []}));
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v), vec![c[0].clone()]);
 
     // A name is never looked up for a join; the uuid in any form is.
-    patch_ok(app, &fed, join(&c[1].to_uppercase())).await;
-    patch_ok(app, &fed, unjoin(&c[0])).await;
-    drain(&w.fleet.conductor).await;
+    patch_ok(app, &fed, join_ops(&c[1].to_uppercase())).await;
+    patch_ok(app, &fed, unjoin_ops(&c[0])).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v), vec![c[1].clone()]);
@@ -973,7 +854,7 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
         jobs.last().expect("job").0.payload,
         json!({"joined": [c[0], c[2]], "unjoined": [c[1]]})
     );
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     assert_eq!(
         members(&show(app, &fed).await),
         vec![c[0].clone(), c[2].clone()]
@@ -1000,7 +881,7 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
         ]),
     )
     .await;
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(members(&v), vec![c[1].clone(), c[0].clone()]);
     assert_eq!(
@@ -1011,7 +892,7 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
 
     // remove /member_ids without a value unjoins everyone.
     patch_ok(app, &fed, json!([{"op": "remove", "path": "/member_ids"}])).await;
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(members(&v), Vec::<String>::new());
     assert_eq!(v["status"], "UPDATE_COMPLETE");
@@ -1026,20 +907,20 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
     let unknown = "6f1c1f0e-6e2b-4a4d-8d0a-1c1a3b9e2f00";
     let cases: Vec<(Value, u16, String)> = vec![
         // Joins look clusters up by uuid only.
-        (join("c1"), 404, not_found("c1")),
-        (join(unknown), 404, not_found(unknown)),
+        (join_ops("c1"), 404, not_found("c1")),
+        (join_ops(unknown), 404, not_found(unknown)),
         (
-            join(&c[0]),
+            join_ops(&c[0]),
             409,
             format!("A cluster with UUID {} is already a member of the federation fed.", c[0]),
         ),
         (
-            unjoin(&c[1]),
+            unjoin_ops(&c[1]),
             404,
             format!("Cluster {} is not a member of the federation fed.", c[1]),
         ),
-        (unjoin(unknown), 404, not_found(unknown)),
-        (unjoin("c0"), 404, not_found("c0")),
+        (unjoin_ops(unknown), 404, not_found(unknown)),
+        (unjoin_ops("c0"), 404, not_found("c0")),
         (
             json!([{"op": "replace", "path": "/member_ids", "value": [c[0], unknown]}]),
             404,
@@ -1141,16 +1022,16 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
         ),
     ];
     for (patch, status, detail) in cases {
-        let r = app.patch(&one(&fed), &patch).await;
+        let r = app.patch_federation(&fed, &patch).await;
         r.assert_error(status, &detail);
     }
-    app.patch(&one("nope"), &join(&c[1]))
+    app.join("nope", &c[1])
         .await
         .assert_error(404, &fed_not_found("nope"));
-    app.patch(&format!("{}?rollback=maybe", one(&fed)), &join(&c[1]))
+    app.patch(&format!("{}?rollback=maybe", one(&fed)), &join_ops(&c[1]))
         .await
         .assert_error(400, "Invalid input for rollback: maybe is not a boolean.");
-    app.patch(&format!("{}?force=1", one(&fed)), &join(&c[1]))
+    app.patch(&format!("{}?force=1", one(&fed)), &join_ops(&c[1]))
         .await
         .assert_error(400, "Unknown argument: \"force\"");
 
@@ -1162,7 +1043,7 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
 
     // rollback is accepted (federations are not version-gated).
     let r = app
-        .patch(&format!("{}?rollback=True", one(&fed)), &join(&c[1]))
+        .patch(&format!("{}?rollback=True", one(&fed)), &join_ops(&c[1]))
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(r.body, json!({"uuid": fed}));
@@ -1173,17 +1054,17 @@ async fn changes_are_refused_while_creating_or_deleting_and_queue_while_updating
     let w = world(3, |_| {}).await;
     let app = &w.fleet.app;
     let c = &w.clusters;
-    let fed = create_as(app, &body(&w.host), &app.headers).await;
-    app.patch(&one(&fed), &join(&c[0])).await.assert_error(
+    let fed = make_federation_as(app, &federation_body(&w.host), &app.headers).await;
+    app.join(&fed, &c[0]).await.assert_error(
         409,
         "Updating a federation when status is \"CREATE_IN_PROGRESS\" is not supported.",
     );
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
 
     // While UPDATE_IN_PROGRESS further joins are accepted; their jobs run in order.
-    patch_ok(app, &fed, join(&c[0])).await;
-    patch_ok(app, &fed, join(&c[1])).await;
-    patch_ok(app, &fed, join(&c[2])).await;
+    patch_ok(app, &fed, join_ops(&c[0])).await;
+    patch_ok(app, &fed, join_ops(&c[1])).await;
+    patch_ok(app, &fed, join_ops(&c[2])).await;
     assert_eq!(status_of(app, &fed).await, "UPDATE_IN_PROGRESS");
     let pending: Vec<Value> = app
         .store
@@ -1202,14 +1083,14 @@ async fn changes_are_refused_while_creating_or_deleting_and_queue_while_updating
             json!({"joined": [c[2]], "unjoined": []}),
         ]
     );
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v), vec![c[0].clone(), c[1].clone(), c[2].clone()]);
 
-    let r = app.delete(&one(&fed)).await;
+    let r = app.delete_federation(&fed).await;
     assert_eq!(r.status, 204, "{}", r.text);
-    app.patch(&one(&fed), &unjoin(&c[0])).await.assert_error(
+    app.unjoin(&fed, &c[0]).await.assert_error(
         409,
         "Updating a federation when status is \"DELETE_IN_PROGRESS\" is not supported.",
     );
@@ -1235,7 +1116,7 @@ async fn properties_are_edited_through_sub_paths_and_whole_replaces() {
         jobs.last().expect("job").0.payload,
         json!({"joined": [], "unjoined": []})
     );
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     assert_eq!(status_of(app, &fed).await, "UPDATE_COMPLETE");
 
     patch_ok(
@@ -1269,7 +1150,7 @@ async fn properties_are_edited_through_sub_paths_and_whole_replaces() {
         show(app, &fed).await["properties"],
         json!({"dns-zone": "z.", "a": "b"})
     );
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
 
     // A patch that changes nothing is accepted and writes nothing.
     let before = app.store.jobs_for(&fed).await.expect("jobs").len();
@@ -1298,8 +1179,8 @@ async fn a_member_whose_cluster_is_gone_can_still_be_unjoined() {
         .await
         .assert_error(404, &not_found(&c[0]));
 
-    patch_ok(app, &fed, unjoin(&c[0])).await;
-    drain(&w.fleet.conductor).await;
+    patch_ok(app, &fed, unjoin_ops(&c[0])).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v), vec![c[1].clone()]);
@@ -1311,7 +1192,7 @@ async fn a_member_whose_cluster_is_gone_can_still_be_unjoined() {
         ))
     );
     // Once unjoined it is unknown like any other uuid.
-    app.patch(&one(&fed), &unjoin(&c[0]))
+    app.unjoin(&fed, &c[0])
         .await
         .assert_error(404, &not_found(&c[0]));
 }
@@ -1332,7 +1213,7 @@ async fn a_replace_drops_a_member_whose_cluster_is_gone() {
         json!([{"op": "replace", "path": "/member_ids", "value": [c[1]]}]),
     )
     .await;
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v), vec![c[1].clone()]);
@@ -1347,7 +1228,7 @@ async fn delete_answers_204_and_the_row_goes_when_the_driver_finishes() {
     let w = world(1, |_| {}).await;
     let app = &w.fleet.app;
     let fed = completed_federation(&w, json!({"member_ids": [w.clusters[0]]})).await;
-    let r = app.delete(&one(&fed)).await;
+    let r = app.delete_federation(&fed).await;
     assert_eq!(r.status, 204, "{}", r.text);
     assert_eq!(r.text, "");
     let v = show(app, &fed).await;
@@ -1358,27 +1239,33 @@ async fn delete_answers_204_and_the_row_goes_when_the_driver_finishes() {
         "federation.delete"
     );
     // A second delete while deleting is accepted and queues nothing more.
-    assert_eq!(app.delete(&one("fed")).await.status, 204);
+    assert_eq!(app.delete_federation("fed").await.status, 204);
     assert_eq!(
         app.store.jobs_for(&fed).await.expect("jobs").len(),
         jobs.len()
     );
 
-    drain(&w.fleet.conductor).await;
-    app.get(&one(&fed))
+    drain_polling(&w.fleet.conductor).await;
+    app.get_federation(&fed)
         .await
         .assert_error(404, &fed_not_found(&fed));
-    app.delete(&one(&fed))
+    app.delete_federation(&fed)
         .await
         .assert_error(404, &fed_not_found(&fed));
-    assert_eq!(app.get(FEDERATIONS).await.body, json!({"federations": []}));
+    assert_eq!(
+        app.list_federations("").await.body,
+        json!({"federations": []})
+    );
 
     let reader = app.as_identity("project-a", "user-r", "reader");
     let fed2 = completed_federation(&w, json!({})).await;
-    app.delete_as(&one(&fed2), &reader).await.assert_error(
-        403,
-        "Policy doesn't allow federation:delete to be performed.",
-    );
+    app.with_headers(&reader)
+        .delete_federation(&fed2)
+        .await
+        .assert_error(
+            403,
+            "Policy doesn't allow federation:delete to be performed.",
+        );
     app.delete(&format!("{}?x=1", one(&fed2)))
         .await
         .assert_error(400, "Unknown argument: \"x\"");
@@ -1402,22 +1289,22 @@ async fn a_cluster_in_a_federation_cannot_be_deleted_until_it_is_unjoined() {
         .await
         .assert_error(409, &refusal("host"));
 
-    patch_ok(app, &fed, unjoin(member)).await;
-    drain(&w.fleet.conductor).await;
+    patch_ok(app, &fed, unjoin_ops(member)).await;
+    drain_polling(&w.fleet.conductor).await;
     let r = app.delete(&format!("/v1/clusters/{member}")).await;
     assert_eq!(r.status, 204, "{}", r.text);
     // The host stays refused while the federation exists.
     app.delete("/v1/clusters/host")
         .await
         .assert_error(409, &refusal("host"));
-    assert_eq!(app.delete(&one(&fed)).await.status, 204);
+    assert_eq!(app.delete_federation(&fed).await.status, 204);
     app.delete("/v1/clusters/host")
         .await
         .assert_error(409, &refusal("host"));
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let r = app.delete("/v1/clusters/host").await;
     assert_eq!(r.status, 204, "{}", r.text);
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     app.get(&format!("/v1/clusters/{}", w.host))
         .await
         .assert_error(404, &not_found(&w.host));
@@ -1430,11 +1317,11 @@ async fn the_whole_lifecycle_works_on_sqlite_too() {
     let c = &w.clusters;
     let fed = completed_federation(&w, json!({"member_ids": [c[0]]})).await;
     assert_eq!(status_of(app, &fed).await, "CREATE_COMPLETE");
-    let results = parallel_patches(app, &fed, vec![join(&c[1]), unjoin(&c[0])]).await;
+    let results = parallel_patches(app, &fed, vec![join_ops(&c[1]), unjoin_ops(&c[0])]).await;
     for r in &results {
         assert_eq!(r.status, 202, "{}", r.text);
     }
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v), vec![c[1].clone()]);
@@ -1450,9 +1337,9 @@ async fn the_whole_lifecycle_works_on_sqlite_too() {
         app.delete(&format!("/v1/clusters/{}", c[0])).await.status,
         204
     );
-    assert_eq!(app.delete(&one(&fed)).await.status, 204);
-    drain(&w.fleet.conductor).await;
-    app.get(&one(&fed))
+    assert_eq!(app.delete_federation(&fed).await.status, 204);
+    drain_polling(&w.fleet.conductor).await;
+    app.get_federation(&fed)
         .await
         .assert_error(404, &fed_not_found(&fed));
 }
@@ -1466,25 +1353,27 @@ async fn a_cluster_being_deleted_can_neither_join_nor_host() {
     let fed = completed_federation(&w, json!({"member_ids": [w.host]})).await;
     assert_eq!(members(&show(app, &fed).await), vec![w.host.clone()]);
     assert_eq!(app.delete("/v1/clusters/c0").await.status, 204);
-    app.patch(&one(&fed), &join(&c[0])).await.assert_error(
+    app.join(&fed, &c[0]).await.assert_error(
         409,
         "Cluster c0 is being deleted and cannot join a federation.",
     );
     app.post(
         FEDERATIONS,
-        &with(body(&w.host), json!({"member_ids": [c[0]]}), &[]),
+        &merged(federation_body(&w.host), json!({"member_ids": [c[0]]}), &[]),
     )
     .await
     .assert_error(
         409,
         "Cluster c0 is being deleted and cannot join a federation.",
     );
-    app.post(FEDERATIONS, &body("c0")).await.assert_error(
-        409,
-        "Cluster c0 is being deleted and cannot host a federation.",
-    );
-    drain(&w.fleet.conductor).await;
-    app.patch(&one(&fed), &join(&c[0]))
+    app.post(FEDERATIONS, &federation_body("c0"))
+        .await
+        .assert_error(
+            409,
+            "Cluster c0 is being deleted and cannot host a federation.",
+        );
+    drain_polling(&w.fleet.conductor).await;
+    app.join(&fed, &c[0])
         .await
         .assert_error(404, &not_found(&c[0]));
 }
@@ -1496,7 +1385,7 @@ async fn a_join_racing_the_clusters_delete_never_leaves_a_deleted_member() {
     let fed = completed_federation(&w, json!({})).await;
     let path = one(&fed);
     let joins = w.clusters.iter().map(|c| {
-        let body = join(c);
+        let body = join_ops(c);
         let path = path.clone();
         async move { app.patch(&path, &body).await }
     });
@@ -1531,7 +1420,7 @@ async fn a_join_racing_the_clusters_delete_never_leaves_a_deleted_member() {
         let r = app.get(&format!("/v1/clusters/{m}")).await;
         assert_ne!(r.body["status"], "DELETE_IN_PROGRESS", "{m} is a member");
     }
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     assert_eq!(member_set(&show(app, &fed).await), joined);
 }
 
@@ -1545,26 +1434,27 @@ async fn join_of_a_cluster_from_another_project_is_404() {
     let app = &w.fleet.app;
     let fed = completed_federation(&w, json!({})).await;
     let b = project_b(app);
-    let b_template = template_as(app, &b).await;
-    let theirs = cluster_as(app, &b, &b_template, "theirs", json!({})).await;
-    drain(&w.fleet.conductor).await;
+    let b_template = template_as(app, "k8s", json!({}), &b).await;
+    let theirs = labelled_cluster_as(app, &b, &b_template, "theirs", json!({})).await;
+    drain_polling(&w.fleet.conductor).await;
 
-    app.patch(&one(&fed), &join(&theirs))
+    app.join(&fed, &theirs)
         .await
         .assert_error(404, &not_found(&theirs));
     // Project B cannot reach project A's federation either.
-    app.patch_as(&one(&fed), &join(&theirs), &b)
+    app.with_headers(&b)
+        .join(&fed, &theirs)
         .await
         .assert_error(404, &fed_not_found(&fed));
 
     // An admin holds both rights: the cross-project join goes through...
     let admin = app.admin();
-    let r = app.patch_as(&one(&fed), &join(&theirs), &admin).await;
+    let r = app.with_headers(&admin).join(&fed, &theirs).await;
     assert_eq!(r.status, 202, "{}", r.text);
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     assert_eq!(members(&show(app, &fed).await), vec![theirs.clone()]);
     // ...and project A's member, lacking the right on B's cluster, cannot unjoin it.
-    app.patch(&one(&fed), &unjoin(&theirs)).await.assert_error(
+    app.unjoin(&fed, &theirs).await.assert_error(
         403,
         "Policy doesn't allow federation:unjoin to be performed.",
     );
@@ -1577,9 +1467,9 @@ async fn join_of_a_cluster_from_another_project_is_404() {
         403,
         "Policy doesn't allow federation:unjoin to be performed.",
     );
-    let r = app.patch_as(&one(&fed), &unjoin(&theirs), &admin).await;
+    let r = app.with_headers(&admin).unjoin(&fed, &theirs).await;
     assert_eq!(r.status, 202, "{}", r.text);
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     assert_eq!(members(&show(app, &fed).await), Vec::<String>::new());
 }
 
@@ -1598,12 +1488,12 @@ async fn a_policy_file_can_make_joins_admin_only() {
     let c = &w.clusters;
     let fed = completed_federation(&w, json!({})).await;
 
-    app.patch(&one(&fed), &join(&c[0]))
+    app.join(&fed, &c[0])
         .await
         .assert_error(403, "Policy doesn't allow federation:join to be performed.");
     app.post(
         FEDERATIONS,
-        &with(body(&w.host), json!({"member_ids": [c[0]]}), &[]),
+        &merged(federation_body(&w.host), json!({"member_ids": [c[0]]}), &[]),
     )
     .await
     .assert_error(403, "Policy doesn't allow federation:join to be performed.");
@@ -1614,13 +1504,13 @@ async fn a_policy_file_can_make_joins_admin_only() {
         json!([{"op": "replace", "path": "/properties/dns-zone", "value": "b."}]),
     )
     .await;
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
 
     let admin = app.admin();
-    let r = app.patch_as(&one(&fed), &join(&c[0]), &admin).await;
+    let r = app.with_headers(&admin).join(&fed, &c[0]).await;
     assert_eq!(r.status, 202, "{}", r.text);
-    drain(&w.fleet.conductor).await;
-    app.patch(&one(&fed), &unjoin(&c[0])).await.assert_error(
+    drain_polling(&w.fleet.conductor).await;
+    app.unjoin(&fed, &c[0]).await.assert_error(
         403,
         "Policy doesn't allow federation:unjoin to be performed.",
     );
@@ -1658,7 +1548,8 @@ async fn sixty_four_concurrent_joins_lose_no_member() {
     let fed = completed_federation(&w, json!({})).await;
 
     let started = Instant::now();
-    let results = parallel_patches(app, &fed, w.clusters.iter().map(|c| join(c)).collect()).await;
+    let results =
+        parallel_patches(app, &fed, w.clusters.iter().map(|c| join_ops(c)).collect()).await;
     let elapsed = started.elapsed();
     eprintln!("64 concurrent joins answered in {elapsed:?}");
     for r in &results {
@@ -1686,7 +1577,7 @@ async fn sixty_four_concurrent_joins_lose_no_member() {
         "one job per join, each naming its cluster"
     );
 
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(member_set(&v), expected);
@@ -1701,8 +1592,8 @@ async fn racing_joins_and_unjoins_end_with_the_serial_result() {
 
     let mut patches: Vec<Value> = Vec::with_capacity(64);
     for (a, b) in stay_out.iter().zip(leave) {
-        patches.push(join(a));
-        patches.push(unjoin(b));
+        patches.push(join_ops(a));
+        patches.push(unjoin_ops(b));
     }
     let started = Instant::now();
     let results = parallel_patches(app, &fed, patches).await;
@@ -1712,7 +1603,7 @@ async fn racing_joins_and_unjoins_end_with_the_serial_result() {
     }
     let expected: BTreeSet<String> = stay_out.iter().cloned().collect();
     assert_eq!(member_set(&show(app, &fed).await), expected);
-    drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_COMPLETE");
     assert_eq!(members(&v).len(), 32);
@@ -1727,7 +1618,7 @@ async fn racing_joins_and_unjoins_end_with_the_serial_result() {
 async fn a_failing_driver_leaves_the_federation_create_failed_with_its_reason() {
     let w = world(0, |_| {}).await;
     let app = &w.fleet.app;
-    let failing = cluster_as(
+    let failing = labelled_cluster_as(
         app,
         &app.headers,
         &w.template,
@@ -1735,9 +1626,14 @@ async fn a_failing_driver_leaves_the_federation_create_failed_with_its_reason() 
         json!({"fake_fail": "federation"}),
     )
     .await;
-    drain(&w.fleet.conductor).await;
-    let fed = create_as(app, &with(body(&failing), json!({}), &[]), &app.headers).await;
-    let outcomes = drain(&w.fleet.conductor).await;
+    drain_polling(&w.fleet.conductor).await;
+    let fed = make_federation_as(
+        app,
+        &merged(federation_body(&failing), json!({}), &[]),
+        &app.headers,
+    )
+    .await;
+    let outcomes = drain_polling(&w.fleet.conductor).await;
     assert!(
         matches!(outcomes.as_slice(), [Outcome::Failed { .. }]),
         "{outcomes:?}"
@@ -1765,10 +1661,10 @@ async fn create_join_and_delete_are_notified_with_the_member_change() {
     let app = &w.fleet.app;
     let member = &w.clusters[0];
     let fed = completed_federation(&w, json!({})).await;
-    patch_ok(app, &fed, join(member)).await;
-    drain(&w.fleet.conductor).await;
-    assert_eq!(app.delete(&one(&fed)).await.status, 204);
-    drain(&w.fleet.conductor).await;
+    patch_ok(app, &fed, join_ops(member)).await;
+    drain_polling(&w.fleet.conductor).await;
+    assert_eq!(app.delete_federation(&fed).await.status, 204);
+    drain_polling(&w.fleet.conductor).await;
 
     let events: Vec<_> = app
         .store

@@ -25,6 +25,8 @@ use fleetyard::drivers::{
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use crate::helpers::AppState;
+
 const NS: &str = "magnum-system";
 const CAPI: &str = "/apis/cluster.x-k8s.io/v1beta1";
 const KCP: &str = "/apis/controlplane.cluster.x-k8s.io/v1beta1";
@@ -1594,21 +1596,21 @@ async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
         .await
         .expect("sqlite store");
     let mut settings = fleetyard::config::Settings::default();
-    let state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = AppState::new(settings.clone(), store.clone()).expect("state");
     assert!(
         state.drivers.get("kubernetes").is_none(),
         "no kubeconfig, no driver"
     );
 
     settings.kubernetes_driver.kubeconfig = env.dir.0.join("kubeconfig").display().to_string();
-    let state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = AppState::new(settings.clone(), store.clone()).expect("state");
     let driver = state.drivers.get("kubernetes").expect("registered");
     assert_eq!(driver.provides()[0].coe, "kubernetes");
     let caps = driver.capabilities();
     assert!(caps.federation && caps.master_resize && caps.upgrade && !caps.rotate_ca);
 
     settings.drivers.disabled_drivers = "kubernetes".into();
-    let state = fleetyard::api::AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = AppState::new(settings.clone(), store.clone()).expect("state");
     assert!(
         state.drivers.get("kubernetes").is_none(),
         "disabled by the operator"
@@ -1616,9 +1618,7 @@ async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
 
     settings.drivers.disabled_drivers = String::new();
     settings.kubernetes_driver.context = "elsewhere".into();
-    let err = fleetyard::api::AppState::new(settings, store)
-        .err()
-        .expect("bad context");
+    let err = AppState::new(settings, store).err().expect("bad context");
     assert!(
         err.to_string().starts_with("[kubernetes_driver] context:"),
         "{err}"

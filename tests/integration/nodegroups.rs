@@ -6,12 +6,14 @@
 use fleetyard::conductor::{Conductor, Outcome};
 use fleetyard::config::Settings;
 use fleetyard::domain::job::Operation;
-use fleetyard::drivers::DriverRegistry;
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_with, test_settings, Backend, Resp, TestApp};
+use crate::helpers::{
+    at, conductor_from, drain_settled, keys, sorted, spawn_keeping, Api, Backend, Caller, Resp,
+    TestApp,
+};
 
 const IMAGE: &str = "fedora-coreos-40";
 
@@ -33,27 +35,10 @@ async fn env() -> Env {
 }
 
 async fn env_with(backend: Backend, tweak: fn(&mut Settings)) -> Env {
-    let app = spawn_with(backend, tweak).await;
-    let mut settings = test_settings(&app.db.url);
-    tweak(&mut settings);
-    let conductor = Conductor::new(
-        app.store.clone(),
-        DriverRegistry::build(&settings.drivers, &settings.fake_driver).expect("drivers"),
-        "test-host",
-        settings.conductor.clone(),
-    );
+    let (app, settings) = spawn_keeping(backend, tweak).await;
+    let conductor = conductor_from(&app, &settings);
     let h = at(&app.headers, "latest");
     Env { app, conductor, h }
-}
-
-/// `headers` at microversion `version`.
-fn at(headers: &HeaderMap, version: &str) -> HeaderMap {
-    let mut h = headers.clone();
-    h.insert(
-        "openstack-api-version",
-        HeaderValue::from_str(&format!("container-infra {version}")).expect("header"),
-    );
-    h
 }
 
 fn ngs_path(cluster: &str) -> String {
@@ -65,6 +50,10 @@ fn ng_path(cluster: &str, ng: &str) -> String {
 }
 
 impl Env {
+    /// The endpoints as the default member at `latest`.
+    fn api(&self) -> Caller<'_> {
+        self.app.with_headers(&self.h)
+    }
     async fn get(&self, path: &str) -> Resp {
         self.app.get_as(path, &self.h).await
     }
@@ -74,14 +63,8 @@ impl Env {
     async fn patch(&self, path: &str, body: &Value) -> Resp {
         self.app.patch_as(path, body, &self.h).await
     }
-    async fn delete(&self, path: &str) -> Resp {
-        self.app.delete_as(path, &self.h).await
-    }
     fn other_project(&self) -> HeaderMap {
-        at(
-            &self.app.as_identity("project-b", "user-b", "member,reader"),
-            "latest",
-        )
+        at(&self.app.project_b(), "latest")
     }
     fn admin(&self) -> HeaderMap {
         at(&self.app.admin(), "latest")
@@ -89,29 +72,14 @@ impl Env {
 
     /// Works jobs (and status polls) until nothing is left to do.
     async fn drain(&self) -> Vec<Outcome> {
-        let mut out = Vec::new();
-        loop {
-            match self.conductor.try_execute_one().await.expect("job worked") {
-                Outcome::Idle => {
-                    self.conductor.sync_round().await.expect("sync");
-                    if let Outcome::Idle = self.conductor.try_execute_one().await.expect("job") {
-                        return out;
-                    }
-                }
-                o @ Outcome::Started { .. } => {
-                    out.push(o);
-                    self.conductor.sync_round().await.expect("sync");
-                }
-                o => out.push(o),
-            }
-        }
+        drain_settled(&self.conductor).await
     }
 
     /// A cluster of the caller's project taken to `CREATE_COMPLETE` (its uuid).
     async fn cluster(&self, name: &str, labels: Value) -> String {
         let uuid = self.pending_cluster(name, labels).await;
         self.drain().await;
-        let c = self.get(&format!("/v1/clusters/{uuid}")).await;
+        let c = self.api().get_cluster(&uuid).await;
         assert_eq!(c.body["status"], "CREATE_COMPLETE", "{}", c.text);
         uuid
     }
@@ -120,25 +88,23 @@ impl Env {
     async fn pending_cluster(&self, name: &str, labels: Value) -> String {
         let t = self
             .app
-            .create_template_as(
+            .make_template_as(
                 &format!("tpl-{name}"),
                 json!({"labels": {"kube_tag": "v1.30.1", "t": "x"}}),
                 &self.h,
             )
             .await;
         let r = self
-            .post(
-                "/v1/clusters",
-                &json!({"name": name, "cluster_template_id": t["uuid"], "node_count": 1,
-                        "flavor_id": "m1.small", "labels": labels}),
-            )
+            .api()
+            .create_cluster(&json!({"name": name, "cluster_template_id": t["uuid"],
+                                    "node_count": 1, "flavor_id": "m1.small", "labels": labels}))
             .await;
         assert_eq!(r.status, 202, "{}", r.text);
         r.body["uuid"].as_str().expect("uuid").to_string()
     }
 
     async fn cluster_status(&self, uuid: &str) -> (String, Value) {
-        let c = self.get(&format!("/v1/clusters/{uuid}")).await;
+        let c = self.api().get_cluster(uuid).await;
         assert_eq!(c.status, 200, "{}", c.text);
         (
             c.body["status"].as_str().unwrap_or_default().to_string(),
@@ -148,7 +114,7 @@ impl Env {
 
     /// Creates a node group (202 expected); its full representation.
     async fn create_ng(&self, cluster: &str, body: Value) -> Value {
-        let r = self.post(&ngs_path(cluster), &body).await;
+        let r = self.api().create_nodegroup(cluster, &body).await;
         assert_eq!(r.status, 202, "{}", r.text);
         r.body
     }
@@ -183,21 +149,6 @@ impl Env {
 
 fn ev(t: &str, o: &str) -> (String, String) {
     (t.to_string(), o.to_string())
-}
-
-fn keys(v: &Value) -> Vec<String> {
-    let mut k: Vec<String> = v
-        .as_object()
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default();
-    k.sort();
-    k
-}
-
-fn sorted(list: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = list.iter().map(|s| s.to_string()).collect();
-    v.sort();
-    v
 }
 
 fn summary_keys() -> Vec<String> {
@@ -311,7 +262,7 @@ async fn create_answers_202_with_the_full_group_which_the_conductor_then_complet
 
     // Readable at once, by uuid, name and integer id, with the same body.
     for ident in [uuid.clone(), "ng1".to_string(), id.to_string()] {
-        let r = e.get(&ng_path(&c, &ident)).await;
+        let r = e.api().get_nodegroup(&c, &ident).await;
         assert_eq!(r.status, 200, "{ident}: {}", r.text);
         assert_eq!(r.body, expected, "{ident}");
     }
@@ -338,7 +289,7 @@ async fn create_answers_202_with_the_full_group_which_the_conductor_then_complet
             resource: c.clone()
         }]
     );
-    let done = e.get(&ng_path(&c, &uuid)).await.body;
+    let done = e.api().get_nodegroup(&c, &uuid).await.body;
     assert_eq!(done["status"], "CREATE_COMPLETE");
     assert_eq!(done["status_reason"], Value::Null);
     assert_eq!(done["node_addresses"].as_array().map(Vec::len), Some(2));
@@ -525,7 +476,7 @@ async fn list_shows_summaries_filters_by_role_and_pages_with_next_links() {
     for n in items {
         assert_eq!(keys(n), full_keys(), "{n}");
     }
-    let one = e.get(&ng_path(&c, "ng-b")).await;
+    let one = e.api().get_nodegroup(&c, "ng-b").await;
     assert_eq!(items[2], one.body);
     let r = e.get(&format!("{}/detail?limit=1", ngs_path(&c))).await;
     assert!(r.body["next"]
@@ -684,11 +635,12 @@ async fn python_literal_node_metadata_and_numeric_strings_are_accepted_on_create
 async fn a_cluster_without_an_api_address_yet_is_a_409() {
     let e = env().await;
     let c = e.pending_cluster("k8s", json!({})).await;
-    e.post(&ngs_path(&c), &json!({"name": "ng1"}))
+    e.api()
+        .create_nodegroup(&c, &json!({"name": "ng1"}))
         .await
         .assert_error(409, "Cluster API address is not available yet");
     // Reads work while the cluster is being created.
-    let r = e.get(&ngs_path(&c)).await;
+    let r = e.api().list_nodegroups(&c, "").await;
     assert_eq!(r.status, 200);
     assert!(r.body["nodegroups"]
         .as_array()
@@ -704,7 +656,8 @@ async fn changes_the_clusters_state_cannot_take_are_refused_at_once() {
     e.create_ng(&c, json!({"name": "ng1"})).await;
     // The cluster is UPDATE_IN_PROGRESS until the conductor is done.
     let busy = "Updating a cluster when status is \"UPDATE_IN_PROGRESS\" is not supported.";
-    e.post(&ngs_path(&c), &json!({"name": "ng2"}))
+    e.api()
+        .create_nodegroup(&c, &json!({"name": "ng2"}))
         .await
         .assert_error(409, busy);
     e.patch(
@@ -713,7 +666,10 @@ async fn changes_the_clusters_state_cannot_take_are_refused_at_once() {
     )
     .await
     .assert_error(409, busy);
-    e.delete(&ng_path(&c, "ng1")).await.assert_error(409, busy);
+    e.api()
+        .delete_nodegroup(&c, "ng1")
+        .await
+        .assert_error(409, busy);
     // Only the first request became a job.
     let jobs = e.jobs_of(&c).await;
     assert_eq!(
@@ -758,7 +714,8 @@ async fn node_groups_need_microversion_1_9() {
     }
     let r = e
         .app
-        .get_as(&ngs_path(&c), &at(&e.app.headers, "1.9"))
+        .with_headers(&at(&e.app.headers, "1.9"))
+        .list_nodegroups(&c, "")
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
@@ -772,22 +729,30 @@ async fn unknown_clusters_and_groups_are_404() {
     let e = env().await;
     let c = e.cluster("k8s", json!({})).await;
     let patch = json!([{"op": "replace", "path": "/max_node_count", "value": 9}]);
-    e.get(&ngs_path("nope"))
+    e.api()
+        .list_nodegroups("nope", "")
         .await
         .assert_error(404, "Cluster nope could not be found.");
-    e.post(&ngs_path("nope"), &json!({"name": "x"}))
+    e.api()
+        .create_nodegroup("nope", &json!({"name": "x"}))
         .await
         .assert_error(404, "Cluster nope could not be found.");
-    e.get(&ng_path("nope", "default-worker"))
+    e.api()
+        .get_nodegroup("nope", "default-worker")
         .await
         .assert_error(404, "Cluster nope could not be found.");
     for ident in ["nope", "999999", &uuid::Uuid::new_v4().to_string()] {
         let missing = format!("Nodegroup {ident} could not be found.");
-        e.get(&ng_path(&c, ident)).await.assert_error(404, &missing);
-        e.patch(&ng_path(&c, ident), &patch)
+        e.api()
+            .get_nodegroup(&c, ident)
             .await
             .assert_error(404, &missing);
-        e.delete(&ng_path(&c, ident))
+        e.api()
+            .patch_nodegroup(&c, ident, &patch)
+            .await
+            .assert_error(404, &missing);
+        e.api()
+            .delete_nodegroup(&c, ident)
             .await
             .assert_error(404, &missing);
     }
@@ -795,10 +760,12 @@ async fn unknown_clusters_and_groups_are_404() {
     let other = e.cluster("other", json!({})).await;
     let ng = e.create_ng(&other, json!({"name": "mine"})).await;
     let uuid = ng["uuid"].as_str().expect("uuid");
-    e.get(&ng_path(&c, uuid))
+    e.api()
+        .get_nodegroup(&c, uuid)
         .await
         .assert_error(404, &format!("Nodegroup {uuid} could not be found."));
-    e.get(&ng_path(&c, "mine"))
+    e.api()
+        .get_nodegroup(&c, "mine")
         .await
         .assert_error(404, "Nodegroup mine could not be found.");
 }
@@ -814,7 +781,8 @@ async fn another_projects_cluster_and_groups_are_404_while_admins_see_and_manage
     let gone = format!("Cluster {c} could not be found.");
     let patch = json!([{"op": "replace", "path": "/max_node_count", "value": 9}]);
     e.app
-        .get_as(&ngs_path(&c), &b)
+        .with_headers(&b)
+        .list_nodegroups(&c, "")
         .await
         .assert_error(404, &gone);
     e.app
@@ -822,41 +790,47 @@ async fn another_projects_cluster_and_groups_are_404_while_admins_see_and_manage
         .await
         .assert_error(404, &gone);
     e.app
-        .get_as(&ng_path(&c, uuid), &b)
+        .with_headers(&b)
+        .get_nodegroup(&c, uuid)
         .await
         .assert_error(404, &gone);
     e.app
-        .post_as(&ngs_path(&c), &json!({"name": "theirs"}), &b)
+        .with_headers(&b)
+        .create_nodegroup(&c, &json!({"name": "theirs"}))
         .await
         .assert_error(404, &gone);
     e.app
-        .patch_as(&ng_path(&c, uuid), &patch, &b)
+        .with_headers(&b)
+        .patch_nodegroup(&c, uuid, &patch)
         .await
         .assert_error(404, &gone);
     e.app
-        .delete_as(&ng_path(&c, uuid), &b)
+        .with_headers(&b)
+        .delete_nodegroup(&c, uuid)
         .await
         .assert_error(404, &gone);
     e.app
-        .get_as(&ngs_path("k8s"), &b)
+        .with_headers(&b)
+        .list_nodegroups("k8s", "")
         .await
         .assert_error(404, "Cluster k8s could not be found.");
 
     // An admin of another project sees and manages them; what it creates belongs to the
     // cluster's project.
     let admin = e.admin();
-    let r = e.app.get_as(&ngs_path(&c), &admin).await;
+    let r = e.app.with_headers(&admin).list_nodegroups(&c, "").await;
     assert_eq!(r.body["nodegroups"].as_array().map(Vec::len), Some(3));
-    let r = e.app.get_as(&ng_path(&c, "ng1"), &admin).await;
-    assert_eq!(r.body, e.get(&ng_path(&c, "ng1")).await.body);
+    let r = e.app.with_headers(&admin).get_nodegroup(&c, "ng1").await;
+    assert_eq!(r.body, e.api().get_nodegroup(&c, "ng1").await.body);
     let r = e
         .app
-        .post_as(&ngs_path(&c), &json!({"name": "by-admin"}), &admin)
+        .with_headers(&admin)
+        .create_nodegroup(&c, &json!({"name": "by-admin"}))
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(r.body["project_id"], "project-a");
     e.drain().await;
-    assert_eq!(e.get(&ng_path(&c, "by-admin")).await.status, 200);
+    assert_eq!(e.api().get_nodegroup(&c, "by-admin").await.status, 200);
 }
 
 #[tokio::test]
@@ -867,17 +841,19 @@ async fn policy_refusals_name_the_rule() {
         &e.app.as_identity("project-a", "user-r", "reader"),
         "latest",
     );
-    let r = e.app.get_as(&ngs_path(&c), &reader).await;
+    let r = e.app.with_headers(&reader).list_nodegroups(&c, "").await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         e.app
-            .get_as(&ng_path(&c, "default-worker"), &reader)
+            .with_headers(&reader)
+            .get_nodegroup(&c, "default-worker")
             .await
             .status,
         200
     );
     e.app
-        .post_as(&ngs_path(&c), &json!({"name": "ng1"}), &reader)
+        .with_headers(&reader)
+        .create_nodegroup(&c, &json!({"name": "ng1"}))
         .await
         .assert_error(
             403,
@@ -895,7 +871,8 @@ async fn policy_refusals_name_the_rule() {
             "Policy doesn't allow nodegroup:update to be performed.",
         );
     e.app
-        .delete_as(&ng_path(&c, "default-worker"), &reader)
+        .with_headers(&reader)
+        .delete_nodegroup(&c, "default-worker")
         .await
         .assert_error(
             403,
@@ -905,12 +882,17 @@ async fn policy_refusals_name_the_rule() {
         &e.app.as_identity("project-a", "user-n", "nothing"),
         "latest",
     );
-    e.app.get_as(&ngs_path(&c), &nobody).await.assert_error(
-        403,
-        "Policy doesn't allow nodegroup:get_all to be performed.",
-    );
     e.app
-        .get_as(&ng_path(&c, "default-worker"), &nobody)
+        .with_headers(&nobody)
+        .list_nodegroups(&c, "")
+        .await
+        .assert_error(
+            403,
+            "Policy doesn't allow nodegroup:get_all to be performed.",
+        );
+    e.app
+        .with_headers(&nobody)
+        .get_nodegroup(&c, "default-worker")
         .await
         .assert_error(403, "Policy doesn't allow nodegroup:get to be performed.");
 }
@@ -954,7 +936,7 @@ async fn patch_takes_the_clis_python_literal_strings_and_the_conductor_completes
     );
     assert_eq!(r.body["status"], "UPDATE_IN_PROGRESS");
     assert!(r.body["updated_at"].is_string());
-    assert_eq!(e.get(&ng_path(&c, &uuid)).await.body, r.body);
+    assert_eq!(e.api().get_nodegroup(&c, &uuid).await.body, r.body);
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_IN_PROGRESS");
     assert_eq!(
         e.events_of(&uuid).await.last().cloned(),
@@ -968,7 +950,7 @@ async fn patch_takes_the_clis_python_literal_strings_and_the_conductor_completes
             resource: c.clone()
         }]
     );
-    let done = e.get(&ng_path(&c, &uuid)).await.body;
+    let done = e.api().get_nodegroup(&c, &uuid).await.body;
     assert_eq!(done["status"], "UPDATE_COMPLETE");
     assert_eq!(done["node_labels"], json!({"tier": "db"}));
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
@@ -1014,7 +996,7 @@ async fn patch_takes_the_clis_python_literal_strings_and_the_conductor_completes
 async fn a_patch_that_changes_nothing_answers_without_work() {
     let e = env().await;
     let c = e.cluster("k8s", json!({})).await;
-    let before = e.get(&ng_path(&c, "default-worker")).await.body;
+    let before = e.api().get_nodegroup(&c, "default-worker").await.body;
     let r = e
         .patch(
             &ng_path(&c, "default-worker"),
@@ -1147,7 +1129,8 @@ async fn default_groups_cannot_be_deleted() {
     let e = env().await;
     let c = e.cluster("k8s", json!({})).await;
     for name in ["default-master", "default-worker"] {
-        e.delete(&ng_path(&c, name))
+        e.api()
+            .delete_nodegroup(&c, name)
             .await
             .assert_error(400, "Deleting a default nodegroup is not supported.");
     }
@@ -1163,14 +1146,14 @@ async fn delete_marks_the_group_and_the_conductor_removes_it() {
         .await;
     e.drain().await;
     let uuid = ng["uuid"].as_str().expect("uuid").to_string();
-    let r = e.delete(&ng_path("k8s", "ng1")).await;
+    let r = e.api().delete_nodegroup("k8s", "ng1").await;
     assert_eq!(r.status, 204, "{}", r.text);
     assert_eq!(r.text, "");
-    let shown = e.get(&ng_path(&c, &uuid)).await;
+    let shown = e.api().get_nodegroup(&c, &uuid).await;
     assert_eq!(shown.body["status"], "DELETE_IN_PROGRESS");
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_IN_PROGRESS");
     // Deleting again while it goes is accepted and changes nothing.
-    assert_eq!(e.delete(&ng_path(&c, &uuid)).await.status, 204);
+    assert_eq!(e.api().delete_nodegroup(&c, &uuid).await.status, 204);
     assert_eq!(
         e.events_of(&uuid).await,
         vec![
@@ -1186,13 +1169,14 @@ async fn delete_marks_the_group_and_the_conductor_removes_it() {
             resource: c.clone()
         }]
     );
-    e.get(&ng_path(&c, &uuid))
+    e.api()
+        .get_nodegroup(&c, &uuid)
         .await
         .assert_error(404, &format!("Nodegroup {uuid} could not be found."));
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
     let cluster = e.get(&format!("/v1/clusters/{c}")).await.body;
     assert_eq!(cluster["node_count"], 1);
-    let names: Vec<String> = e.get(&ngs_path(&c)).await.body["nodegroups"]
+    let names: Vec<String> = e.api().list_nodegroups(&c, "").await.body["nodegroups"]
         .as_array()
         .expect("list")
         .iter()
@@ -1223,7 +1207,7 @@ async fn a_driver_failure_fails_the_group_and_the_cluster_with_the_reason() {
             reason: reason.into()
         }]
     );
-    let failed = e.get(&ng_path(&c, &uuid)).await.body;
+    let failed = e.api().get_nodegroup(&c, &uuid).await.body;
     assert_eq!(failed["status"], "CREATE_FAILED");
     assert_eq!(failed["status_reason"], reason);
     assert_eq!(
@@ -1237,7 +1221,7 @@ async fn a_driver_failure_fails_the_group_and_the_cluster_with_the_reason() {
         Some(ev("magnum.cluster.update", "failure"))
     );
     // The default groups were untouched.
-    let w = e.get(&ng_path(&c, "default-worker")).await.body;
+    let w = e.api().get_nodegroup(&c, "default-worker").await.body;
     assert_eq!(w["status"], "CREATE_COMPLETE");
 
     // A failed group cannot be updated, but it can be deleted (the cluster accepts node group
@@ -1251,15 +1235,15 @@ async fn a_driver_failure_fails_the_group_and_the_cluster_with_the_reason() {
         409,
         "Updating a nodegroup when status is \"CREATE_FAILED\" is not supported.",
     );
-    let r = e.delete(&ng_path(&c, &uuid)).await;
+    let r = e.api().delete_nodegroup(&c, &uuid).await;
     assert_eq!(r.status, 204, "{}", r.text);
     assert_eq!(
-        e.get(&ng_path(&c, &uuid)).await.body["status"],
+        e.api().get_nodegroup(&c, &uuid).await.body["status"],
         "DELETE_IN_PROGRESS"
     );
     // The injected failure hits the delete too.
     e.drain().await;
-    let after = e.get(&ng_path(&c, &uuid)).await.body;
+    let after = e.api().get_nodegroup(&c, &uuid).await.body;
     assert_eq!(after["status"], "DELETE_FAILED");
     assert_eq!(after["status_reason"], reason);
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_FAILED");
@@ -1330,28 +1314,28 @@ async fn work_the_driver_reports_as_started_is_finished_by_the_status_sync() {
             resource: c.clone()
         }]
     );
-    let going = e.get(&ng_path(&c, &uuid)).await.body;
+    let going = e.api().get_nodegroup(&c, &uuid).await.body;
     assert_eq!(going["status"], "CREATE_IN_PROGRESS");
     assert_eq!(going["node_addresses"].as_array().map(Vec::len), Some(2));
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let report = e.conductor.sync_round().await.expect("sync");
     assert_eq!(report.changed, 1);
     assert_eq!(
-        e.get(&ng_path(&c, &uuid)).await.body["status"],
+        e.api().get_nodegroup(&c, &uuid).await.body["status"],
         "CREATE_COMPLETE"
     );
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
 
     // A delete the driver only starts is finished (and the row removed) by the sync too.
-    assert_eq!(e.delete(&ng_path(&c, &uuid)).await.status, 204);
+    assert_eq!(e.api().delete_nodegroup(&c, &uuid).await.status, 204);
     e.drain().await;
     assert_eq!(
-        e.get(&ng_path(&c, &uuid)).await.body["status"],
+        e.api().get_nodegroup(&c, &uuid).await.body["status"],
         "DELETE_IN_PROGRESS"
     );
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     e.conductor.sync_round().await.expect("sync");
-    assert_eq!(e.get(&ng_path(&c, &uuid)).await.status, 404);
+    assert_eq!(e.api().get_nodegroup(&c, &uuid).await.status, 404);
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
 }
 
@@ -1364,14 +1348,16 @@ async fn the_whole_lifecycle_works_on_sqlite() {
         .await;
     assert_eq!(keys(&ng), full_keys());
     assert_eq!(ng["labels"], json!({"a": "1"}));
-    e.post(&ngs_path(&c), &json!({"name": "ng2"}))
+    e.api()
+        .create_nodegroup(&c, &json!({"name": "ng2"}))
         .await
         .assert_error(
             409,
             "Updating a cluster when status is \"UPDATE_IN_PROGRESS\" is not supported.",
         );
     e.drain().await;
-    e.post(&ngs_path(&c), &json!({"name": "ng1"}))
+    e.api()
+        .create_nodegroup(&c, &json!({"name": "ng1"}))
         .await
         .assert_error(
             409,
@@ -1399,14 +1385,14 @@ async fn the_whole_lifecycle_works_on_sqlite() {
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     e.drain().await;
-    let shown = e.get(&ng_path(&c, "ng1")).await.body;
+    let shown = e.api().get_nodegroup(&c, "ng1").await.body;
     assert_eq!(shown["status"], "UPDATE_COMPLETE");
     assert_eq!(
         shown["node_taints"],
         json!([{"key": "k", "value": "v", "effect": "NoSchedule"}])
     );
-    assert_eq!(e.delete(&ng_path(&c, "ng1")).await.status, 204);
+    assert_eq!(e.api().delete_nodegroup(&c, "ng1").await.status, 204);
     e.drain().await;
-    assert_eq!(e.get(&ng_path(&c, "ng1")).await.status, 404);
+    assert_eq!(e.api().get_nodegroup(&c, "ng1").await.status, 404);
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
 }

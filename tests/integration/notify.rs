@@ -13,7 +13,7 @@ use lapin::options::{BasicAckOptions, BasicGetOptions, ExchangeDeleteOptions, Qu
 use lapin::{Channel, Connection, ConnectionProperties};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, test_settings, Backend, TestDb};
+use crate::helpers::{open_store, spawn_app, test_settings, Backend};
 
 fn amqp_url() -> String {
     std::env::var("FLEETYARD_TEST_AMQP_URL")
@@ -195,7 +195,7 @@ fn assert_oslo_v2(m: &Message, routing_key: &str) {
 async fn cluster_template_create_update_and_delete_reach_notifications_info_as_oslo_v2() {
     let app = spawn_app().await;
     let exchange = unique("fy-test-ct");
-    let created = app.create_template("notified", json!({})).await;
+    let created = app.make_template("notified", json!({})).await;
     let uuid = created["uuid"].as_str().expect("uuid").to_string();
     let r = app
         .patch(
@@ -307,11 +307,11 @@ async fn events_written_while_the_broker_is_down_wait_and_then_arrive_once_in_or
 
     // Writes go through while the broker is unreachable, and answer at once.
     let started = std::time::Instant::now();
-    let a = app.create_template("a", json!({})).await["uuid"]
+    let a = app.make_template("a", json!({})).await["uuid"]
         .as_str()
         .expect("uuid")
         .to_string();
-    let b = app.create_template("b", json!({})).await["uuid"]
+    let b = app.make_template("b", json!({})).await["uuid"]
         .as_str()
         .expect("uuid")
         .to_string();
@@ -415,15 +415,6 @@ fn raw_event(resource: &str, seq: usize) -> NewEvent {
             "timestamp": "2026-07-18 10:00:00.000000",
         }),
     }
-}
-
-async fn open_store(backend: Backend) -> (Arc<dyn Store>, TestDb) {
-    let db = TestDb::new(backend).await;
-    let store = fleetyard::store::connect(&db.url, 5)
-        .await
-        .expect("connects");
-    store.migrate().await.expect("migrates");
-    (store, db)
 }
 
 /// Two relays over one outbox: each event is delivered once, each resource's in order.
@@ -745,18 +736,16 @@ async fn sent_events_are_pruned_after_retention_and_pending_ones_never() {
 
 #[tokio::test]
 async fn cluster_and_node_group_events_reach_the_broker_with_their_priority_routing() {
-    use crate::clusters::{at, cluster_as, conductor, drain, instant, one, template_as};
+    use crate::helpers::{cluster_as, conductor, drain, instant, template_as, Api};
     let app = spawn_app().await;
     let h = app.headers.clone();
     let t = template_as(&app, "tpl", json!({}), &h).await;
     let c = cluster_as(&app, json!({"name": "k1", "cluster_template_id": t}), &h).await;
     drain(&conductor(&app, instant())).await;
     let r = app
-        .post_as(
-            &format!("{}/nodegroups", one(&c)),
-            &json!({"name": "ng1", "node_count": 1}),
-            &at(&h, "latest"),
-        )
+        .with_headers(&h)
+        .at("latest")
+        .create_nodegroup(&c, &json!({"name": "ng1", "node_count": 1}))
         .await;
     assert!((200..300).contains(&r.status), "{}", r.text);
     drain(&conductor(&app, instant())).await;
@@ -767,7 +756,7 @@ async fn cluster_and_node_group_events_reach_the_broker_with_their_priority_rout
     )
     .await;
     drain(&conductor(&app, instant())).await;
-    let r = app.delete_as(&one(&c), &at(&h, "latest")).await;
+    let r = app.with_headers(&h).at("latest").delete_cluster(&c).await;
     assert_eq!(r.status, 204, "{}", r.text);
     drain(&conductor(&app, instant())).await;
 

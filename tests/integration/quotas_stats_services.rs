@@ -10,21 +10,23 @@ use fleetyard::drivers::DriverRegistry;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use crate::clusters::{at, cluster_as, project_b, template_as, CLUSTERS};
-use crate::helpers::{spawn_app, spawn_with, Backend, Resp, TestApp};
+use crate::helpers::{
+    cluster_as, instant, spawn_app, spawn_with, template_as, Api, Backend, Resp, TestApp, QUOTAS,
+};
 
-const QUOTAS: &str = "/v1/quotas";
+fn project_b(app: &TestApp) -> HeaderMap {
+    app.project_b()
+}
 
 fn quota(project: &str, resource: &str) -> String {
     format!("{QUOTAS}/{project}/{resource}")
 }
 
-async fn create_quota(app: &TestApp, project: &str, hard_limit: i64) -> Value {
+async fn make_quota(app: &TestApp, project: &str, hard_limit: i64) -> Value {
     let r = app
-        .post_as(
-            QUOTAS,
+        .with_headers(&app.admin())
+        .create_quota(
             &json!({"project_id": project, "resource": "Cluster", "hard_limit": hard_limit}),
-            &app.admin(),
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
@@ -73,21 +75,19 @@ fn member_of(app: &TestApp, project: &str) -> HeaderMap {
 #[tokio::test]
 async fn an_admin_creates_a_quota_with_201_and_defaults() {
     let app = spawn_app().await;
-    let q = create_quota(&app, "project-a", 5).await;
+    let q = make_quota(&app, "project-a", 5).await;
     assert_quota(&q, "project-a", 5, false);
     // resource defaults to Cluster, hard_limit to 1; a project id is not looked up anywhere.
     let r = app
-        .post_as(QUOTAS, &json!({"project_id": "made-up"}), &app.admin())
+        .with_headers(&app.admin())
+        .create_quota(&json!({"project_id": "made-up"}))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_quota(&r.body, "made-up", 1, false);
     assert!(r.header("location").is_none());
     let r = app
-        .post_as(
-            QUOTAS,
-            &json!({"project_id": "zero", "hard_limit": 0}),
-            &app.admin(),
-        )
+        .with_headers(&app.admin())
+        .create_quota(&json!({"project_id": "zero", "hard_limit": 0}))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.body["hard_limit"], 0);
@@ -153,11 +153,13 @@ async fn quota_create_validation_has_magnums_sentences() {
             inv("created_at", "x", "Cannot set read only field."),
         ),
     ] {
-        app.post_as(QUOTAS, &body, &app.admin())
+        app.with_headers(&app.admin())
+            .create_quota(&body)
             .await
             .assert_error(400, &detail);
     }
-    app.post_as(QUOTAS, &json!([]), &app.admin())
+    app.with_headers(&app.admin())
+        .create_quota(&json!([]))
         .await
         .assert_error(
             400,
@@ -165,11 +167,8 @@ async fn quota_create_validation_has_magnums_sentences() {
         );
     // A numeric string is coerced, as the framework does for integers.
     let r = app
-        .post_as(
-            QUOTAS,
-            &json!({"project_id": "p", "hard_limit": "4"}),
-            &app.admin(),
-        )
+        .with_headers(&app.admin())
+        .create_quota(&json!({"project_id": "p", "hard_limit": "4"}))
         .await;
     assert_eq!((r.status, r.body["hard_limit"].clone()), (201, json!(4)));
 }
@@ -177,22 +176,19 @@ async fn quota_create_validation_has_magnums_sentences() {
 #[tokio::test]
 async fn a_duplicate_quota_is_409_and_only_admins_create() {
     let app = spawn_app().await;
-    create_quota(&app, "project-a", 5).await;
-    app.post_as(
-        QUOTAS,
-        &json!({"project_id": "project-a", "resource": "Cluster", "hard_limit": 9}),
-        &app.admin(),
-    )
-    .await
-    .assert_error(
-        409,
-        "Quota for project project-a already exists for resource Cluster.",
-    );
-    app.post(QUOTAS, &json!({"project_id": "project-a"}))
+    make_quota(&app, "project-a", 5).await;
+    app.with_headers(&app.admin())
+        .create_quota(&json!({"project_id": "project-a", "resource": "Cluster", "hard_limit": 9}))
+        .await
+        .assert_error(
+            409,
+            "Quota for project project-a already exists for resource Cluster.",
+        );
+    app.create_quota(&json!({"project_id": "project-a"}))
         .await
         .assert_error(403, "Policy doesn't allow quota:create to be performed.");
     // The policy is checked after the body is valid, as Magnum's framework does.
-    app.post(QUOTAS, &json!({"bogus": 1}))
+    app.create_quota(&json!({"bogus": 1}))
         .await
         .assert_error(400, "Unknown attribute for argument quota: bogus");
 }
@@ -200,28 +196,30 @@ async fn a_duplicate_quota_is_409_and_only_admins_create() {
 #[tokio::test]
 async fn show_returns_the_row_or_the_configured_default_and_403_across_projects() {
     let app = spawn_with(Backend::Postgres, |s| s.quotas.max_clusters_per_project = 7).await;
-    let q = create_quota(&app, "project-a", 5).await;
+    let q = make_quota(&app, "project-a", 5).await;
     // A member of the project and an admin see the row.
     for h in [app.headers.clone(), app.admin()] {
-        let r = app.get_as(&quota("project-a", "Cluster"), &h).await;
+        let r = app.with_headers(&h).get_quota("project-a", "Cluster").await;
         assert_eq!(r.status, 200, "{}", r.text);
         assert_eq!(r.body, q);
     }
     // No row: the default, without id or timestamps, and always reported as Cluster.
     let r = app
-        .get_as(&quota("project-x", "Cluster"), &app.admin())
+        .with_headers(&app.admin())
+        .get_quota("project-x", "Cluster")
         .await;
     assert_eq!(
         r.body,
         json!({"project_id": "project-x", "hard_limit": 7, "resource": "Cluster"})
     );
-    let r = app.get(&quota("project-a", "Node")).await;
+    let r = app.get_quota("project-a", "Node").await;
     assert_eq!(
         r.body,
         json!({"project_id": "project-a", "hard_limit": 7, "resource": "Cluster"})
     );
     let r = app
-        .get_as(&quota("project-b", "Cluster"), &project_b(&app))
+        .with_headers(&project_b(&app))
+        .get_quota("project-b", "Cluster")
         .await;
     assert_eq!(
         r.body,
@@ -229,13 +227,15 @@ async fn show_returns_the_row_or_the_configured_default_and_403_across_projects(
     );
     // Another project's quota, with or without a row: 403.
     for p in ["project-a", "project-x"] {
-        app.get_as(&quota(p, "Cluster"), &project_b(&app))
+        app.with_headers(&project_b(&app))
+            .get_quota(p, "Cluster")
             .await
             .assert_error(403, "Not authorized.");
     }
     // quota:get needs a role.
     let nobody = app.as_identity("project-a", "u", "observer");
-    app.get_as(&quota("project-a", "Cluster"), &nobody)
+    app.with_headers(&nobody)
+        .get_quota("project-a", "Cluster")
         .await
         .assert_error(403, "Policy doesn't allow quota:get to be performed.");
     app.get(&format!("{}?x=1", quota("project-a", "Cluster")))
@@ -246,24 +246,26 @@ async fn show_returns_the_row_or_the_configured_default_and_403_across_projects(
 #[tokio::test]
 async fn update_takes_a_plain_quota_document_and_answers_202() {
     let app = spawn_app().await;
-    create_quota(&app, "project-a", 5).await;
+    make_quota(&app, "project-a", 5).await;
     // What `openstack coe quotas update` sends.
     let r = app
-        .patch_as(
-            &quota("project-a", "Cluster"),
+        .with_headers(&app.admin())
+        .patch_quota(
+            "project-a",
+            "Cluster",
             &json!({"project_id": "project-a", "resource": "Cluster", "hard_limit": 10}),
-            &app.admin(),
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_quota(&r.body, "project-a", 10, true);
-    assert_eq!(app.get(&quota("project-a", "Cluster")).await.body, r.body);
+    assert_eq!(app.get_quota("project-a", "Cluster").await.body, r.body);
     // The path names the quota: a different project in the body changes nothing else.
     let r = app
-        .patch_as(
-            &quota("project-a", "Cluster"),
+        .with_headers(&app.admin())
+        .patch_quota(
+            "project-a",
+            "Cluster",
             &json!({"project_id": "project-b", "hard_limit": 11}),
-            &app.admin(),
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
@@ -276,7 +278,8 @@ async fn update_takes_a_plain_quota_document_and_answers_202() {
         .is_none());
     // An omitted hard_limit silently becomes 1, as in Magnum.
     let r = app
-        .patch_as(&quota("project-a", "Cluster"), &json!({}), &app.admin())
+        .with_headers(&app.admin())
+        .patch_quota("project-a", "Cluster", &json!({}))
         .await;
     assert_eq!((r.status, r.body["hard_limit"].clone()), (202, json!(1)));
 }
@@ -284,28 +287,22 @@ async fn update_takes_a_plain_quota_document_and_answers_202() {
 #[tokio::test]
 async fn update_refusals() {
     let app = spawn_app().await;
-    create_quota(&app, "project-a", 5).await;
+    make_quota(&app, "project-a", 5).await;
     let path = quota("project-a", "Cluster");
-    app.patch_as(
-        &quota("project-x", "Cluster"),
-        &json!({"hard_limit": 3}),
-        &app.admin(),
-    )
-    .await
-    .assert_error(
-        404,
-        "Quota could not be found: project_id project-x resource Cluster.",
-    );
-    app.patch_as(
-        &quota("project-a", "Node"),
-        &json!({"hard_limit": 3}),
-        &app.admin(),
-    )
-    .await
-    .assert_error(
-        404,
-        "Quota could not be found: project_id project-a resource Node.",
-    );
+    app.with_headers(&app.admin())
+        .patch_quota("project-x", "Cluster", &json!({"hard_limit": 3}))
+        .await
+        .assert_error(
+            404,
+            "Quota could not be found: project_id project-x resource Cluster.",
+        );
+    app.with_headers(&app.admin())
+        .patch_quota("project-a", "Node", &json!({"hard_limit": 3}))
+        .await
+        .assert_error(
+            404,
+            "Quota could not be found: project_id project-a resource Node.",
+        );
     app.patch(&path, &json!({"hard_limit": 50}))
         .await
         .assert_error(403, "Policy doesn't allow quota:update to be performed.");
@@ -344,7 +341,7 @@ async fn update_refusals() {
 #[tokio::test]
 async fn delete_answers_204_then_the_default_shows_and_a_second_delete_is_404() {
     let app = spawn_app().await;
-    create_quota(&app, "project-a", 5).await;
+    make_quota(&app, "project-a", 5).await;
     let path = quota("project-a", "Cluster");
     app.delete(&path)
         .await
@@ -364,14 +361,14 @@ async fn delete_answers_204_then_the_default_shows_and_a_second_delete_is_404() 
 #[tokio::test]
 async fn list_is_for_admins_and_all_tenants_widens_it_to_every_project() {
     let app = spawn_app().await;
-    let qa = create_quota(&app, "project-a", 5).await;
-    let qb = create_quota(&app, "project-b", 6).await;
-    let qadm = create_quota(&app, "admin-project", 7).await;
-    app.get(QUOTAS)
+    let qa = make_quota(&app, "project-a", 5).await;
+    let qb = make_quota(&app, "project-b", 6).await;
+    let qadm = make_quota(&app, "admin-project", 7).await;
+    app.list_quotas("")
         .await
         .assert_error(403, "Policy doesn't allow quota:get_all to be performed.");
     // Without all_tenants an admin sees its own project's quotas.
-    let r = app.get_as(QUOTAS, &app.admin()).await;
+    let r = app.with_headers(&app.admin()).list_quotas("").await;
     assert_eq!(r.body, json!({"quotas": [qadm]}));
     let r = app
         .get_as(&format!("{QUOTAS}?all_tenants=True"), &app.admin())
@@ -388,8 +385,8 @@ async fn list_is_for_admins_and_all_tenants_widens_it_to_every_project() {
         s.oslo_policy.policy_file = Some(policy.clone())
     })
     .await;
-    create_quota(&open, "project-a", 5).await;
-    create_quota(&open, "project-b", 6).await;
+    make_quota(&open, "project-a", 5).await;
+    make_quota(&open, "project-b", 6).await;
     let r = open.get(&format!("{QUOTAS}?all_tenants=True")).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let projects: Vec<&str> = r.body["quotas"]
@@ -408,7 +405,7 @@ async fn the_quota_list_pages_by_integer_id_markers() {
     let mut ids = Vec::new();
     for (i, p) in ["p1", "p2", "p3", "p4", "p5"].iter().enumerate() {
         ids.push(
-            create_quota(&app, p, 10 - i as i64).await["id"]
+            make_quota(&app, p, 10 - i as i64).await["id"]
                 .as_i64()
                 .expect("id"),
         );
@@ -512,19 +509,17 @@ fn limit_exceeded(limit: i64) -> String {
 }
 
 async fn try_cluster(app: &TestApp, name: &str, t: &str, h: &HeaderMap) -> Resp {
-    app.post_as(
-        CLUSTERS,
-        &json!({"name": name, "cluster_template_id": t}),
-        &at(h, "latest"),
-    )
-    .await
+    app.with_headers(h)
+        .at("latest")
+        .create_cluster(&json!({"name": name, "cluster_template_id": t}))
+        .await
 }
 
 #[tokio::test]
 async fn a_quota_of_one_allows_one_cluster_and_refuses_the_second_with_403() {
     let app = spawn_app().await;
     let q = member_of(&app, "project-q");
-    create_quota(&app, "project-q", 1).await;
+    make_quota(&app, "project-q", 1).await;
     let t = template_as(&app, "t", json!({}), &q).await;
     let first = try_cluster(&app, "one", &t, &q).await;
     assert_eq!(first.status, 202, "{}", first.text);
@@ -532,7 +527,7 @@ async fn a_quota_of_one_allows_one_cluster_and_refuses_the_second_with_403() {
         .await
         .assert_error(403, &limit_exceeded(1));
     // Nothing of the refused create was written.
-    let listed = app.get_as(CLUSTERS, &q).await;
+    let listed = app.with_headers(&q).list_clusters("").await;
     assert_eq!(listed.body["clusters"].as_array().map(Vec::len), Some(1));
     // Other projects are not limited by it; raising the quota lets the project go on.
     let tb = template_as(&app, "tb", json!({}), &project_b(&app)).await;
@@ -543,11 +538,8 @@ async fn a_quota_of_one_allows_one_cluster_and_refuses_the_second_with_403() {
     )
     .await;
     let r = app
-        .patch_as(
-            &quota("project-q", "Cluster"),
-            &json!({"hard_limit": 2}),
-            &app.admin(),
-        )
+        .with_headers(&app.admin())
+        .patch_quota("project-q", "Cluster", &json!({"hard_limit": 2}))
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(try_cluster(&app, "two", &t, &q).await.status, 202);
@@ -560,7 +552,7 @@ async fn a_quota_of_one_allows_one_cluster_and_refuses_the_second_with_403() {
 async fn a_zero_quota_refuses_every_cluster_and_without_a_row_the_default_limits() {
     let app = spawn_with(Backend::Postgres, |s| s.quotas.max_clusters_per_project = 2).await;
     let z = member_of(&app, "project-z");
-    create_quota(&app, "project-z", 0).await;
+    make_quota(&app, "project-z", 0).await;
     let t = template_as(&app, "t", json!({}), &z).await;
     try_cluster(&app, "one", &t, &z)
         .await
@@ -575,7 +567,8 @@ async fn a_zero_quota_refuses_every_cluster_and_without_a_row_the_default_limits
         .assert_error(403, &limit_exceeded(2));
     // Deleting the quota row of project-z falls back to the default of 2.
     assert_eq!(
-        app.delete_as(&quota("project-z", "Cluster"), &app.admin())
+        app.with_headers(&app.admin())
+            .delete_quota("project-z", "Cluster")
             .await
             .status,
         204
@@ -587,7 +580,7 @@ async fn a_zero_quota_refuses_every_cluster_and_without_a_row_the_default_limits
 async fn concurrent_creates_never_exceed_the_quota() {
     let app = spawn_app().await;
     let q = member_of(&app, "project-q");
-    create_quota(&app, "project-q", 3).await;
+    make_quota(&app, "project-q", 3).await;
     let t = template_as(&app, "t", json!({}), &q).await;
     let names: Vec<String> = (0..12).map(|i| format!("c{i}")).collect();
     let results =
@@ -595,7 +588,7 @@ async fn concurrent_creates_never_exceed_the_quota() {
     let accepted = results.iter().filter(|r| r.status == 202).count();
     let refused = results.iter().filter(|r| r.status == 403).count();
     assert_eq!((accepted, refused), (3, 9));
-    let listed = app.get_as(CLUSTERS, &q).await;
+    let listed = app.with_headers(&q).list_clusters("").await;
     assert_eq!(listed.body["clusters"].as_array().map(Vec::len), Some(3));
 }
 
@@ -614,7 +607,7 @@ async fn concurrent_creates_never_exceed_the_default_limit_either() {
     let accepted = results.iter().filter(|r| r.status == 202).count();
     let refused = results.iter().filter(|r| r.status == 403).count();
     assert_eq!((accepted, refused), (3, 9));
-    let listed = app.get_as(CLUSTERS, &q).await;
+    let listed = app.with_headers(&q).list_clusters("").await;
     assert_eq!(listed.body["clusters"].as_array().map(Vec::len), Some(3));
 }
 
@@ -623,7 +616,7 @@ async fn concurrent_creates_never_exceed_the_default_limit_either() {
 // ---------------------------------------------------------------------------------------------
 
 async fn stats(app: &TestApp, query: &str, h: &HeaderMap) -> Resp {
-    app.get_as(&format!("/v1/stats{query}"), h).await
+    app.with_headers(h).get_stats(query).await
 }
 
 #[tokio::test]
@@ -711,7 +704,7 @@ async fn stats_refusals() {
 // ---------------------------------------------------------------------------------------------
 
 async fn mservices(app: &TestApp) -> Value {
-    let r = app.get_as("/v1/mservices", &app.admin()).await;
+    let r = app.with_headers(&app.admin()).list_services().await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body
 }
@@ -823,7 +816,7 @@ async fn the_down_time_is_configurable() {
 #[tokio::test]
 async fn services_are_for_admins_and_take_no_parameters() {
     let app = spawn_app().await;
-    app.get("/v1/mservices").await.assert_error(
+    app.list_services().await.assert_error(
         403,
         "Policy doesn't allow magnum-service:get_all to be performed.",
     );
@@ -837,11 +830,8 @@ async fn a_running_conductor_shows_up_through_its_heartbeats() {
     let app = spawn_app().await;
     let conductor = Arc::new(fleetyard::conductor::Conductor::new(
         app.store.clone(),
-        DriverRegistry::build(
-            &fleetyard::config::DriversSection::default(),
-            &crate::clusters::instant(),
-        )
-        .expect("drivers"),
+        DriverRegistry::build(&fleetyard::config::DriversSection::default(), &instant())
+            .expect("drivers"),
         "conductor-host",
         ConductorSection {
             heartbeat_interval: 1,

@@ -8,16 +8,7 @@ use fleetyard::domain::{Ident, ResourceId};
 use fleetyard::store::{NewEvent, PageRequest, Scope, SortDir, Store, StoreError};
 use serde_json::json;
 
-use crate::helpers::{Backend, TestDb};
-
-async fn open(backend: Backend) -> (Arc<dyn Store>, TestDb) {
-    let db = TestDb::new(backend).await;
-    let store = fleetyard::store::connect(&db.url, 5)
-        .await
-        .expect("connects");
-    store.migrate().await.expect("migrates");
-    (store, db)
-}
+use crate::helpers::{open_store, Backend};
 
 fn spec(name: &str) -> TemplateSpec {
     TemplateSpec {
@@ -97,12 +88,12 @@ macro_rules! contract {
             use super::*;
             #[tokio::test]
             async fn on_postgres() {
-                let (store, db) = open(Backend::Postgres).await;
+                let (store, db) = open_store(Backend::Postgres).await;
                 ($body)(store, db.url.clone()).await;
             }
             #[tokio::test]
             async fn on_sqlite() {
-                let (store, db) = open(Backend::Sqlite).await;
+                let (store, db) = open_store(Backend::Sqlite).await;
                 ($body)(store, db.url.clone()).await;
             }
         }
@@ -613,7 +604,7 @@ contract!(
 /// restricted template update started meanwhile waits for it and then sees the cluster.
 #[tokio::test]
 async fn a_restricted_template_update_waits_for_a_racing_cluster_create_and_refuses() {
-    let (store, db) = open(Backend::Postgres).await;
+    let (store, db) = open_store(Backend::Postgres).await;
     let t = store
         .create_cluster_template(&new_template("p1", spec("race")), &[])
         .await
