@@ -15,10 +15,15 @@ use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
 use super::error::ApiError;
-use super::links::resource_links;
-use super::pagination::{collection_body, page_request, PAGE_PARAMS};
+use super::initiator;
+use super::links::app_url;
+use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
+use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
-use super::{initiator, timestamp};
+use super::views::{
+    AcceptedView, FederationCollection, FederationDetailCollection, FederationSummaryView,
+    FederationView,
+};
 use crate::auth::RequestContext;
 use crate::domain::cluster::Cluster;
 use crate::domain::federation::{
@@ -28,7 +33,6 @@ use crate::domain::ids::parse_uuid_like;
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::label_value;
 use crate::domain::status::{ClusterStatus, FederationStatus};
-use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, Ident, ResourceId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::startup::AppState;
@@ -76,48 +80,12 @@ const MAX_ATTEMPTS: u32 = 200;
 /// Magnum hard-codes `create_timeout=15` (minutes) for federations.
 const CREATE_TIMEOUT_MINUTES: i64 = 15;
 
-fn summary(req: &HttpRequest, ctx: &RequestContext, f: &Federation) -> Value {
-    let uuid = f.uuid.to_string();
-    let mut v = json!({
-        "uuid": uuid,
-        "name": f.name,
-        "hostcluster_id": f.hostcluster_id,
-        "member_ids": f.member_ids,
-        "status": f.status.as_str(),
-        "properties": f.properties,
-        "links": resource_links(req, "federations", &uuid),
-    });
-    if ctx.is_admin {
-        v["project_id"] = json!(f.project_id);
-    }
-    v
-}
-
-fn full(req: &HttpRequest, ctx: &RequestContext, f: &Federation) -> Value {
-    let mut v = summary(req, ctx, f);
-    v["status_reason"] = json!(f.status_reason);
-    v["created_at"] = json!(timestamp(f.created_at));
-    v["updated_at"] = json!(f.updated_at.map(timestamp));
-    v
-}
-
-fn target(project_id: &str, user_id: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("project_id".into(), json!(project_id));
-    m.insert("user_id".into(), json!(user_id));
-    m
-}
-
 fn federation_target(f: &Federation) -> Map<String, Value> {
-    target(&f.project_id, &f.user_id)
-}
-
-fn cluster_target(c: &Cluster) -> Map<String, Value> {
-    target(&c.project_id, &c.user_id)
+    owner_target(&f.project_id, &f.user_id)
 }
 
 fn accepted(f: &Federation) -> HttpResponse {
-    HttpResponse::Accepted().json(json!({"uuid": f.uuid.to_string()}))
+    HttpResponse::Accepted().json(AcceptedView::new(f.uuid))
 }
 
 /// Waits a little before retrying a change that lost an optimistic race (not before the first
@@ -135,28 +103,6 @@ fn cluster_not_found(ident: &str) -> ApiError {
 
 fn no_dns_zone() -> ApiError {
     ApiError::bad_request("No DNS zone specified. Please specify a `dns-zone`.")
-}
-
-/// Finds a federation the caller can see (admins: every project), with Magnum's sentences.
-pub async fn lookup(
-    state: &AppState,
-    ctx: &RequestContext,
-    ident: &str,
-) -> Result<Federation, ApiError> {
-    match state
-        .store
-        .get_federation(&ctx.scope(), &Ident::parse(ident))
-        .await
-    {
-        Ok(f) => Ok(f),
-        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
-            "Federation {ident} could not be found."
-        ))),
-        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
-            "Multiple federations exist with same name. Please use the federation uuid instead.",
-        )),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Properties: an object (or a JSON / Python-literal string of one) of scalar values, stored
@@ -197,24 +143,11 @@ fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
     Ok(out)
 }
 
-/// The host cluster's template.
-async fn template_of(
-    state: &AppState,
-    host: &Cluster,
-) -> Result<Option<ClusterTemplate>, ApiError> {
-    Ok(state
-        .store
-        .templates_by_uuid(&[host.cluster_template_id.to_string()])
-        .await?
-        .into_iter()
-        .next())
-}
-
 /// The driver that runs a federation's jobs: the host cluster's template driver (the default
 /// driver when the host is gone, so the job still runs and fails with a reason).
 async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
     let template = match state.store.find_cluster(&f.hostcluster_id).await? {
-        Some(host) => template_of(state, &host).await?,
+        Some(host) => find_template_of(state, &host).await?,
         None => None,
     };
     Ok(template
@@ -345,7 +278,7 @@ async fn create(
     let uuid = ResourceId::new();
     for attempt in 0..MAX_ATTEMPTS {
         backoff(attempt).await;
-        let host = super::clusters::lookup(&state, &ctx, &host_ident, true).await?;
+        let host = lookup::cluster(&state, &ctx, &host_ident, true).await?;
         let properties = properties.clone().ok_or_else(|| {
             ApiError::bad_request("Please specify a `properties` dict for the federation.")
         })?;
@@ -365,10 +298,8 @@ async fn create(
             members.push(membership.join(&state, &ctx, &own, m).await?);
         }
         let members = dedup_members(members);
-        let template = template_of(&state, &host).await?.ok_or_else(|| {
-            ApiError::internal(anyhow::anyhow!("cluster {} has no template", host.uuid))
-        })?;
-        let driver = super::clusters::driver_for(&state, &template)?;
+        let template = lookup::template_of(&state, &host).await?;
+        let driver = driver_for(&state, &template)?;
         if !driver.capabilities().federation {
             return Err(ApiError::bad_request(format!(
                 "The driver '{}' of host cluster {} does not support federations.",
@@ -461,24 +392,27 @@ async fn list(
         }
         Err(e) => return Err(e.into()),
     };
-    let items: Vec<Value> = feds
-        .iter()
-        .map(|f| {
-            if detail {
-                full(&req, &ctx, f)
-            } else {
-                summary(&req, &ctx, f)
-            }
-        })
-        .collect();
+    let base = app_url(&req);
     let path = if detail {
         "federations/detail"
     } else {
         "federations"
     };
     let last = feds.last().map(|f| f.uuid.to_string());
-    let body = collection_body(&req, "federations", path, &page, items, last, &[]);
-    Ok(HttpResponse::Ok().json(body))
+    let next = next_page(&req, path, &page, feds.len(), last, &[]);
+    if detail {
+        let federations = feds
+            .iter()
+            .map(|f| FederationView::new(&base, &ctx, f))
+            .collect();
+        Ok(HttpResponse::Ok().json(FederationDetailCollection { federations, next }))
+    } else {
+        let federations = feds
+            .iter()
+            .map(|f| FederationSummaryView::new(&base, &ctx, f))
+            .collect();
+        Ok(HttpResponse::Ok().json(FederationCollection { federations, next }))
+    }
 }
 
 async fn show(
@@ -491,9 +425,9 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("federation:get_one_all_projects")?;
     }
-    let f = lookup(&state, &ctx, &path).await?;
+    let f = lookup::federation(&state, &ctx, &path).await?;
     ctx.authorize("federation:get", &federation_target(&f))?;
-    Ok(HttpResponse::Ok().json(full(&req, &ctx, &f)))
+    Ok(HttpResponse::Ok().json(FederationView::new(&app_url(&req), &ctx, &f)))
 }
 
 /// A membership operation of a PATCH, in Magnum's dialect plus Fleetyard's list replace.
@@ -651,7 +585,7 @@ async fn update(
     let mut driver: Option<String> = None;
     for attempt in 0..MAX_ATTEMPTS {
         backoff(attempt).await;
-        let f = lookup(&state, &ctx, &path).await?;
+        let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:update", &federation_target(&f))?;
         if !f.accepts_changes() {
             return Err(ApiError::conflict(format!(
@@ -739,7 +673,7 @@ async fn delete(
     query_params(&req, &[])?;
     for attempt in 0..MAX_ATTEMPTS {
         backoff(attempt).await;
-        let f = lookup(&state, &ctx, &path).await?;
+        let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:delete", &federation_target(&f))?;
         if f.status == FederationStatus::DeleteInProgress {
             return Ok(HttpResponse::NoContent().finish());

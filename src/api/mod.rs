@@ -9,14 +9,17 @@ pub mod credentials;
 pub mod error;
 pub mod federations;
 pub mod links;
+pub mod lookup;
 pub mod microversion;
 pub mod mservices;
 pub mod nodegroups;
 pub mod pagination;
 pub mod patch;
+pub mod provisional;
 pub mod quotas;
 pub mod stats;
 pub mod versions;
+pub mod views;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};

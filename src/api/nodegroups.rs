@@ -11,22 +11,25 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, labels_value, query_params, Fields};
-use super::clusters::{driver_for, lookup, provisional_nodegroup};
 use super::error::ApiError;
 use super::links::app_url;
-use super::pagination::{collection_body, page_request};
+use super::lookup::{self, cluster_target as target, driver_for, template_of};
+use super::microversion::NODEGROUPS;
+use super::pagination::{next_page, page_request};
 use super::patch::{self, PatchRules};
-use super::{initiator, timestamp};
+use super::views::{
+    NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
+};
+use super::{initiator, provisional};
 use crate::auth::RequestContext;
 use crate::domain::cluster::{
-    check_counts, invalid_node_label, label_diff, nodegroup_change_allowed, nodegroup_labels,
-    parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
+    check_counts, invalid_node_label, nodegroup_change_allowed, nodegroup_labels, parse_taints,
+    Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::Labels;
 use crate::domain::pyliteral::parse_literal;
 use crate::domain::status::ClusterStatus;
-use crate::domain::template::ClusterTemplate;
 use crate::domain::ResourceId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::startup::AppState;
@@ -105,18 +108,11 @@ const LIST_PARAMS: &[&str] = &["marker", "limit", "sort_key", "sort_dir", "role"
 /// Node groups exist from microversion 1.9; below it the routes answer 406 with the empty
 /// framework body, as Magnum does.
 fn require_version(ctx: &RequestContext) -> Result<(), ApiError> {
-    if ctx.at_least(1, 9) {
+    if ctx.version >= NODEGROUPS {
         Ok(())
     } else {
         Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE))
     }
-}
-
-fn target(c: &Cluster) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("project_id".into(), json!(c.project_id));
-    m.insert("user_id".into(), json!(c.user_id));
-    m
 }
 
 fn not_found(ident: &str) -> ApiError {
@@ -126,66 +122,6 @@ fn not_found(ident: &str) -> ApiError {
 /// Magnum's `NodeGroupInvalidInput` (a 409).
 fn invalid_input(attr: &str, nodegroup: &str, expl: &str) -> ApiError {
     ApiError::conflict(format!("{attr} for {nodegroup} is invalid ({expl})."))
-}
-
-fn taints_json(taints: &[Taint]) -> Value {
-    Value::Array(
-        taints
-            .iter()
-            .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
-            .collect(),
-    )
-}
-
-/// The summary representation (`GET .../nodegroups`): no links.
-fn summary(ng: &NodeGroup) -> Value {
-    json!({
-        "uuid": ng.uuid.to_string(),
-        "name": ng.name,
-        "flavor_id": ng.flavor_id,
-        "image_id": ng.image_id,
-        "node_count": ng.node_count,
-        "role": ng.role,
-        "is_default": ng.is_default,
-        "status": ng.status.as_str(),
-        "stack_id": ng.stack_id,
-        "min_node_count": ng.min_node_count,
-        "max_node_count": ng.max_node_count,
-        "merge_labels": false,
-    })
-}
-
-/// The full representation; label differences are relative to the cluster's labels.
-fn full(req: &HttpRequest, ng: &NodeGroup, cluster_labels: &Labels) -> Value {
-    let (overridden, added, skipped) = label_diff(&ng.labels, cluster_labels);
-    let base = app_url(req);
-    let path = format!("clusters/{}/nodegroups/{}", ng.cluster_id, ng.uuid);
-    let mut v = summary(ng);
-    let extra = json!({
-        "id": ng.id,
-        "cluster_id": ng.cluster_id.to_string(),
-        "project_id": ng.project_id,
-        "docker_volume_size": ng.docker_volume_size,
-        "labels": ng.labels,
-        "labels_overridden": overridden,
-        "labels_added": added,
-        "labels_skipped": skipped,
-        "links": [
-            {"href": format!("{base}/v1/{path}"), "rel": "self"},
-            {"href": format!("{base}/{path}"), "rel": "bookmark"},
-        ],
-        "node_addresses": ng.node_addresses,
-        "status_reason": ng.status_reason,
-        "version": ng.version,
-        "node_labels": ng.node_labels,
-        "node_taints": taints_json(&ng.node_taints),
-        "created_at": timestamp(ng.created_at),
-        "updated_at": ng.updated_at.map(timestamp),
-    });
-    if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
-        obj.extend(more);
-    }
-    v
 }
 
 /// A node group of the cluster by id, uuid or name; non-admins only see their project's.
@@ -200,16 +136,6 @@ async fn find(
         Ok(_) | Err(StoreError::NotFound) => Err(not_found(ident)),
         Err(e) => Err(e.into()),
     }
-}
-
-async fn template_of(state: &AppState, c: &Cluster) -> Result<ClusterTemplate, ApiError> {
-    state
-        .store
-        .templates_by_uuid(&[c.cluster_template_id.to_string()])
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("cluster {} has no template", c.uuid)))
 }
 
 /// Node group operations run while the cluster is COMPLETE-like, or `UPDATE_FAILED` so that a
@@ -304,7 +230,7 @@ async fn list(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:get_all_all_projects")?;
     }
-    let c = lookup(&state, &ctx, &path, ctx.is_admin).await?;
+    let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
     ctx.authorize("nodegroup:get_all", &target(&c))?;
     let ngs = match state
         .store
@@ -319,16 +245,6 @@ async fn list(
         }
         Err(e) => return Err(e.into()),
     };
-    let items: Vec<Value> = ngs
-        .iter()
-        .map(|ng| {
-            if detail {
-                full(&req, ng, &c.labels)
-            } else {
-                summary(ng)
-            }
-        })
-        .collect();
     let mut collection = format!("clusters/{}/nodegroups", c.uuid);
     if detail {
         collection.push_str("/detail");
@@ -336,8 +252,18 @@ async fn list(
     let last = ngs.last().map(|n| n.uuid.to_string());
     // The role filter carries over to the next page.
     let filter: Vec<(&str, &str)> = role.iter().map(|r| ("role", *r)).collect();
-    let body = collection_body(&req, "nodegroups", &collection, &page, items, last, &filter);
-    Ok(HttpResponse::Ok().json(body))
+    let next = next_page(&req, &collection, &page, ngs.len(), last, &filter);
+    if detail {
+        let base = app_url(&req);
+        let nodegroups = ngs
+            .iter()
+            .map(|ng| NodeGroupView::new(&base, ng, &c.labels))
+            .collect();
+        Ok(HttpResponse::Ok().json(NodeGroupDetailCollection { nodegroups, next }))
+    } else {
+        let nodegroups = ngs.iter().map(NodeGroupSummaryView::from).collect();
+        Ok(HttpResponse::Ok().json(NodeGroupCollection { nodegroups, next }))
+    }
 }
 
 async fn show(
@@ -352,10 +278,10 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:get_one_all_projects")?;
     }
-    let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+    let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
     ctx.authorize("nodegroup:get", &target(&c))?;
     let ng = find(&state, &ctx, &c, &ng_ident).await?;
-    Ok(HttpResponse::Ok().json(full(&req, &ng, &c.labels)))
+    Ok(HttpResponse::Ok().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)))
 }
 
 async fn create(
@@ -396,7 +322,7 @@ async fn create(
         ctx.authorize_own("nodegroup:create_all_projects")?;
     }
     for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, ctx.is_admin).await?;
+        let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
         ctx.authorize("nodegroup:create", &target(&c))?;
         if c.api_address.as_deref().unwrap_or("").is_empty() {
             return Err(ApiError::conflict(
@@ -445,7 +371,7 @@ async fn create(
             &state.settings.default.host,
             Action::Create,
             Outcome::Pending,
-            &provisional_nodegroup(&new, c.uuid, Utc::now()),
+            &provisional::nodegroup(&new, c.uuid, Utc::now()),
             Some(&initiator(&ctx)),
         );
         let writes = vec![
@@ -466,7 +392,11 @@ async fn create(
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let ng = find(&state, &ctx, &c, &new.uuid.to_string()).await?;
-                return Ok(HttpResponse::Accepted().json(full(&req, &ng, &c.labels)));
+                return Ok(HttpResponse::Accepted().json(NodeGroupView::new(
+                    &app_url(&req),
+                    &ng,
+                    &c.labels,
+                )));
             }
             Err(StoreError::Stale) => continue,
             Err(e) if e.is_constraint("uniq_nodegroup0cluster_id0name") => {
@@ -491,7 +421,14 @@ fn patch_document(ng: &NodeGroup) -> Map<String, Value> {
     m.insert("min_node_count".into(), json!(ng.min_node_count));
     m.insert("max_node_count".into(), json!(ng.max_node_count));
     m.insert("node_labels".into(), json!(ng.node_labels));
-    m.insert("node_taints".into(), taints_json(&ng.node_taints));
+    m.insert(
+        "node_taints".into(),
+        json!(ng
+            .node_taints
+            .iter()
+            .map(TaintView::from)
+            .collect::<Vec<_>>()),
+    );
     m
 }
 
@@ -510,7 +447,7 @@ async fn update(
         ctx.authorize_own("nodegroup:update_all_projects")?;
     }
     for _ in 0..20 {
-        let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+        let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:update", &target(&c))?;
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
         let mut after = patch::apply(&patch_document(&ng), &ops, &PATCH_RULES)?;
@@ -531,7 +468,11 @@ async fn update(
         next_ng.node_taints = check_node_metadata(&ng.name, &ng.role, &node_labels, &taints)?;
         next_ng.node_labels = node_labels;
         if next_ng == ng {
-            return Ok(HttpResponse::Accepted().json(full(&req, &ng, &c.labels)));
+            return Ok(HttpResponse::Accepted().json(NodeGroupView::new(
+                &app_url(&req),
+                &ng,
+                &c.labels,
+            )));
         }
         if !nodegroup_change_allowed(ng.status) {
             return Err(ApiError::conflict(format!(
@@ -568,7 +509,11 @@ async fn update(
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let stored = find(&state, &ctx, &c, &ng.uuid.to_string()).await?;
-                return Ok(HttpResponse::Accepted().json(full(&req, &stored, &c.labels)));
+                return Ok(HttpResponse::Accepted().json(NodeGroupView::new(
+                    &app_url(&req),
+                    &stored,
+                    &c.labels,
+                )));
             }
             Err(StoreError::Stale) => continue,
             Err(e) => return Err(e.into()),
@@ -590,7 +535,7 @@ async fn delete(
         ctx.authorize_own("nodegroup:delete_all_projects")?;
     }
     for _ in 0..20 {
-        let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+        let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:delete", &target(&c))?;
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
         if ng.is_default {
