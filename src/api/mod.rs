@@ -13,6 +13,7 @@ pub mod lookup;
 pub mod microversion;
 pub mod mservices;
 pub mod nodegroups;
+pub mod openapi;
 pub mod pagination;
 pub mod patch;
 pub mod provisional;
@@ -63,6 +64,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             web::scope("/v1")
                 .wrap(from_fn(microversion::middleware))
                 .route("", web::get().to(versions::v1))
+                .route("/openapi.json", web::get().to(openapi::serve))
                 .configure(cluster_templates::configure)
                 .configure(clusters::configure)
                 .configure(certificates::configure)
