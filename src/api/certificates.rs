@@ -96,6 +96,29 @@ async fn show(
     )))
 }
 
+/// A signing request body, parsed.
+struct CertificateSigning {
+    cluster_ident: String,
+    csr: String,
+    ca_cert_type: Option<String>,
+}
+
+impl TryFrom<Fields> for CertificateSigning {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        // Output fields a client may echo back; Magnum accepts and ignores them.
+        f.ignore(&["pem", "links"]);
+        let parsed = CertificateSigning {
+            cluster_ident: f.required_string("cluster_uuid", 1, 255)?,
+            csr: f.required_string("csr", 1, 65536)?,
+            ca_cert_type: f.string("ca_cert_type", 0, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
 /// `POST /v1/certificates`: signs a CSR with the cluster's CA, under the subject policy.
 async fn sign(
     req: HttpRequest,
@@ -105,13 +128,11 @@ async fn sign(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "certificate")?;
-    let mut f = Fields::new("certificate", obj);
-    // Output fields a client may echo back; Magnum accepts and ignores them.
-    f.ignore(&["pem", "links"]);
-    let cluster_ident = f.required_string("cluster_uuid", 1, 255)?;
-    let csr = f.required_string("csr", 1, 65536)?;
-    let ca_cert_type = f.string("ca_cert_type", 0, 255)?;
-    f.finish()?;
+    let CertificateSigning {
+        cluster_ident,
+        csr,
+        ca_cert_type,
+    } = Fields::new("certificate", obj).try_into()?;
     // Unknown and other projects' clusters are one answer: 404 (Magnum says 400 for unknown).
     let c = lookup::cluster(&state, &ctx, &cluster_ident, false).await?;
     ctx.authorize("certificate:create", &target(&c))?;

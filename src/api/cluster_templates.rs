@@ -122,6 +122,42 @@ fn parse_spec(fields: &mut Fields) -> Result<TemplateSpec, ApiError> {
     })
 }
 
+impl TryFrom<Fields> for TemplateSpec {
+    type Error = ApiError;
+
+    /// A template's attributes from a create body (after its uuid) or a patched document.
+    fn try_from(mut fields: Fields) -> Result<Self, ApiError> {
+        let spec = parse_spec(&mut fields)?;
+        fields.finish()?;
+        Ok(spec)
+    }
+}
+
+/// A template create body, parsed: the uuid to give it (generated when absent) and its spec.
+struct TemplateCreate {
+    uuid: ResourceId,
+    spec: TemplateSpec,
+}
+
+impl TryFrom<Fields> for TemplateCreate {
+    type Error = ApiError;
+
+    fn try_from(mut fields: Fields) -> Result<Self, ApiError> {
+        fields.read_only(READ_ONLY)?;
+        let uuid = match fields.string("uuid", 1, 255)? {
+            None => ResourceId::new(),
+            Some(text) => ResourceId(
+                parse_uuid_like(&text)
+                    .ok_or_else(|| invalid("uuid", &json!(text), "Expected a uuid."))?,
+            ),
+        };
+        Ok(TemplateCreate {
+            uuid,
+            spec: TemplateSpec::try_from(fields)?,
+        })
+    }
+}
+
 /// Rules, then driver resolution (explicit name, else the configured default).
 fn check_and_resolve(state: &AppState, spec: &mut TemplateSpec) -> Result<(), ApiError> {
     spec.check_rules(&state.template_rules)
@@ -182,17 +218,7 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "cluster_template")?;
-    let mut fields = Fields::new("cluster_template", obj);
-    fields.read_only(READ_ONLY)?;
-    let uuid = match fields.string("uuid", 1, 255)? {
-        None => ResourceId::new(),
-        Some(text) => ResourceId(
-            parse_uuid_like(&text)
-                .ok_or_else(|| invalid("uuid", &json!(text), "Expected a uuid."))?,
-        ),
-    };
-    let mut spec = parse_spec(&mut fields)?;
-    fields.finish()?;
+    let TemplateCreate { uuid, mut spec } = Fields::new("cluster_template", obj).try_into()?;
     check_and_resolve(&state, &mut spec)?;
     ctx.authorize_own("clustertemplate:create")?;
     if (spec.public || spec.hidden) && !ctx.allowed("clustertemplate:publish", &ctx.own_target()) {
@@ -325,9 +351,7 @@ async fn update(
         let current = lookup::template(&state, &ctx, &path).await?;
         ctx.authorize("clustertemplate:update", &target(&current))?;
         let doc = patch::apply(&current.spec.to_document(), &ops, &PATCH_RULES)?;
-        let mut fields = Fields::new("cluster_template", doc);
-        let mut spec = parse_spec(&mut fields)?;
-        fields.finish()?;
+        let mut spec = TemplateSpec::try_from(Fields::new("cluster_template", doc))?;
         if spec.driver != current.spec.driver {
             check_and_resolve(&state, &mut spec)?;
         } else {

@@ -31,6 +31,7 @@ use crate::domain::cluster::{
     NodeGroup,
 };
 use crate::domain::job::{NewJob, Operation};
+use crate::domain::labels::Labels;
 use crate::domain::status::{ClusterStatus, HealthStatus};
 use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, ResourceId};
@@ -126,6 +127,109 @@ fn zero_not_supported() -> ApiError {
     )
 }
 
+/// A cluster create body, parsed; the template fills what it leaves out.
+struct ClusterCreate {
+    template_ident: String,
+    name: String,
+    keypair: Option<String>,
+    node_count: i32,
+    master_count: i32,
+    docker_volume_size: Option<i32>,
+    labels: Option<Labels>,
+    merge_labels: bool,
+    master_flavor_id: Option<String>,
+    flavor_id: Option<String>,
+    fixed_network: Option<String>,
+    fixed_subnet: Option<String>,
+    floating_ip_enabled: Option<bool>,
+    master_lb_enabled: Option<bool>,
+    create_timeout: i32,
+    discovery_url: Option<String>,
+}
+
+impl TryFrom<Fields> for ClusterCreate {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        f.read_only(READ_ONLY)?;
+        f.ignore(IGNORED);
+        let template_ident = f.required_string("cluster_template_id", 1, 255)?;
+        let name = match f.string("name", 1, 242)? {
+            Some(n) => {
+                if let Some(reason) = invalid_cluster_name(&n) {
+                    return Err(invalid("name", &json!(n), reason));
+                }
+                n
+            }
+            None => names::generate("cluster"),
+        };
+        let parsed = ClusterCreate {
+            template_ident,
+            name,
+            keypair: f.string("keypair", 1, 255)?,
+            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
+            master_count: f.int32("master_count", Some(1), None)?.unwrap_or(1),
+            docker_volume_size: f.int32("docker_volume_size", Some(1), None)?,
+            labels: f.labels("labels")?,
+            merge_labels: f.bool("merge_labels")?.unwrap_or(false),
+            master_flavor_id: f.string("master_flavor_id", 1, 255)?,
+            flavor_id: f.string("flavor_id", 1, 255)?,
+            fixed_network: f.string("fixed_network", 1, 255)?,
+            fixed_subnet: f.string("fixed_subnet", 1, 255)?,
+            floating_ip_enabled: f.bool("floating_ip_enabled")?,
+            master_lb_enabled: f.bool("master_lb_enabled")?,
+            create_timeout: f.int32("create_timeout", Some(0), None)?.unwrap_or(60),
+            discovery_url: f.string("discovery_url", 0, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
+/// A resize body, parsed.
+struct ClusterResize {
+    node_count: i32,
+    nodes_to_remove: Vec<String>,
+    nodegroup: Option<String>,
+}
+
+impl TryFrom<Fields> for ClusterResize {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        let parsed = ClusterResize {
+            node_count: f
+                .int32("node_count", Some(0), None)?
+                .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?,
+            nodes_to_remove: f.string_list("nodes_to_remove")?.unwrap_or_default(),
+            nodegroup: f.string("nodegroup", 1, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
+/// An upgrade body, parsed.
+struct ClusterUpgrade {
+    template_ident: String,
+    max_batch_size: i32,
+    nodegroup: Option<String>,
+}
+
+impl TryFrom<Fields> for ClusterUpgrade {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        let parsed = ClusterUpgrade {
+            template_ident: f.required_string("cluster_template", 1, 255)?,
+            max_batch_size: f.int32("max_batch_size", Some(1), None)?.unwrap_or(1),
+            nodegroup: f.string("nodegroup", 1, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -134,34 +238,24 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "cluster")?;
-    let mut f = Fields::new("cluster", obj);
-    f.read_only(READ_ONLY)?;
-    f.ignore(IGNORED);
-    let template_ident = f.required_string("cluster_template_id", 1, 255)?;
-    let name = match f.string("name", 1, 242)? {
-        Some(n) => {
-            if let Some(reason) = invalid_cluster_name(&n) {
-                return Err(invalid("name", &json!(n), reason));
-            }
-            n
-        }
-        None => names::generate("cluster"),
-    };
-    let keypair = f.string("keypair", 1, 255)?;
-    let node_count = f.int32("node_count", Some(0), None)?.unwrap_or(1);
-    let master_count = f.int32("master_count", Some(1), None)?.unwrap_or(1);
-    let docker_volume_size = f.int32("docker_volume_size", Some(1), None)?;
-    let labels = f.labels("labels")?;
-    let merge_labels = f.bool("merge_labels")?.unwrap_or(false);
-    let master_flavor_id = f.string("master_flavor_id", 1, 255)?;
-    let flavor_id = f.string("flavor_id", 1, 255)?;
-    let fixed_network = f.string("fixed_network", 1, 255)?;
-    let fixed_subnet = f.string("fixed_subnet", 1, 255)?;
-    let floating_ip_enabled = f.bool("floating_ip_enabled")?;
-    let master_lb_enabled = f.bool("master_lb_enabled")?;
-    let create_timeout = f.int32("create_timeout", Some(0), None)?.unwrap_or(60);
-    let discovery_url = f.string("discovery_url", 0, 255)?;
-    f.finish()?;
+    let ClusterCreate {
+        template_ident,
+        name,
+        keypair,
+        node_count,
+        master_count,
+        docker_volume_size,
+        labels,
+        merge_labels,
+        master_flavor_id,
+        flavor_id,
+        fixed_network,
+        fixed_subnet,
+        floating_ip_enabled,
+        master_lb_enabled,
+        create_timeout,
+        discovery_url,
+    } = Fields::new("cluster", obj).try_into()?;
     if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
@@ -675,13 +769,11 @@ async fn resize(
     }
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "resize")?;
-    let mut f = Fields::new("resize", obj);
-    let node_count = f
-        .int32("node_count", Some(0), None)?
-        .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?;
-    let nodes_to_remove = f.string_list("nodes_to_remove")?.unwrap_or_default();
-    let nodegroup = f.string("nodegroup", 1, 255)?;
-    f.finish()?;
+    let ClusterResize {
+        node_count,
+        nodes_to_remove,
+        nodegroup,
+    } = Fields::new("resize", obj).try_into()?;
     if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
@@ -784,11 +876,11 @@ async fn upgrade(
     }
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "upgrade")?;
-    let mut f = Fields::new("upgrade", obj);
-    let template_ident = f.required_string("cluster_template", 1, 255)?;
-    let max_batch_size = f.int32("max_batch_size", Some(1), None)?.unwrap_or(1);
-    let nodegroup = f.string("nodegroup", 1, 255)?;
-    f.finish()?;
+    let ClusterUpgrade {
+        template_ident,
+        max_batch_size,
+        nodegroup,
+    } = Fields::new("upgrade", obj).try_into()?;
     if ctx.is_admin {
         ctx.authorize_own("cluster:upgrade_all_projects")?;
     }

@@ -243,6 +243,43 @@ impl Membership {
     }
 }
 
+/// A federation create body, parsed; the host and members are resolved per attempt.
+struct FederationCreate {
+    name: String,
+    host_ident: Option<String>,
+    properties: Option<BTreeMap<String, String>>,
+    member_ids: Vec<String>,
+}
+
+impl TryFrom<Fields> for FederationCreate {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        f.read_only(READ_ONLY)?;
+        f.ignore(IGNORED);
+        let name = match f.string("name", 1, 242)? {
+            Some(n) => {
+                if let Some(reason) = invalid_federation_name(&n) {
+                    return Err(invalid("name", &json!(n), reason));
+                }
+                n
+            }
+            None => names::generate("federation"),
+        };
+        let parsed = FederationCreate {
+            name,
+            host_ident: f.string("hostcluster_id", 1, 255)?,
+            properties: f
+                .value("properties")
+                .map(|v| properties_value(&v))
+                .transpose()?,
+            member_ids: f.string_list("member_ids")?.unwrap_or_default(),
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -251,25 +288,12 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "federation")?;
-    let mut f = Fields::new("federation", obj);
-    f.read_only(READ_ONLY)?;
-    f.ignore(IGNORED);
-    let name = match f.string("name", 1, 242)? {
-        Some(n) => {
-            if let Some(reason) = invalid_federation_name(&n) {
-                return Err(invalid("name", &json!(n), reason));
-            }
-            n
-        }
-        None => names::generate("federation"),
-    };
-    let host_ident = f.string("hostcluster_id", 1, 255)?;
-    let properties = f
-        .value("properties")
-        .map(|v| properties_value(&v))
-        .transpose()?;
-    let member_ids = f.string_list("member_ids")?.unwrap_or_default();
-    f.finish()?;
+    let FederationCreate {
+        name,
+        host_ident,
+        properties,
+        member_ids,
+    } = Fields::new("federation", obj).try_into()?;
 
     ctx.authorize_own("federation:create")?;
     let host_ident = host_ident.ok_or_else(|| {

@@ -284,6 +284,56 @@ async fn show(
     Ok(HttpResponse::Ok().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)))
 }
 
+/// A node group create body, parsed; taints are checked against the group's role later.
+struct NodeGroupCreate {
+    name: String,
+    node_count: i32,
+    min_node_count: i32,
+    max_node_count: Option<i32>,
+    role: String,
+    flavor_id: Option<String>,
+    image_id: Option<String>,
+    docker_volume_size: Option<i32>,
+    labels: Option<Labels>,
+    merge_labels: bool,
+    node_labels: Labels,
+    taints: Vec<Value>,
+}
+
+impl TryFrom<Fields> for NodeGroupCreate {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        let raw_taints = f.value("node_taints");
+        f.read_only(READ_ONLY)?;
+        f.ignore(IGNORED);
+        let parsed = NodeGroupCreate {
+            name: f.required_string("name", 1, 255)?,
+            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
+            min_node_count: f.int32("min_node_count", Some(0), None)?.unwrap_or(0),
+            max_node_count: f.int32("max_node_count", Some(0), None)?,
+            role: f
+                .string("role", 1, 255)?
+                .unwrap_or_else(|| ROLE_WORKER.into()),
+            flavor_id: f.string("flavor_id", 1, 255)?,
+            image_id: f.string("image_id", 1, 255)?,
+            docker_volume_size: f.int32("docker_volume_size", Some(1), None)?,
+            labels: f.labels("labels")?,
+            merge_labels: f.bool("merge_labels")?.unwrap_or(false),
+            node_labels: f.labels("node_labels")?.unwrap_or_default(),
+            taints: Vec::new(),
+        };
+        // Accepted for compatibility; a created group is never a default one (Magnum honours it
+        // and the group becomes undeletable).
+        f.bool("is_default")?;
+        f.finish()?;
+        Ok(NodeGroupCreate {
+            taints: taint_items(raw_taints.as_ref().unwrap_or(&Value::Null))?,
+            ..parsed
+        })
+    }
+}
+
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -293,29 +343,21 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     require_version(&ctx)?;
     query_params(&req, &[])?;
-    let mut obj = json_object(&req, &body, "nodegroup")?;
-    let raw_taints = obj.remove("node_taints");
-    let mut f = Fields::new("nodegroup", obj);
-    f.read_only(READ_ONLY)?;
-    f.ignore(IGNORED);
-    let name = f.required_string("name", 1, 255)?;
-    let node_count = f.int32("node_count", Some(0), None)?.unwrap_or(1);
-    let min_node_count = f.int32("min_node_count", Some(0), None)?.unwrap_or(0);
-    let max_node_count = f.int32("max_node_count", Some(0), None)?;
-    let role = f
-        .string("role", 1, 255)?
-        .unwrap_or_else(|| ROLE_WORKER.into());
-    let flavor_id = f.string("flavor_id", 1, 255)?;
-    let image_id = f.string("image_id", 1, 255)?;
-    let docker_volume_size = f.int32("docker_volume_size", Some(1), None)?;
-    let labels = f.labels("labels")?;
-    let merge_labels = f.bool("merge_labels")?.unwrap_or(false);
-    let node_labels = f.labels("node_labels")?.unwrap_or_default();
-    // Accepted for compatibility; a created group is never a default one (Magnum honours it and
-    // the group becomes undeletable).
-    let _is_default = f.bool("is_default")?;
-    f.finish()?;
-    let taints = taint_items(raw_taints.as_ref().unwrap_or(&Value::Null))?;
+    let obj = json_object(&req, &body, "nodegroup")?;
+    let NodeGroupCreate {
+        name,
+        node_count,
+        min_node_count,
+        max_node_count,
+        role,
+        flavor_id,
+        image_id,
+        docker_volume_size,
+        labels,
+        merge_labels,
+        node_labels,
+        taints,
+    } = Fields::new("nodegroup", obj).try_into()?;
 
     ctx.authorize_own("nodegroup:create")?;
     if ctx.is_admin {
