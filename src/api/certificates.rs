@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::initiator;
 use super::links::app_url;
 use super::lookup::{self, cluster_target as target, driver_for, template_of};
+use super::retry::{self, Attempt};
 use super::views::{AcceptedView, CertificateView, SignedCertificateView};
 use crate::auth::RequestContext;
 use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
@@ -182,7 +183,7 @@ async fn rotate(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, false).await?;
         ctx.authorize("certificate:rotate_ca", &target(&c))?;
         let template = template_of(&state, &c).await?;
@@ -231,10 +232,12 @@ async fn rotate(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(
+                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
+            )),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }

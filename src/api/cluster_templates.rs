@@ -11,6 +11,7 @@ use super::links::app_url;
 use super::lookup;
 use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
+use super::retry::{self, Attempt};
 use super::views::{ClusterTemplateCollection, ClusterTemplateView};
 use crate::auth::RequestContext;
 use crate::domain::ids::parse_uuid_like;
@@ -347,7 +348,7 @@ async fn update(
         ctx.authorize_own("clustertemplate:update_all_projects")?;
     }
     // Optimistic read-patch-write, retried when a concurrent update wins the race.
-    for _ in 0..5 {
+    retry::until_committed(async || {
         let current = lookup::template(&state, &ctx, &path).await?;
         ctx.authorize("clustertemplate:update", &target(&current))?;
         let doc = patch::apply(&current.spec.to_document(), &ops, &PATCH_RULES)?;
@@ -366,7 +367,9 @@ async fn update(
             ));
         }
         if spec == current.spec {
-            return Ok(HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &current)));
+            return Ok(Attempt::Done(
+                HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &current)),
+            ));
         }
         // Checked inside the update's transaction: a cluster created from the template at the
         // same moment is either seen there or refused as stale (it guards the template row).
@@ -386,22 +389,20 @@ async fn update(
             )
             .await
         {
-            Ok(updated) => {
-                return Ok(
-                    HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &updated))
-                )
-            }
-            Err(StoreError::Stale) => continue,
+            Ok(updated) => Ok(Attempt::Done(
+                HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &updated)),
+            )),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
             Err(e) if e.is_constraint("cluster_template_referenced") => {
-                return Err(ApiError::bad_request(format!(
+                Err(ApiError::bad_request(format!(
                     "ClusterTemplate {} is referenced by one or multiple clusters.",
                     current.uuid
                 )))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(

@@ -20,6 +20,7 @@ use super::microversion::{
 };
 use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
+use super::retry::{self, Attempt};
 use super::views::clusters::Counts;
 use super::views::{
     AcceptedView, ClusterCollection, ClusterDetailCollection, ClusterSummaryView, ClusterView,
@@ -544,7 +545,7 @@ async fn update(
     if ctx.is_admin {
         ctx.authorize_own("cluster:update_all_projects")?;
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:update", &target(&c))?;
         ctx.authorize_own("cluster:update_health_status")?;
@@ -652,16 +653,16 @@ async fn update(
             )));
         }
         if next == c && new_count.is_none() {
-            return Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)));
+            return Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))));
         }
         writes.insert(0, Write::update_cluster(&next));
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -674,7 +675,7 @@ async fn delete(
     if ctx.is_admin {
         ctx.authorize_own("cluster:delete_all_projects")?;
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:delete", &target(&c))?;
         let feds = state
@@ -693,7 +694,7 @@ async fn delete(
             )));
         }
         if c.status == ClusterStatus::DeleteInProgress {
-            return Ok(HttpResponse::NoContent().finish());
+            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
@@ -725,14 +726,14 @@ async fn delete(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
             // Stale: re-read. Federated meanwhile: the next round's check names the federation.
-            Err(StoreError::Stale) => continue,
-            Err(e) if e.is_constraint("federation_membership") => continue,
-            Err(e) => return Err(e.into()),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 /// Finds the node group an action names (uuid, name or integer id), else the default worker.
@@ -777,7 +778,7 @@ async fn resize(
     if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, false).await?;
         ctx.authorize("cluster:resize", &target(&c))?;
         let ngs = nodegroups_of(&state, &c).await?;
@@ -851,12 +852,12 @@ async fn resize(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn upgrade(
@@ -884,7 +885,7 @@ async fn upgrade(
     if ctx.is_admin {
         ctx.authorize_own("cluster:upgrade_all_projects")?;
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:upgrade", &target(&c))?;
         let new_template = lookup::template(&state, &ctx, &template_ident).await?;
@@ -955,10 +956,10 @@ async fn upgrade(
             Some(&initiator(&ctx)),
         )));
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }

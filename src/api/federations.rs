@@ -5,12 +5,10 @@
 //! retried when a concurrent change wins, so no member is ever lost.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
-use rand::Rng;
 use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
@@ -20,6 +18,7 @@ use super::links::app_url;
 use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
 use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
+use super::retry::{self, Attempt};
 use super::views::{
     AcceptedView, FederationCollection, FederationDetailCollection, FederationSummaryView,
     FederationView,
@@ -73,10 +72,6 @@ const PATCH_RULES: PatchRules = PatchRules {
 /// The attributes a PATCH may change.
 const MUTABLE: &[&str] = &["member_ids", "properties"];
 
-/// Optimistic attempts of one change: 64 concurrent joins on one federation each win within
-/// a few dozen rounds; the jitter spreads the retries.
-const MAX_ATTEMPTS: u32 = 200;
-
 /// Magnum hard-codes `create_timeout=15` (minutes) for federations.
 const CREATE_TIMEOUT_MINUTES: i64 = 15;
 
@@ -86,15 +81,6 @@ fn federation_target(f: &Federation) -> Map<String, Value> {
 
 fn accepted(f: &Federation) -> HttpResponse {
     HttpResponse::Accepted().json(AcceptedView::new(f.uuid))
-}
-
-/// Waits a little before retrying a change that lost an optimistic race (not before the first
-/// attempt); the random spread keeps concurrent losers from colliding again.
-async fn backoff(attempt: u32) {
-    if attempt > 0 {
-        let ms = rand::thread_rng().gen_range(0..=2 + u64::from(attempt.min(20)));
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-    }
 }
 
 fn cluster_not_found(ident: &str) -> ApiError {
@@ -300,8 +286,7 @@ async fn create(
         ApiError::bad_request("No hostcluster specified. Please specify a hostcluster_id.")
     })?;
     let uuid = ResourceId::new();
-    for attempt in 0..MAX_ATTEMPTS {
-        backoff(attempt).await;
+    retry::until_committed(async || {
         let host = lookup::cluster(&state, &ctx, &host_ident, true).await?;
         let properties = properties.clone().ok_or_else(|| {
             ApiError::bad_request("Please specify a `properties` dict for the federation.")
@@ -381,12 +366,12 @@ async fn create(
             Some(&initiator(&ctx)),
         )));
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(accepted(&provisional)),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(accepted(&provisional))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn list(
@@ -607,8 +592,7 @@ async fn update(
     let ops = patch::parse_patch(json_body(&req, &body)?, &PATCH_RULES)?;
     let (member_ops, doc_ops) = split_patch(ops)?;
     let mut driver: Option<String> = None;
-    for attempt in 0..MAX_ATTEMPTS {
-        backoff(attempt).await;
+    retry::until_committed(async || {
         let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:update", &federation_target(&f))?;
         if !f.accepts_changes() {
@@ -646,7 +630,7 @@ async fn update(
         let mut membership = Membership::default();
         let members = apply_member_ops(&state, &ctx, &mut membership, &f, &member_ops).await?;
         if members == f.member_ids && properties == f.properties {
-            return Ok(accepted(&f));
+            return Ok(Attempt::Done(accepted(&f)));
         }
         let driver = match &driver {
             Some(d) => d.clone(),
@@ -680,12 +664,12 @@ async fn update(
             Write::event(event),
         ]);
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(accepted(&f)),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(accepted(&f))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -695,12 +679,11 @@ async fn delete(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
-    for attempt in 0..MAX_ATTEMPTS {
-        backoff(attempt).await;
+    retry::until_committed(async || {
         let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:delete", &federation_target(&f))?;
         if f.status == FederationStatus::DeleteInProgress {
-            return Ok(HttpResponse::NoContent().finish());
+            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         let driver = job_driver(&state, &f).await?;
         let mut next = f.clone();
@@ -726,12 +709,12 @@ async fn delete(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 #[cfg(test)]

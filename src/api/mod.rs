@@ -18,6 +18,7 @@ pub mod pagination;
 pub mod patch;
 pub mod provisional;
 pub mod quotas;
+pub mod retry;
 pub mod stats;
 pub mod versions;
 pub mod views;

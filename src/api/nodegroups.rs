@@ -17,6 +17,7 @@ use super::lookup::{self, cluster_target as target, driver_for, template_of};
 use super::microversion::NODEGROUPS;
 use super::pagination::{next_page, page_request};
 use super::patch::{self, PatchRules};
+use super::retry::{self, Attempt};
 use super::views::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
 };
@@ -363,7 +364,7 @@ async fn create(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:create_all_projects")?;
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
         ctx.authorize("nodegroup:create", &target(&c))?;
         if c.api_address.as_deref().unwrap_or("").is_empty() {
@@ -434,20 +435,22 @@ async fn create(
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let ng = find(&state, &ctx, &c, &new.uuid.to_string()).await?;
-                return Ok(HttpResponse::Accepted().json(NodeGroupView::new(
-                    &app_url(&req),
-                    &ng,
-                    &c.labels,
-                )));
+                Ok(Attempt::Done(
+                    HttpResponse::Accepted().json(NodeGroupView::new(
+                        &app_url(&req),
+                        &ng,
+                        &c.labels,
+                    )),
+                ))
             }
-            Err(StoreError::Stale) => continue,
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
             Err(e) if e.is_constraint("uniq_nodegroup0cluster_id0name") => {
-                return Err(duplicate(&name, &c))
+                Err(duplicate(&name, &c))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 fn duplicate(name: &str, c: &Cluster) -> ApiError {
@@ -488,7 +491,7 @@ async fn update(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:update_all_projects")?;
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:update", &target(&c))?;
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
@@ -510,11 +513,9 @@ async fn update(
         next_ng.node_taints = check_node_metadata(&ng.name, &ng.role, &node_labels, &taints)?;
         next_ng.node_labels = node_labels;
         if next_ng == ng {
-            return Ok(HttpResponse::Accepted().json(NodeGroupView::new(
-                &app_url(&req),
-                &ng,
-                &c.labels,
-            )));
+            return Ok(Attempt::Done(
+                HttpResponse::Accepted().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)),
+            ));
         }
         if !nodegroup_change_allowed(ng.status) {
             return Err(ApiError::conflict(format!(
@@ -551,17 +552,15 @@ async fn update(
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let stored = find(&state, &ctx, &c, &ng.uuid.to_string()).await?;
-                return Ok(HttpResponse::Accepted().json(NodeGroupView::new(
-                    &app_url(&req),
-                    &stored,
-                    &c.labels,
-                )));
+                Ok(Attempt::Done(HttpResponse::Accepted().json(
+                    NodeGroupView::new(&app_url(&req), &stored, &c.labels),
+                )))
             }
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -576,7 +575,7 @@ async fn delete(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:delete_all_projects")?;
     }
-    for _ in 0..20 {
+    retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:delete", &target(&c))?;
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
@@ -586,7 +585,7 @@ async fn delete(
             ));
         }
         if ng.status == ClusterStatus::DeleteInProgress {
-            return Ok(HttpResponse::NoContent().finish());
+            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         cluster_accepts(&c)?;
         let template = template_of(&state, &c).await?;
@@ -616,10 +615,10 @@ async fn delete(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
