@@ -9,20 +9,21 @@
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use super::body::{json_object, query_params, Fields};
-use super::clusters::{driver_for, lookup};
 use super::error::ApiError;
 use super::initiator;
-use super::links::resource_links;
+use super::links::app_url;
+use super::lookup::{self, cluster_target as target, driver_for, template_of};
+use super::retry::{self, Attempt};
+use super::views::{AcceptedView, CertificateView, SignedCertificateView};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
 use crate::domain::cluster::Cluster;
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::status::ClusterStatus;
-use crate::domain::template::ClusterTemplate;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write};
 
@@ -38,27 +39,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::patch().to(rotate))
             .default_service(web::to(super::method_not_allowed)),
     );
-}
-
-/// The policy target of a cluster's certificates: the cluster's project and creator.
-pub(crate) fn target(c: &Cluster) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("project_id".into(), json!(c.project_id));
-    m.insert("user_id".into(), json!(c.user_id));
-    m
-}
-
-pub(crate) async fn template_of(
-    state: &AppState,
-    c: &Cluster,
-) -> Result<ClusterTemplate, ApiError> {
-    state
-        .store
-        .templates_by_uuid(&[c.cluster_template_id.to_string()])
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("cluster {} has no template", c.uuid)))
 }
 
 fn no_ca(c: &Cluster) -> ApiError {
@@ -106,16 +86,38 @@ async fn show(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let params = query_params(&req, &["ca_cert_type"])?;
-    let c = lookup(&state, &ctx, &path, false).await?;
+    let c = lookup::cluster(&state, &ctx, &path, false).await?;
     ctx.authorize("certificate:get", &target(&c))?;
     let kind = KeyPairKind::for_ca_cert_type(params.get("ca_cert_type").map(String::as_str));
     let ca = keypair(&state, &c, kind).await?;
-    let uuid = c.uuid.to_string();
-    Ok(HttpResponse::Ok().json(json!({
-        "cluster_uuid": uuid,
-        "pem": ca.certificate,
-        "links": resource_links(&req, "certificates", &uuid),
-    })))
+    Ok(HttpResponse::Ok().json(CertificateView::new(
+        &app_url(&req),
+        c.uuid.to_string(),
+        ca.certificate,
+    )))
+}
+
+/// A signing request body, parsed.
+struct CertificateSigning {
+    cluster_ident: String,
+    csr: String,
+    ca_cert_type: Option<String>,
+}
+
+impl TryFrom<Fields> for CertificateSigning {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        // Output fields a client may echo back; Magnum accepts and ignores them.
+        f.ignore(&["pem", "links"]);
+        let parsed = CertificateSigning {
+            cluster_ident: f.required_string("cluster_uuid", 1, 255)?,
+            csr: f.required_string("csr", 1, 65536)?,
+            ca_cert_type: f.string("ca_cert_type", 0, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
 }
 
 /// `POST /v1/certificates`: signs a CSR with the cluster's CA, under the subject policy.
@@ -127,15 +129,13 @@ async fn sign(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "certificate")?;
-    let mut f = Fields::new("certificate", obj);
-    // Output fields a client may echo back; Magnum accepts and ignores them.
-    f.ignore(&["pem", "links"]);
-    let cluster_ident = f.required_string("cluster_uuid", 1, 255)?;
-    let csr = f.required_string("csr", 1, 65536)?;
-    let ca_cert_type = f.string("ca_cert_type", 0, 255)?;
-    f.finish()?;
+    let CertificateSigning {
+        cluster_ident,
+        csr,
+        ca_cert_type,
+    } = Fields::new("certificate", obj).try_into()?;
     // Unknown and other projects' clusters are one answer: 404 (Magnum says 400 for unknown).
-    let c = lookup(&state, &ctx, &cluster_ident, false).await?;
+    let c = lookup::cluster(&state, &ctx, &cluster_ident, false).await?;
     ctx.authorize("certificate:create", &target(&c))?;
     let checked = x509::check_csr(&csr, &state.certificates.policy)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -165,17 +165,13 @@ async fn sign(
         user_id = %ctx.user_id,
         "signed a certificate"
     );
-    let uuid = c.uuid.to_string();
-    let mut out = json!({
-        "cluster_uuid": uuid,
-        "csr": csr,
-        "pem": pem,
-        "links": resource_links(&req, "certificates", &uuid),
-    });
-    if let Some(t) = ca_cert_type {
-        out["ca_cert_type"] = json!(t);
-    }
-    Ok(HttpResponse::Created().json(out))
+    Ok(HttpResponse::Created().json(SignedCertificateView::new(
+        &app_url(&req),
+        c.uuid.to_string(),
+        csr,
+        pem,
+        ca_cert_type,
+    )))
 }
 
 /// `PATCH /v1/certificates/{cluster_ident}` (no body): replaces the cluster's CAs through its
@@ -187,8 +183,8 @@ async fn rotate(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, false).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, false).await?;
         ctx.authorize("certificate:rotate_ca", &target(&c))?;
         let template = template_of(&state, &c).await?;
         if template.spec.tls_disabled {
@@ -236,10 +232,12 @@ async fn rotate(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()}))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(
+                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
+            )),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }

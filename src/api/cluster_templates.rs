@@ -5,12 +5,14 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
-use super::body::{json_body, json_object, query_params, Fields};
+use super::body::{invalid, json_body, json_object, query_params, Fields};
 use super::error::ApiError;
-use super::links::resource_links;
-use super::pagination::{collection_body, page_request, PAGE_PARAMS};
+use super::links::app_url;
+use super::lookup;
+use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
-use super::timestamp;
+use super::retry::{self, Attempt};
+use super::views::{ClusterTemplateCollection, ClusterTemplateView};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::ids::parse_uuid_like;
@@ -20,7 +22,7 @@ use crate::domain::template::{
     change_allowed_while_referenced, valid_dns_list, ClusterTemplate, NewClusterTemplate,
     TemplateSpec, COES, SERVER_TYPES,
 };
-use crate::domain::{Ident, ResourceId};
+use crate::domain::ResourceId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{NewEvent, StoreError, TEMPLATE_SORT_KEYS};
 
@@ -75,11 +77,7 @@ fn parse_spec(fields: &mut Fields) -> Result<TemplateSpec, ApiError> {
     let coe = fields.one_of("coe", COES)?;
     let image_id = fields.required_string("image_id", 1, 255)?;
     let Some(coe) = coe else {
-        return Err(super::body::invalid(
-            "coe",
-            &Value::Null,
-            "Mandatory field missing.",
-        ));
+        return Err(invalid("coe", &Value::Null, "Mandatory field missing."));
     };
     let dns_nameserver = s(fields, "dns_nameserver")?;
     if let Some(dns) = &dns_nameserver {
@@ -125,6 +123,42 @@ fn parse_spec(fields: &mut Fields) -> Result<TemplateSpec, ApiError> {
     })
 }
 
+impl TryFrom<Fields> for TemplateSpec {
+    type Error = ApiError;
+
+    /// A template's attributes from a create body (after its uuid) or a patched document.
+    fn try_from(mut fields: Fields) -> Result<Self, ApiError> {
+        let spec = parse_spec(&mut fields)?;
+        fields.finish()?;
+        Ok(spec)
+    }
+}
+
+/// A template create body, parsed: the uuid to give it (generated when absent) and its spec.
+struct TemplateCreate {
+    uuid: ResourceId,
+    spec: TemplateSpec,
+}
+
+impl TryFrom<Fields> for TemplateCreate {
+    type Error = ApiError;
+
+    fn try_from(mut fields: Fields) -> Result<Self, ApiError> {
+        fields.read_only(READ_ONLY)?;
+        let uuid = match fields.string("uuid", 1, 255)? {
+            None => ResourceId::new(),
+            Some(text) => ResourceId(
+                parse_uuid_like(&text)
+                    .ok_or_else(|| invalid("uuid", &json!(text), "Expected a uuid."))?,
+            ),
+        };
+        Ok(TemplateCreate {
+            uuid,
+            spec: TemplateSpec::try_from(fields)?,
+        })
+    }
+}
+
 /// Rules, then driver resolution (explicit name, else the configured default).
 fn check_and_resolve(state: &AppState, spec: &mut TemplateSpec) -> Result<(), ApiError> {
     spec.check_rules(&state.template_rules)
@@ -141,21 +175,6 @@ fn check_and_resolve(state: &AppState, spec: &mut TemplateSpec) -> Result<(), Ap
     }
     spec.driver = Some(name);
     Ok(())
-}
-
-pub fn view(req: &HttpRequest, t: &ClusterTemplate) -> Value {
-    let mut doc: Map<String, Value> = t.spec.to_document();
-    let uuid = t.uuid.to_string();
-    doc.insert("uuid".into(), json!(uuid));
-    doc.insert(
-        "links".into(),
-        resource_links(req, "clustertemplates", &uuid),
-    );
-    doc.insert("project_id".into(), json!(t.project_id));
-    doc.insert("user_id".into(), json!(t.user_id));
-    doc.insert("created_at".into(), json!(timestamp(t.created_at)));
-    doc.insert("updated_at".into(), json!(t.updated_at.map(timestamp)));
-    Value::Object(doc)
 }
 
 fn event(state: &AppState, ctx: &RequestContext, action: Action, t: &ClusterTemplate) -> NewEvent {
@@ -184,25 +203,6 @@ fn event(state: &AppState, ctx: &RequestContext, action: Action, t: &ClusterTemp
     )
 }
 
-/// Finds a template the caller can see, with Magnum's 404 and 409 sentences.
-pub async fn lookup(
-    state: &AppState,
-    ctx: &RequestContext,
-    ident: &str,
-) -> Result<ClusterTemplate, ApiError> {
-    let parsed = Ident::parse(ident);
-    match state.store.get_cluster_template(&ctx.scope(), &parsed).await {
-        Ok(t) => Ok(t),
-        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
-            "ClusterTemplate {ident} could not be found."
-        ))),
-        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
-            "Multiple cluster templates exist with same name. Please use the cluster template uuid instead.",
-        )),
-        Err(e) => Err(e.into()),
-    }
-}
-
 fn target(t: &ClusterTemplate) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("project_id".into(), json!(t.project_id));
@@ -219,17 +219,7 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "cluster_template")?;
-    let mut fields = Fields::new("cluster_template", obj);
-    fields.read_only(READ_ONLY)?;
-    let uuid = match fields.string("uuid", 1, 255)? {
-        None => ResourceId::new(),
-        Some(text) => ResourceId(
-            parse_uuid_like(&text)
-                .ok_or_else(|| super::body::invalid("uuid", &json!(text), "Expected a uuid."))?,
-        ),
-    };
-    let mut spec = parse_spec(&mut fields)?;
-    fields.finish()?;
+    let TemplateCreate { uuid, mut spec } = Fields::new("cluster_template", obj).try_into()?;
     check_and_resolve(&state, &mut spec)?;
     ctx.authorize_own("clustertemplate:create")?;
     if (spec.public || spec.hidden) && !ctx.allowed("clustertemplate:publish", &ctx.own_target()) {
@@ -264,17 +254,13 @@ async fn create(
         }
         Err(e) => return Err(e.into()),
     };
-    let body = view(&req, &created);
+    let base = app_url(&req);
     Ok(HttpResponse::Created()
         .insert_header((
             header::LOCATION,
-            format!(
-                "{}/v1/clustertemplates/{}",
-                super::links::app_url(&req),
-                created.uuid
-            ),
+            format!("{base}/v1/clustertemplates/{}", created.uuid),
         ))
-        .json(body))
+        .json(ClusterTemplateView::new(&base, &created)))
 }
 
 async fn list(
@@ -314,15 +300,22 @@ async fn list(
         }
         Err(e) => return Err(e.into()),
     };
-    let items: Vec<Value> = rows.iter().map(|t| view(&req, t)).collect();
+    let base = app_url(&req);
+    let items: Vec<ClusterTemplateView> = rows
+        .iter()
+        .map(|t| ClusterTemplateView::new(&base, t))
+        .collect();
     let path = if detail {
         "clustertemplates/detail"
     } else {
         "clustertemplates"
     };
     let last = rows.last().map(|t| t.uuid.to_string());
-    let body = collection_body(&req, "clustertemplates", path, &page, items, last, &[]);
-    Ok(HttpResponse::Ok().json(body))
+    let next = next_page(&req, path, &page, items.len(), last, &[]);
+    Ok(HttpResponse::Ok().json(ClusterTemplateCollection {
+        clustertemplates: items,
+        next,
+    }))
 }
 
 async fn show(
@@ -335,11 +328,11 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("clustertemplate:get_one_all_projects")?;
     }
-    let t = lookup(&state, &ctx, &path).await?;
+    let t = lookup::template(&state, &ctx, &path).await?;
     if !t.spec.public {
         ctx.authorize("clustertemplate:get", &target(&t))?;
     }
-    Ok(HttpResponse::Ok().json(view(&req, &t)))
+    Ok(HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &t)))
 }
 
 async fn update(
@@ -355,13 +348,11 @@ async fn update(
         ctx.authorize_own("clustertemplate:update_all_projects")?;
     }
     // Optimistic read-patch-write, retried when a concurrent update wins the race.
-    for _ in 0..5 {
-        let current = lookup(&state, &ctx, &path).await?;
+    retry::until_committed(async || {
+        let current = lookup::template(&state, &ctx, &path).await?;
         ctx.authorize("clustertemplate:update", &target(&current))?;
         let doc = patch::apply(&current.spec.to_document(), &ops, &PATCH_RULES)?;
-        let mut fields = Fields::new("cluster_template", doc);
-        let mut spec = parse_spec(&mut fields)?;
-        fields.finish()?;
+        let mut spec = TemplateSpec::try_from(Fields::new("cluster_template", doc))?;
         if spec.driver != current.spec.driver {
             check_and_resolve(&state, &mut spec)?;
         } else {
@@ -376,7 +367,9 @@ async fn update(
             ));
         }
         if spec == current.spec {
-            return Ok(HttpResponse::Ok().json(view(&req, &current)));
+            return Ok(Attempt::Done(
+                HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &current)),
+            ));
         }
         // Checked inside the update's transaction: a cluster created from the template at the
         // same moment is either seen there or refused as stale (it guards the template row).
@@ -396,18 +389,20 @@ async fn update(
             )
             .await
         {
-            Ok(updated) => return Ok(HttpResponse::Ok().json(view(&req, &updated))),
-            Err(StoreError::Stale) => continue,
+            Ok(updated) => Ok(Attempt::Done(
+                HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &updated)),
+            )),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
             Err(e) if e.is_constraint("cluster_template_referenced") => {
-                return Err(ApiError::bad_request(format!(
+                Err(ApiError::bad_request(format!(
                     "ClusterTemplate {} is referenced by one or multiple clusters.",
                     current.uuid
                 )))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -420,7 +415,7 @@ async fn delete(
     if ctx.is_admin {
         ctx.authorize_own("clustertemplate:delete_all_projects")?;
     }
-    let t = lookup(&state, &ctx, &path).await?;
+    let t = lookup::template(&state, &ctx, &path).await?;
     ctx.authorize("clustertemplate:delete", &target(&t))?;
     let referenced = || {
         ApiError::bad_request(format!(

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
@@ -12,22 +13,30 @@ use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
 use super::error::ApiError;
-use super::links::resource_links;
-use super::pagination::{collection_body, page_request, PAGE_PARAMS};
+use super::links::app_url;
+use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
+use super::microversion::{
+    CLUSTER_RESIZE, CLUSTER_ROLLBACK, CLUSTER_UPGRADE, MISSING_TEMPLATE_IS_404, ZERO_NODE_COUNT,
+};
+use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
-use super::{initiator, timestamp};
+use super::retry::{self, Attempt};
+use super::views::clusters::Counts;
+use super::views::{
+    AcceptedView, ClusterCollection, ClusterDetailCollection, ClusterSummaryView, ClusterView,
+};
+use super::{initiator, provisional};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
-    check_counts, default_nodegroups, effective_labels, invalid_cluster_name, label_diff, Cluster,
-    NewCluster, NodeGroup,
+    check_counts, default_nodegroups, effective_labels, invalid_cluster_name, Cluster, NewCluster,
+    NodeGroup,
 };
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::Labels;
 use crate::domain::status::{ClusterStatus, HealthStatus};
 use crate::domain::template::ClusterTemplate;
-use crate::domain::{names, Ident, ResourceId};
-use crate::drivers::Driver;
+use crate::domain::{names, ResourceId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
@@ -106,185 +115,6 @@ const PATCH_RULES: PatchRules = PatchRules {
     literal: &["/labels", "/health_status_reason"],
 };
 
-/// Node counts and addresses of a cluster, summed over its node groups.
-struct Counts {
-    node_count: i32,
-    master_count: i32,
-    node_addresses: Vec<String>,
-    master_addresses: Vec<String>,
-}
-
-fn counts(ngs: &[&NodeGroup]) -> Counts {
-    let mut c = Counts {
-        node_count: 0,
-        master_count: 0,
-        node_addresses: vec![],
-        master_addresses: vec![],
-    };
-    for ng in ngs {
-        if ng.is_master() {
-            c.master_count += ng.node_count;
-            c.master_addresses.extend(ng.node_addresses.iter().cloned());
-        } else {
-            c.node_count += ng.node_count;
-            c.node_addresses.extend(ng.node_addresses.iter().cloned());
-        }
-    }
-    c
-}
-
-fn status_str<T: std::fmt::Display>(v: Option<T>) -> Value {
-    v.map(|s| Value::String(s.to_string()))
-        .unwrap_or(Value::Null)
-}
-
-/// The summary representation (`GET /v1/clusters`).
-fn summary(req: &HttpRequest, ctx: &RequestContext, c: &Cluster, ngs: &[&NodeGroup]) -> Value {
-    let n = counts(ngs);
-    let uuid = c.uuid.to_string();
-    let mut v = json!({
-        "uuid": uuid,
-        "name": c.name,
-        "cluster_template_id": c.cluster_template_id.to_string(),
-        "keypair": c.keypair,
-        "docker_volume_size": c.docker_volume_size,
-        "labels": c.labels,
-        "node_count": n.node_count,
-        "master_count": n.master_count,
-        "status": c.status.as_str(),
-        "health_status": status_str(c.health_status),
-        "master_flavor_id": c.master_flavor_id,
-        "flavor_id": c.flavor_id,
-        "create_timeout": c.create_timeout,
-        "merge_labels": false,
-        "links": resource_links(req, "clusters", &uuid),
-    });
-    let handle_key = if ctx.at_least(1, 13) {
-        "cluster_id"
-    } else {
-        "stack_id"
-    };
-    v[handle_key] = json!(c.stack_id);
-    if ctx.is_admin {
-        v["project_id"] = json!(c.project_id);
-    }
-    v
-}
-
-/// The full representation (`GET /v1/clusters/{c}` and `/detail`).
-fn full(
-    req: &HttpRequest,
-    ctx: &RequestContext,
-    c: &Cluster,
-    ngs: &[&NodeGroup],
-    template: Option<&ClusterTemplate>,
-) -> Value {
-    let mut v = summary(req, ctx, c, ngs);
-    let n = counts(ngs);
-    let empty = Labels::new();
-    let parent = template.map(|t| &t.spec.labels).unwrap_or(&empty);
-    let (overridden, added, skipped) = label_diff(&c.labels, parent);
-    let extra = json!({
-        "node_addresses": n.node_addresses,
-        "master_addresses": n.master_addresses,
-        "labels_overridden": overridden,
-        "labels_added": added,
-        "labels_skipped": skipped,
-        "fixed_network": c.fixed_network,
-        "fixed_subnet": c.fixed_subnet,
-        "floating_ip_enabled": c.floating_ip_enabled,
-        "master_lb_enabled": c.master_lb_enabled,
-        "status_reason": c.status_reason,
-        "health_status_reason": c.health_status_reason,
-        "discovery_url": c.discovery_url,
-        "api_address": c.api_address,
-        "coe_version": c.coe_version,
-        "container_version": c.container_version,
-        "project_id": c.project_id,
-        "user_id": c.user_id,
-        "created_at": timestamp(c.created_at),
-        "updated_at": c.updated_at.map(timestamp),
-    });
-    if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
-        obj.extend(more);
-    }
-    if c.status.is_failed() {
-        let faults: BTreeMap<String, String> = ngs
-            .iter()
-            .filter(|ng| ng.status.is_failed())
-            .map(|ng| {
-                (
-                    ng.name.clone(),
-                    ng.status_reason.clone().unwrap_or_default(),
-                )
-            })
-            .collect();
-        v["faults"] = json!(faults);
-    }
-    v
-}
-
-fn target(c: &Cluster) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("project_id".into(), json!(c.project_id));
-    m.insert("user_id".into(), json!(c.user_id));
-    m
-}
-
-/// Finds a cluster the caller can see (admins: every project), with Magnum's sentences.
-pub async fn lookup(
-    state: &AppState,
-    ctx: &RequestContext,
-    ident: &str,
-    all_projects: bool,
-) -> Result<Cluster, ApiError> {
-    let scope = if all_projects {
-        ctx.scope()
-    } else {
-        ctx.project_scope()
-    };
-    match state.store.get_cluster(&scope, &Ident::parse(ident)).await {
-        Ok(c) => Ok(c),
-        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
-            "Cluster {ident} could not be found."
-        ))),
-        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
-            "Multiple clusters exist with same name. Please use the cluster uuid instead.",
-        )),
-        Err(e) => Err(e.into()),
-    }
-}
-
-async fn nodegroups(state: &AppState, c: &Cluster) -> Result<Vec<NodeGroup>, ApiError> {
-    Ok(state.store.nodegroups_of(&[c.uuid.to_string()]).await?)
-}
-
-async fn template_of(state: &AppState, c: &Cluster) -> Result<ClusterTemplate, ApiError> {
-    state
-        .store
-        .templates_by_uuid(&[c.cluster_template_id.to_string()])
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("cluster {} has no template", c.uuid)))
-}
-
-/// The driver of a template, refusing one this service cannot use.
-pub fn driver_for(
-    state: &AppState,
-    t: &ClusterTemplate,
-) -> Result<std::sync::Arc<dyn Driver>, ApiError> {
-    let name = t
-        .spec
-        .driver
-        .clone()
-        .unwrap_or_else(|| state.settings.drivers.default_driver.clone());
-    state
-        .drivers
-        .get(&name)
-        .ok_or_else(|| ApiError::bad_request(format!("Cluster driver ({name}) not supported.")))
-}
-
 fn not_in_state(action: &str, c: &Cluster) -> ApiError {
     ApiError::conflict(format!(
         "{action} a cluster when status is \"{}\" is not supported.",
@@ -298,6 +128,109 @@ fn zero_not_supported() -> ApiError {
     )
 }
 
+/// A cluster create body, parsed; the template fills what it leaves out.
+struct ClusterCreate {
+    template_ident: String,
+    name: String,
+    keypair: Option<String>,
+    node_count: i32,
+    master_count: i32,
+    docker_volume_size: Option<i32>,
+    labels: Option<Labels>,
+    merge_labels: bool,
+    master_flavor_id: Option<String>,
+    flavor_id: Option<String>,
+    fixed_network: Option<String>,
+    fixed_subnet: Option<String>,
+    floating_ip_enabled: Option<bool>,
+    master_lb_enabled: Option<bool>,
+    create_timeout: i32,
+    discovery_url: Option<String>,
+}
+
+impl TryFrom<Fields> for ClusterCreate {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        f.read_only(READ_ONLY)?;
+        f.ignore(IGNORED);
+        let template_ident = f.required_string("cluster_template_id", 1, 255)?;
+        let name = match f.string("name", 1, 242)? {
+            Some(n) => {
+                if let Some(reason) = invalid_cluster_name(&n) {
+                    return Err(invalid("name", &json!(n), reason));
+                }
+                n
+            }
+            None => names::generate("cluster"),
+        };
+        let parsed = ClusterCreate {
+            template_ident,
+            name,
+            keypair: f.string("keypair", 1, 255)?,
+            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
+            master_count: f.int32("master_count", Some(1), None)?.unwrap_or(1),
+            docker_volume_size: f.int32("docker_volume_size", Some(1), None)?,
+            labels: f.labels("labels")?,
+            merge_labels: f.bool("merge_labels")?.unwrap_or(false),
+            master_flavor_id: f.string("master_flavor_id", 1, 255)?,
+            flavor_id: f.string("flavor_id", 1, 255)?,
+            fixed_network: f.string("fixed_network", 1, 255)?,
+            fixed_subnet: f.string("fixed_subnet", 1, 255)?,
+            floating_ip_enabled: f.bool("floating_ip_enabled")?,
+            master_lb_enabled: f.bool("master_lb_enabled")?,
+            create_timeout: f.int32("create_timeout", Some(0), None)?.unwrap_or(60),
+            discovery_url: f.string("discovery_url", 0, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
+/// A resize body, parsed.
+struct ClusterResize {
+    node_count: i32,
+    nodes_to_remove: Vec<String>,
+    nodegroup: Option<String>,
+}
+
+impl TryFrom<Fields> for ClusterResize {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        let parsed = ClusterResize {
+            node_count: f
+                .int32("node_count", Some(0), None)?
+                .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?,
+            nodes_to_remove: f.string_list("nodes_to_remove")?.unwrap_or_default(),
+            nodegroup: f.string("nodegroup", 1, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
+/// An upgrade body, parsed.
+struct ClusterUpgrade {
+    template_ident: String,
+    max_batch_size: i32,
+    nodegroup: Option<String>,
+}
+
+impl TryFrom<Fields> for ClusterUpgrade {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        let parsed = ClusterUpgrade {
+            template_ident: f.required_string("cluster_template", 1, 255)?,
+            max_batch_size: f.int32("max_batch_size", Some(1), None)?.unwrap_or(1),
+            nodegroup: f.string("nodegroup", 1, 255)?,
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -306,41 +239,31 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "cluster")?;
-    let mut f = Fields::new("cluster", obj);
-    f.read_only(READ_ONLY)?;
-    f.ignore(IGNORED);
-    let template_ident = f.required_string("cluster_template_id", 1, 255)?;
-    let name = match f.string("name", 1, 242)? {
-        Some(n) => {
-            if let Some(reason) = invalid_cluster_name(&n) {
-                return Err(invalid("name", &json!(n), reason));
-            }
-            n
-        }
-        None => names::generate("cluster"),
-    };
-    let keypair = f.string("keypair", 1, 255)?;
-    let node_count = f.int32("node_count", Some(0), None)?.unwrap_or(1);
-    let master_count = f.int32("master_count", Some(1), None)?.unwrap_or(1);
-    let docker_volume_size = f.int32("docker_volume_size", Some(1), None)?;
-    let labels = f.labels("labels")?;
-    let merge_labels = f.bool("merge_labels")?.unwrap_or(false);
-    let master_flavor_id = f.string("master_flavor_id", 1, 255)?;
-    let flavor_id = f.string("flavor_id", 1, 255)?;
-    let fixed_network = f.string("fixed_network", 1, 255)?;
-    let fixed_subnet = f.string("fixed_subnet", 1, 255)?;
-    let floating_ip_enabled = f.bool("floating_ip_enabled")?;
-    let master_lb_enabled = f.bool("master_lb_enabled")?;
-    let create_timeout = f.int32("create_timeout", Some(0), None)?.unwrap_or(60);
-    let discovery_url = f.string("discovery_url", 0, 255)?;
-    f.finish()?;
-    if node_count == 0 && !ctx.at_least(1, 10) {
+    let ClusterCreate {
+        template_ident,
+        name,
+        keypair,
+        node_count,
+        master_count,
+        docker_volume_size,
+        labels,
+        merge_labels,
+        master_flavor_id,
+        flavor_id,
+        fixed_network,
+        fixed_subnet,
+        floating_ip_enabled,
+        master_lb_enabled,
+        create_timeout,
+        discovery_url,
+    } = Fields::new("cluster", obj).try_into()?;
+    if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
 
-    let template = match super::cluster_templates::lookup(&state, &ctx, &template_ident).await {
+    let template = match lookup::template(&state, &ctx, &template_ident).await {
         Ok(t) => t,
-        Err(ApiError::NotFound(msg)) if !ctx.at_least(1, 10) => {
+        Err(ApiError::NotFound(msg)) if ctx.version < MISSING_TEMPLATE_IS_404 => {
             return Err(ApiError::BadRequest(msg))
         }
         Err(e) => return Err(e),
@@ -403,11 +326,11 @@ async fn create(
     };
     // The event carries the row as it will be stored.
     let now = Utc::now();
-    let provisional = provisional_cluster(&new, now);
+    let provisional = provisional::cluster(&new, now);
     let provisional_ngs: Vec<NodeGroup> = new
         .nodegroups
         .iter()
-        .map(|n| provisional_nodegroup(n, uuid, now))
+        .map(|n| provisional::nodegroup(n, uuid, now))
         .collect();
     let event = events::cluster_event(
         &state.settings.default.host,
@@ -441,7 +364,7 @@ async fn create(
         Write::event(event),
     ];
     match state.store.commit(&writes).await {
-        Ok(()) => Ok(HttpResponse::Accepted().json(json!({"uuid": uuid.to_string()}))),
+        Ok(()) => Ok(HttpResponse::Accepted().json(AcceptedView::new(uuid))),
         Err(StoreError::Stale) => Err(ApiError::conflict(format!(
             "ClusterTemplate {} changed while the cluster was being created. Please retry the request.",
             template.uuid
@@ -454,71 +377,6 @@ async fn create(
             new.name
         ))),
         Err(e) => Err(e.into()),
-    }
-}
-
-fn provisional_cluster(n: &NewCluster, now: chrono::DateTime<Utc>) -> Cluster {
-    Cluster {
-        id: 0,
-        uuid: n.uuid,
-        project_id: n.project_id.clone(),
-        user_id: n.user_id.clone(),
-        name: n.name.clone(),
-        cluster_template_id: n.cluster_template_id,
-        keypair: n.keypair.clone(),
-        docker_volume_size: n.docker_volume_size,
-        labels: n.labels.clone(),
-        master_flavor_id: n.master_flavor_id.clone(),
-        flavor_id: n.flavor_id.clone(),
-        stack_id: None,
-        api_address: None,
-        status: ClusterStatus::CreateInProgress,
-        status_reason: None,
-        health_status: None,
-        health_status_reason: BTreeMap::new(),
-        create_timeout: Some(n.create_timeout),
-        discovery_url: n.discovery_url.clone(),
-        coe_version: None,
-        container_version: None,
-        fixed_network: n.fixed_network.clone(),
-        fixed_subnet: n.fixed_subnet.clone(),
-        floating_ip_enabled: n.floating_ip_enabled,
-        master_lb_enabled: n.master_lb_enabled,
-        version: 0,
-        created_at: now,
-        updated_at: None,
-    }
-}
-
-pub(crate) fn provisional_nodegroup(
-    n: &crate::domain::cluster::NewNodeGroup,
-    cluster: ResourceId,
-    now: chrono::DateTime<Utc>,
-) -> NodeGroup {
-    NodeGroup {
-        id: 0,
-        uuid: n.uuid,
-        name: n.name.clone(),
-        cluster_id: cluster,
-        project_id: n.project_id.clone(),
-        docker_volume_size: n.docker_volume_size,
-        labels: n.labels.clone(),
-        flavor_id: n.flavor_id.clone(),
-        image_id: n.image_id.clone(),
-        node_addresses: vec![],
-        node_count: n.node_count,
-        role: n.role.clone(),
-        min_node_count: n.min_node_count,
-        max_node_count: n.max_node_count,
-        is_default: n.is_default,
-        stack_id: None,
-        status: n.status,
-        status_reason: None,
-        version: None,
-        node_labels: n.node_labels.clone(),
-        node_taints: n.node_taints.clone(),
-        created_at: now,
-        updated_at: None,
     }
 }
 
@@ -578,31 +436,34 @@ async fn list(
         BTreeMap::new()
     };
     let empty = Vec::new();
-    let items: Vec<Value> = clusters
-        .iter()
-        .map(|c| {
-            let groups = by_cluster.get(&c.uuid.to_string()).unwrap_or(&empty);
-            if detail {
-                full(
-                    &req,
-                    &ctx,
-                    c,
-                    groups,
-                    templates.get(&c.cluster_template_id.to_string()),
-                )
-            } else {
-                summary(&req, &ctx, c, groups)
-            }
-        })
-        .collect();
-    let path = if detail {
-        "clusters/detail"
-    } else {
-        "clusters"
-    };
+    let groups =
+        |c: &Cluster| -> &[&NodeGroup] { by_cluster.get(&c.uuid.to_string()).unwrap_or(&empty) };
+    let base = app_url(&req);
     let last = clusters.last().map(|c| c.uuid.to_string());
-    let body = collection_body(&req, "clusters", path, &page, items, last, &[]);
-    Ok(HttpResponse::Ok().json(body))
+    if detail {
+        let items: Vec<ClusterView> = clusters
+            .iter()
+            .map(|c| {
+                let template = templates.get(&c.cluster_template_id.to_string());
+                ClusterView::new(&base, &ctx, c, groups(c), template)
+            })
+            .collect();
+        let next = next_page(&req, "clusters/detail", &page, items.len(), last, &[]);
+        Ok(HttpResponse::Ok().json(ClusterDetailCollection {
+            clusters: items,
+            next,
+        }))
+    } else {
+        let items: Vec<ClusterSummaryView> = clusters
+            .iter()
+            .map(|c| ClusterSummaryView::new(&base, &ctx, c, groups(c)))
+            .collect();
+        let next = next_page(&req, "clusters", &page, items.len(), last, &[]);
+        Ok(HttpResponse::Ok().json(ClusterCollection {
+            clusters: items,
+            next,
+        }))
+    }
 }
 
 async fn show(
@@ -615,12 +476,12 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("cluster:get_one_all_projects")?;
     }
-    let c = lookup(&state, &ctx, &path, true).await?;
+    let c = lookup::cluster(&state, &ctx, &path, true).await?;
     ctx.authorize("cluster:get", &target(&c))?;
-    let ngs = nodegroups(&state, &c).await?;
+    let ngs = nodegroups_of(&state, &c).await?;
     let t = template_of(&state, &c).await?;
     let refs: Vec<&NodeGroup> = ngs.iter().collect();
-    Ok(HttpResponse::Ok().json(full(&req, &ctx, &c, &refs, Some(&t))))
+    Ok(HttpResponse::Ok().json(ClusterView::new(&app_url(&req), &ctx, &c, &refs, Some(&t))))
 }
 
 /// The PATCH-able document of a cluster.
@@ -630,7 +491,7 @@ fn patch_document(
     ngs: &[NodeGroup],
 ) -> Map<String, Value> {
     let refs: Vec<&NodeGroup> = ngs.iter().collect();
-    let n = counts(&refs);
+    let n = Counts::of(&refs);
     let v = json!({
         "name": c.name,
         "cluster_template_id": c.cluster_template_id.to_string(),
@@ -645,7 +506,7 @@ fn patch_document(
         "discovery_url": c.discovery_url,
         "status": c.status.as_str(),
         "status_reason": c.status_reason,
-        "health_status": status_str(c.health_status),
+        "health_status": c.health_status.map(|h| h.to_string()),
         "health_status_reason": c.health_status_reason,
         "fixed_network": c.fixed_network,
         "fixed_subnet": c.fixed_subnet,
@@ -668,7 +529,7 @@ async fn update(
     path: web::Path<String>,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let allowed: &[&str] = if ctx.at_least(1, 3) {
+    let allowed: &[&str] = if ctx.version >= CLUSTER_ROLLBACK {
         &["rollback"]
     } else {
         &[]
@@ -684,11 +545,11 @@ async fn update(
     if ctx.is_admin {
         ctx.authorize_own("cluster:update_all_projects")?;
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, true).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:update", &target(&c))?;
         ctx.authorize_own("cluster:update_health_status")?;
-        let ngs = nodegroups(&state, &c).await?;
+        let ngs = nodegroups_of(&state, &c).await?;
         let worker = ngs.iter().find(|n| n.is_default && !n.is_master()).cloned();
         let before = patch_document(&c, worker.as_ref(), &ngs);
         let after = patch::apply(&before, &ops, &PATCH_RULES)?;
@@ -748,7 +609,7 @@ async fn update(
                     "Value should be a non-negative integer.",
                 )
             })?;
-            if count == 0 && !ctx.at_least(1, 10) {
+            if count == 0 && ctx.version < ZERO_NODE_COUNT {
                 return Err(zero_not_supported());
             }
             let Some(mut w) = worker.clone() else {
@@ -792,16 +653,16 @@ async fn update(
             )));
         }
         if next == c && new_count.is_none() {
-            return Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()})));
+            return Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))));
         }
         writes.insert(0, Write::update_cluster(&next));
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()}))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -814,8 +675,8 @@ async fn delete(
     if ctx.is_admin {
         ctx.authorize_own("cluster:delete_all_projects")?;
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, true).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:delete", &target(&c))?;
         let feds = state
             .store
@@ -833,11 +694,11 @@ async fn delete(
             )));
         }
         if c.status == ClusterStatus::DeleteInProgress {
-            return Ok(HttpResponse::NoContent().finish());
+            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
-        let ngs = nodegroups(&state, &c).await?;
+        let ngs = nodegroups_of(&state, &c).await?;
         let mut next = c.clone();
         next.status = ClusterStatus::DeleteInProgress;
         next.status_reason = None;
@@ -865,14 +726,14 @@ async fn delete(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
             // Stale: re-read. Federated meanwhile: the next round's check names the federation.
-            Err(StoreError::Stale) => continue,
-            Err(e) if e.is_constraint("federation_membership") => continue,
-            Err(e) => return Err(e.into()),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 /// Finds the node group an action names (uuid, name or integer id), else the default worker.
@@ -904,27 +765,23 @@ async fn resize(
     path: web::Path<String>,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    if !ctx.at_least(1, 7) {
-        return Err(ApiError::Framework(
-            actix_web::http::StatusCode::NOT_ACCEPTABLE,
-        ));
+    if ctx.version < CLUSTER_RESIZE {
+        return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
     }
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "resize")?;
-    let mut f = Fields::new("resize", obj);
-    let node_count = f
-        .int32("node_count", Some(0), None)?
-        .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?;
-    let nodes_to_remove = f.string_list("nodes_to_remove")?.unwrap_or_default();
-    let nodegroup = f.string("nodegroup", 1, 255)?;
-    f.finish()?;
-    if node_count == 0 && !ctx.at_least(1, 10) {
+    let ClusterResize {
+        node_count,
+        nodes_to_remove,
+        nodegroup,
+    } = Fields::new("resize", obj).try_into()?;
+    if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, false).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, false).await?;
         ctx.authorize("cluster:resize", &target(&c))?;
-        let ngs = nodegroups(&state, &c).await?;
+        let ngs = nodegroups_of(&state, &c).await?;
         let ng = pick_nodegroup(&ngs, nodegroup.as_deref())?.clone();
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
@@ -995,12 +852,12 @@ async fn resize(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()}))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn upgrade(
@@ -1010,31 +867,29 @@ async fn upgrade(
     path: web::Path<String>,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    if !ctx.at_least(1, 7) {
-        return Err(ApiError::Framework(
-            actix_web::http::StatusCode::NOT_ACCEPTABLE,
-        ));
+    if ctx.version < CLUSTER_RESIZE {
+        return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
     }
-    if !ctx.at_least(1, 8) {
+    if ctx.version < CLUSTER_UPGRADE {
         return Err(ApiError::bad_request(
             "Cluster upgrade is not supported in the provided microversion.",
         ));
     }
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "upgrade")?;
-    let mut f = Fields::new("upgrade", obj);
-    let template_ident = f.required_string("cluster_template", 1, 255)?;
-    let max_batch_size = f.int32("max_batch_size", Some(1), None)?.unwrap_or(1);
-    let nodegroup = f.string("nodegroup", 1, 255)?;
-    f.finish()?;
+    let ClusterUpgrade {
+        template_ident,
+        max_batch_size,
+        nodegroup,
+    } = Fields::new("upgrade", obj).try_into()?;
     if ctx.is_admin {
         ctx.authorize_own("cluster:upgrade_all_projects")?;
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, true).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:upgrade", &target(&c))?;
-        let new_template = super::cluster_templates::lookup(&state, &ctx, &template_ident).await?;
-        let ngs = nodegroups(&state, &c).await?;
+        let new_template = lookup::template(&state, &ctx, &template_ident).await?;
+        let ngs = nodegroups_of(&state, &c).await?;
         let ng = pick_nodegroup(&ngs, nodegroup.as_deref())?.clone();
         if !ng.is_default && new_template.uuid != c.cluster_template_id {
             return Err(ApiError::conflict(format!(
@@ -1101,10 +956,10 @@ async fn upgrade(
             Some(&initiator(&ctx)),
         )));
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()}))),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }

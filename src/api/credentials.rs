@@ -7,9 +7,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
 
 use super::body::query_params;
-use super::certificates::template_of;
-use super::clusters::{driver_for, lookup};
 use super::error::ApiError;
+use super::lookup::{self, driver_for, template_of};
+use super::microversion::CREDENTIAL_ROTATION;
+use super::views::AcceptedView;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::job::{NewJob, Operation};
@@ -29,14 +30,14 @@ async fn rotate(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    if !ctx.at_least(1, 12) {
+    if ctx.version < CREDENTIAL_ROTATION {
         return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
     }
     query_params(&req, &[])?;
     // Magnum evaluates this rule against the caller's own project; the lookup below is
     // project-scoped, so only the caller's clusters are reachable.
     ctx.authorize_own("credential:rotate")?;
-    let c = lookup(&state, &ctx, &path, false).await?;
+    let c = lookup::cluster(&state, &ctx, &path, false).await?;
     if !c.status.allows_credential_rotation() {
         return Err(ApiError::bad_request(format!(
             "Rotating the credential of a cluster when status is \"{}\" is not supported.",
@@ -59,5 +60,5 @@ async fn rotate(
     );
     job.max_attempts = state.settings.conductor.max_attempts;
     state.store.commit(&[Write::job(job)]).await?;
-    Ok(HttpResponse::Accepted().json(json!({"uuid": c.uuid.to_string()})))
+    Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))
 }

@@ -1,13 +1,11 @@
 //! One error type for every handler, rendered as Magnum's error body:
 //! `{"errors": [{"request_id", "code", "status", "title", "detail", "links"}]}`.
 
+use super::views::{ErrorBody, ErrorEntry, MicroversionError, StandardError};
+use crate::store::StoreError;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use serde_json::json;
-
-use super::microversion::{MAX_VERSION, MIN_VERSION};
-use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -91,28 +89,32 @@ pub fn title_of(detail: &str) -> &str {
 }
 
 /// The standard error body for a status and sentence.
-pub fn error_body(status: StatusCode, detail: &str) -> serde_json::Value {
+pub fn error_body(status: StatusCode, detail: &str) -> ErrorBody {
     let code = if status.is_server_error() {
         "server"
     } else {
         "client"
     };
-    json!({"errors": [{
-        "request_id": "",
-        "code": code,
-        "status": status.as_u16(),
-        "title": title_of(detail),
-        "detail": detail,
-        "links": [],
-    }]})
+    ErrorBody::one(ErrorEntry::Standard(StandardError {
+        request_id: String::new(),
+        code: code.into(),
+        status: status.as_u16(),
+        title: title_of(detail).into(),
+        detail: detail.into(),
+        links: vec![],
+    }))
 }
 
 /// The empty-strings body of framework-level errors.
-pub fn framework_body(status: StatusCode) -> serde_json::Value {
-    json!({"errors": [{
-        "request_id": "", "code": "", "status": status.as_u16(),
-        "title": "", "detail": "", "links": [],
-    }]})
+pub fn framework_body(status: StatusCode) -> ErrorBody {
+    ErrorBody::one(ErrorEntry::Standard(StandardError {
+        request_id: String::new(),
+        code: String::new(),
+        status: status.as_u16(),
+        title: String::new(),
+        detail: String::new(),
+        links: vec![],
+    }))
 }
 
 impl ResponseError for ApiError {
@@ -146,13 +148,9 @@ impl ResponseError for ApiError {
         }
         let body = match self {
             ApiError::Framework(status) => framework_body(*status),
-            ApiError::MicroversionUnsupported => json!({"errors": [{
-                "code": "magnum.microversion-unsupported",
-                "title": "Requested microversion is unsupported",
-                "min_version": MIN_VERSION.to_string(),
-                "max_version": MAX_VERSION.to_string(),
-                "links": [{"rel": "help", "href": "http://docs.openstack.org/api-guide/compute/microversions.html"}],
-            }]}),
+            ApiError::MicroversionUnsupported => {
+                ErrorBody::one(ErrorEntry::Microversion(MicroversionError::new()))
+            }
             other => error_body(status, &other.to_string()),
         };
         let mut resp = HttpResponse::build(status);
@@ -184,12 +182,16 @@ mod tests {
 
     #[test]
     fn client_and_server_errors_have_their_codes() {
-        let b = error_body(StatusCode::NOT_FOUND, "Cluster foo could not be found.");
+        let json = |b| serde_json::to_value(b).expect("serialisable");
+        let b = json(error_body(
+            StatusCode::NOT_FOUND,
+            "Cluster foo could not be found.",
+        ));
         assert_eq!(b["errors"][0]["code"], "client");
         assert_eq!(b["errors"][0]["status"], 404);
         assert_eq!(b["errors"][0]["title"], "Cluster foo could not be found");
         assert_eq!(b["errors"][0]["request_id"], "");
-        let b = error_body(StatusCode::INTERNAL_SERVER_ERROR, "x.");
+        let b = json(error_body(StatusCode::INTERNAL_SERVER_ERROR, "x."));
         assert_eq!(b["errors"][0]["code"], "server");
     }
 }

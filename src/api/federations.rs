@@ -5,20 +5,24 @@
 //! retried when a concurrent change wins, so no member is ever lost.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
-use rand::Rng;
 use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
 use super::error::ApiError;
-use super::links::resource_links;
-use super::pagination::{collection_body, page_request, PAGE_PARAMS};
+use super::initiator;
+use super::links::app_url;
+use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
+use super::pagination::{next_page, page_request, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
-use super::{initiator, timestamp};
+use super::retry::{self, Attempt};
+use super::views::{
+    AcceptedView, FederationCollection, FederationDetailCollection, FederationSummaryView,
+    FederationView,
+};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
@@ -29,7 +33,6 @@ use crate::domain::ids::parse_uuid_like;
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::label_value;
 use crate::domain::status::{ClusterStatus, FederationStatus};
-use crate::domain::template::ClusterTemplate;
 use crate::domain::{names, Ident, ResourceId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
@@ -69,64 +72,15 @@ const PATCH_RULES: PatchRules = PatchRules {
 /// The attributes a PATCH may change.
 const MUTABLE: &[&str] = &["member_ids", "properties"];
 
-/// Optimistic attempts of one change: 64 concurrent joins on one federation each win within
-/// a few dozen rounds; the jitter spreads the retries.
-const MAX_ATTEMPTS: u32 = 200;
-
 /// Magnum hard-codes `create_timeout=15` (minutes) for federations.
 const CREATE_TIMEOUT_MINUTES: i64 = 15;
 
-fn summary(req: &HttpRequest, ctx: &RequestContext, f: &Federation) -> Value {
-    let uuid = f.uuid.to_string();
-    let mut v = json!({
-        "uuid": uuid,
-        "name": f.name,
-        "hostcluster_id": f.hostcluster_id,
-        "member_ids": f.member_ids,
-        "status": f.status.as_str(),
-        "properties": f.properties,
-        "links": resource_links(req, "federations", &uuid),
-    });
-    if ctx.is_admin {
-        v["project_id"] = json!(f.project_id);
-    }
-    v
-}
-
-fn full(req: &HttpRequest, ctx: &RequestContext, f: &Federation) -> Value {
-    let mut v = summary(req, ctx, f);
-    v["status_reason"] = json!(f.status_reason);
-    v["created_at"] = json!(timestamp(f.created_at));
-    v["updated_at"] = json!(f.updated_at.map(timestamp));
-    v
-}
-
-fn target(project_id: &str, user_id: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("project_id".into(), json!(project_id));
-    m.insert("user_id".into(), json!(user_id));
-    m
-}
-
 fn federation_target(f: &Federation) -> Map<String, Value> {
-    target(&f.project_id, &f.user_id)
-}
-
-fn cluster_target(c: &Cluster) -> Map<String, Value> {
-    target(&c.project_id, &c.user_id)
+    owner_target(&f.project_id, &f.user_id)
 }
 
 fn accepted(f: &Federation) -> HttpResponse {
-    HttpResponse::Accepted().json(json!({"uuid": f.uuid.to_string()}))
-}
-
-/// Waits a little before retrying a change that lost an optimistic race (not before the first
-/// attempt); the random spread keeps concurrent losers from colliding again.
-async fn backoff(attempt: u32) {
-    if attempt > 0 {
-        let ms = rand::thread_rng().gen_range(0..=2 + u64::from(attempt.min(20)));
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-    }
+    HttpResponse::Accepted().json(AcceptedView::new(f.uuid))
 }
 
 fn cluster_not_found(ident: &str) -> ApiError {
@@ -135,28 +89,6 @@ fn cluster_not_found(ident: &str) -> ApiError {
 
 fn no_dns_zone() -> ApiError {
     ApiError::bad_request("No DNS zone specified. Please specify a `dns-zone`.")
-}
-
-/// Finds a federation the caller can see (admins: every project), with Magnum's sentences.
-pub async fn lookup(
-    state: &AppState,
-    ctx: &RequestContext,
-    ident: &str,
-) -> Result<Federation, ApiError> {
-    match state
-        .store
-        .get_federation(&ctx.scope(), &Ident::parse(ident))
-        .await
-    {
-        Ok(f) => Ok(f),
-        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
-            "Federation {ident} could not be found."
-        ))),
-        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
-            "Multiple federations exist with same name. Please use the federation uuid instead.",
-        )),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Properties: an object (or a JSON / Python-literal string of one) of scalar values, stored
@@ -197,24 +129,11 @@ fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
     Ok(out)
 }
 
-/// The host cluster's template.
-async fn template_of(
-    state: &AppState,
-    host: &Cluster,
-) -> Result<Option<ClusterTemplate>, ApiError> {
-    Ok(state
-        .store
-        .templates_by_uuid(&[host.cluster_template_id.to_string()])
-        .await?
-        .into_iter()
-        .next())
-}
-
 /// The driver that runs a federation's jobs: the host cluster's template driver (the default
 /// driver when the host is gone, so the job still runs and fails with a reason).
 async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
     let template = match state.store.find_cluster(&f.hostcluster_id).await? {
-        Some(host) => template_of(state, &host).await?,
+        Some(host) => find_template_of(state, &host).await?,
         None => None,
     };
     Ok(template
@@ -310,6 +229,43 @@ impl Membership {
     }
 }
 
+/// A federation create body, parsed; the host and members are resolved per attempt.
+struct FederationCreate {
+    name: String,
+    host_ident: Option<String>,
+    properties: Option<BTreeMap<String, String>>,
+    member_ids: Vec<String>,
+}
+
+impl TryFrom<Fields> for FederationCreate {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        f.read_only(READ_ONLY)?;
+        f.ignore(IGNORED);
+        let name = match f.string("name", 1, 242)? {
+            Some(n) => {
+                if let Some(reason) = invalid_federation_name(&n) {
+                    return Err(invalid("name", &json!(n), reason));
+                }
+                n
+            }
+            None => names::generate("federation"),
+        };
+        let parsed = FederationCreate {
+            name,
+            host_ident: f.string("hostcluster_id", 1, 255)?,
+            properties: f
+                .value("properties")
+                .map(|v| properties_value(&v))
+                .transpose()?,
+            member_ids: f.string_list("member_ids")?.unwrap_or_default(),
+        };
+        f.finish()?;
+        Ok(parsed)
+    }
+}
+
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -318,34 +274,20 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "federation")?;
-    let mut f = Fields::new("federation", obj);
-    f.read_only(READ_ONLY)?;
-    f.ignore(IGNORED);
-    let name = match f.string("name", 1, 242)? {
-        Some(n) => {
-            if let Some(reason) = invalid_federation_name(&n) {
-                return Err(invalid("name", &json!(n), reason));
-            }
-            n
-        }
-        None => names::generate("federation"),
-    };
-    let host_ident = f.string("hostcluster_id", 1, 255)?;
-    let properties = f
-        .value("properties")
-        .map(|v| properties_value(&v))
-        .transpose()?;
-    let member_ids = f.string_list("member_ids")?.unwrap_or_default();
-    f.finish()?;
+    let FederationCreate {
+        name,
+        host_ident,
+        properties,
+        member_ids,
+    } = Fields::new("federation", obj).try_into()?;
 
     ctx.authorize_own("federation:create")?;
     let host_ident = host_ident.ok_or_else(|| {
         ApiError::bad_request("No hostcluster specified. Please specify a hostcluster_id.")
     })?;
     let uuid = ResourceId::new();
-    for attempt in 0..MAX_ATTEMPTS {
-        backoff(attempt).await;
-        let host = super::clusters::lookup(&state, &ctx, &host_ident, true).await?;
+    retry::until_committed(async || {
+        let host = lookup::cluster(&state, &ctx, &host_ident, true).await?;
         let properties = properties.clone().ok_or_else(|| {
             ApiError::bad_request("Please specify a `properties` dict for the federation.")
         })?;
@@ -365,10 +307,8 @@ async fn create(
             members.push(membership.join(&state, &ctx, &own, m).await?);
         }
         let members = dedup_members(members);
-        let template = template_of(&state, &host).await?.ok_or_else(|| {
-            ApiError::internal(anyhow::anyhow!("cluster {} has no template", host.uuid))
-        })?;
-        let driver = super::clusters::driver_for(&state, &template)?;
+        let template = lookup::template_of(&state, &host).await?;
+        let driver = driver_for(&state, &template)?;
         if !driver.capabilities().federation {
             return Err(ApiError::bad_request(format!(
                 "The driver '{}' of host cluster {} does not support federations.",
@@ -426,12 +366,12 @@ async fn create(
             Some(&initiator(&ctx)),
         )));
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(accepted(&provisional)),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(accepted(&provisional))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn list(
@@ -461,24 +401,27 @@ async fn list(
         }
         Err(e) => return Err(e.into()),
     };
-    let items: Vec<Value> = feds
-        .iter()
-        .map(|f| {
-            if detail {
-                full(&req, &ctx, f)
-            } else {
-                summary(&req, &ctx, f)
-            }
-        })
-        .collect();
+    let base = app_url(&req);
     let path = if detail {
         "federations/detail"
     } else {
         "federations"
     };
     let last = feds.last().map(|f| f.uuid.to_string());
-    let body = collection_body(&req, "federations", path, &page, items, last, &[]);
-    Ok(HttpResponse::Ok().json(body))
+    let next = next_page(&req, path, &page, feds.len(), last, &[]);
+    if detail {
+        let federations = feds
+            .iter()
+            .map(|f| FederationView::new(&base, &ctx, f))
+            .collect();
+        Ok(HttpResponse::Ok().json(FederationDetailCollection { federations, next }))
+    } else {
+        let federations = feds
+            .iter()
+            .map(|f| FederationSummaryView::new(&base, &ctx, f))
+            .collect();
+        Ok(HttpResponse::Ok().json(FederationCollection { federations, next }))
+    }
 }
 
 async fn show(
@@ -491,9 +434,9 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("federation:get_one_all_projects")?;
     }
-    let f = lookup(&state, &ctx, &path).await?;
+    let f = lookup::federation(&state, &ctx, &path).await?;
     ctx.authorize("federation:get", &federation_target(&f))?;
-    Ok(HttpResponse::Ok().json(full(&req, &ctx, &f)))
+    Ok(HttpResponse::Ok().json(FederationView::new(&app_url(&req), &ctx, &f)))
 }
 
 /// A membership operation of a PATCH, in Magnum's dialect plus Fleetyard's list replace.
@@ -649,9 +592,8 @@ async fn update(
     let ops = patch::parse_patch(json_body(&req, &body)?, &PATCH_RULES)?;
     let (member_ops, doc_ops) = split_patch(ops)?;
     let mut driver: Option<String> = None;
-    for attempt in 0..MAX_ATTEMPTS {
-        backoff(attempt).await;
-        let f = lookup(&state, &ctx, &path).await?;
+    retry::until_committed(async || {
+        let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:update", &federation_target(&f))?;
         if !f.accepts_changes() {
             return Err(ApiError::conflict(format!(
@@ -688,7 +630,7 @@ async fn update(
         let mut membership = Membership::default();
         let members = apply_member_ops(&state, &ctx, &mut membership, &f, &member_ops).await?;
         if members == f.member_ids && properties == f.properties {
-            return Ok(accepted(&f));
+            return Ok(Attempt::Done(accepted(&f)));
         }
         let driver = match &driver {
             Some(d) => d.clone(),
@@ -722,12 +664,12 @@ async fn update(
             Write::event(event),
         ]);
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(accepted(&f)),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(accepted(&f))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -737,12 +679,11 @@ async fn delete(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
-    for attempt in 0..MAX_ATTEMPTS {
-        backoff(attempt).await;
-        let f = lookup(&state, &ctx, &path).await?;
+    retry::until_committed(async || {
+        let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:delete", &federation_target(&f))?;
         if f.status == FederationStatus::DeleteInProgress {
-            return Ok(HttpResponse::NoContent().finish());
+            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         let driver = job_driver(&state, &f).await?;
         let mut next = f.clone();
@@ -768,12 +709,12 @@ async fn delete(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 #[cfg(test)]

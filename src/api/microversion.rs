@@ -31,6 +31,25 @@ impl fmt::Display for Version {
 
 pub const MIN_VERSION: Version = Version::new(1, 1);
 pub const MAX_VERSION: Version = Version::new(1, 14);
+
+// The versions at which behaviour changes, named after what they bring.
+
+/// The `rollback` query parameter of `PATCH /v1/clusters/{c}` (an unknown argument before).
+pub const CLUSTER_ROLLBACK: Version = Version::new(1, 3);
+/// `POST /v1/clusters/{c}/actions/resize` and the `upgrade` route (406 before).
+pub const CLUSTER_RESIZE: Version = Version::new(1, 7);
+/// A working `POST /v1/clusters/{c}/actions/upgrade` (at 1.7 it always answers 400).
+pub const CLUSTER_UPGRADE: Version = Version::new(1, 8);
+/// The node group API `/v1/clusters/{c}/nodegroups` (406 before).
+pub const NODEGROUPS: Version = Version::new(1, 9);
+/// `node_count = 0` on cluster create, cluster PATCH and resize (400 before).
+pub const ZERO_NODE_COUNT: Version = Version::new(1, 10);
+/// A cluster create naming a missing template is a 404 (a 400 before).
+pub const MISSING_TEMPLATE_IS_404: Version = Version::new(1, 10);
+/// `PATCH /v1/credentials/{c}`, credential rotation (406 before).
+pub const CREDENTIAL_ROTATION: Version = Version::new(1, 12);
+/// Cluster bodies name the orchestration handle `cluster_id` instead of `stack_id`.
+pub const CLUSTER_ID_FIELD: Version = Version::new(1, 13);
 /// The service type written in response headers.
 pub const SERVICE_TYPE: &str = "container-infrastructure-management";
 /// The service types accepted in the request header.

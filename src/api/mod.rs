@@ -10,16 +10,21 @@ pub mod credentials;
 pub mod error;
 pub mod federations;
 pub mod links;
+pub mod lookup;
 pub mod microversion;
 pub mod mservices;
 pub mod nodegroups;
+pub mod openapi;
 pub mod pagination;
 pub mod patch;
+pub mod provisional;
 pub mod pyliteral;
 pub mod quotas;
+pub mod retry;
 mod state;
 pub mod stats;
 pub mod versions;
+pub mod views;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -62,6 +67,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             web::scope("/v1")
                 .wrap(from_fn(microversion::middleware))
                 .route("", web::get().to(versions::v1))
+                .route("/openapi.json", web::get().to(openapi::serve))
                 .configure(cluster_templates::configure)
                 .configure(clusters::configure)
                 .configure(certificates::configure)

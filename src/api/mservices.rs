@@ -4,11 +4,10 @@
 use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
 
 use super::body::query_params;
 use super::error::ApiError;
-use super::timestamp;
+use super::views::{MserviceCollection, MserviceView};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::store::ServiceRecord;
@@ -32,20 +31,6 @@ pub fn is_up(s: &ServiceRecord, now: DateTime<Utc>, down_time: u64) -> bool {
     elapsed_ms <= down_time.saturating_mul(1000)
 }
 
-fn view(s: &ServiceRecord, now: DateTime<Utc>, down_time: u64) -> Value {
-    json!({
-        "id": s.id,
-        "host": s.host,
-        "binary": s.binary,
-        "state": if is_up(s, now, down_time) { "up" } else { "down" },
-        "report_count": s.report_count,
-        "disabled": s.disabled,
-        "disabled_reason": s.disabled_reason,
-        "created_at": timestamp(s.created_at),
-        "updated_at": s.updated_at.map(timestamp),
-    })
-}
-
 async fn get_all(
     req: HttpRequest,
     ctx: RequestContext,
@@ -56,8 +41,11 @@ async fn get_all(
     let services = state.store.list_services().await?;
     let now = Utc::now();
     let down_time = state.settings.conductor.service_down_time;
-    let items: Vec<Value> = services.iter().map(|s| view(s, now, down_time)).collect();
-    Ok(HttpResponse::Ok().json(json!({ "mservices": items })))
+    let mservices = services
+        .iter()
+        .map(|s| MserviceView::new(s, is_up(s, now, down_time)))
+        .collect();
+    Ok(HttpResponse::Ok().json(MserviceCollection { mservices }))
 }
 
 #[cfg(test)]

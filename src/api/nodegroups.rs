@@ -11,23 +11,27 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, labels_value, query_params, Fields};
-use super::clusters::{driver_for, lookup, provisional_nodegroup};
 use super::error::ApiError;
 use super::links::app_url;
-use super::pagination::{collection_body, page_request};
+use super::lookup::{self, cluster_target as target, driver_for, template_of};
+use super::microversion::NODEGROUPS;
+use super::pagination::{next_page, page_request};
 use super::patch::{self, PatchRules};
-use super::{initiator, timestamp};
+use super::retry::{self, Attempt};
+use super::views::{
+    NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
+};
+use super::{initiator, provisional};
 use crate::api::pyliteral::parse_literal;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
-    check_counts, invalid_node_label, label_diff, nodegroup_change_allowed, nodegroup_labels,
-    parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
+    check_counts, invalid_node_label, nodegroup_change_allowed, nodegroup_labels, parse_taints,
+    Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
 };
 use crate::domain::job::{NewJob, Operation};
 use crate::domain::labels::Labels;
 use crate::domain::status::ClusterStatus;
-use crate::domain::template::ClusterTemplate;
 use crate::domain::ResourceId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
@@ -105,18 +109,11 @@ const LIST_PARAMS: &[&str] = &["marker", "limit", "sort_key", "sort_dir", "role"
 /// Node groups exist from microversion 1.9; below it the routes answer 406 with the empty
 /// framework body, as Magnum does.
 fn require_version(ctx: &RequestContext) -> Result<(), ApiError> {
-    if ctx.at_least(1, 9) {
+    if ctx.version >= NODEGROUPS {
         Ok(())
     } else {
         Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE))
     }
-}
-
-fn target(c: &Cluster) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("project_id".into(), json!(c.project_id));
-    m.insert("user_id".into(), json!(c.user_id));
-    m
 }
 
 fn not_found(ident: &str) -> ApiError {
@@ -126,66 +123,6 @@ fn not_found(ident: &str) -> ApiError {
 /// Magnum's `NodeGroupInvalidInput` (a 409).
 fn invalid_input(attr: &str, nodegroup: &str, expl: &str) -> ApiError {
     ApiError::conflict(format!("{attr} for {nodegroup} is invalid ({expl})."))
-}
-
-fn taints_json(taints: &[Taint]) -> Value {
-    Value::Array(
-        taints
-            .iter()
-            .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
-            .collect(),
-    )
-}
-
-/// The summary representation (`GET .../nodegroups`): no links.
-fn summary(ng: &NodeGroup) -> Value {
-    json!({
-        "uuid": ng.uuid.to_string(),
-        "name": ng.name,
-        "flavor_id": ng.flavor_id,
-        "image_id": ng.image_id,
-        "node_count": ng.node_count,
-        "role": ng.role,
-        "is_default": ng.is_default,
-        "status": ng.status.as_str(),
-        "stack_id": ng.stack_id,
-        "min_node_count": ng.min_node_count,
-        "max_node_count": ng.max_node_count,
-        "merge_labels": false,
-    })
-}
-
-/// The full representation; label differences are relative to the cluster's labels.
-fn full(req: &HttpRequest, ng: &NodeGroup, cluster_labels: &Labels) -> Value {
-    let (overridden, added, skipped) = label_diff(&ng.labels, cluster_labels);
-    let base = app_url(req);
-    let path = format!("clusters/{}/nodegroups/{}", ng.cluster_id, ng.uuid);
-    let mut v = summary(ng);
-    let extra = json!({
-        "id": ng.id,
-        "cluster_id": ng.cluster_id.to_string(),
-        "project_id": ng.project_id,
-        "docker_volume_size": ng.docker_volume_size,
-        "labels": ng.labels,
-        "labels_overridden": overridden,
-        "labels_added": added,
-        "labels_skipped": skipped,
-        "links": [
-            {"href": format!("{base}/v1/{path}"), "rel": "self"},
-            {"href": format!("{base}/{path}"), "rel": "bookmark"},
-        ],
-        "node_addresses": ng.node_addresses,
-        "status_reason": ng.status_reason,
-        "version": ng.version,
-        "node_labels": ng.node_labels,
-        "node_taints": taints_json(&ng.node_taints),
-        "created_at": timestamp(ng.created_at),
-        "updated_at": ng.updated_at.map(timestamp),
-    });
-    if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
-        obj.extend(more);
-    }
-    v
 }
 
 /// A node group of the cluster by id, uuid or name; non-admins only see their project's.
@@ -200,16 +137,6 @@ async fn find(
         Ok(_) | Err(StoreError::NotFound) => Err(not_found(ident)),
         Err(e) => Err(e.into()),
     }
-}
-
-async fn template_of(state: &AppState, c: &Cluster) -> Result<ClusterTemplate, ApiError> {
-    state
-        .store
-        .templates_by_uuid(&[c.cluster_template_id.to_string()])
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("cluster {} has no template", c.uuid)))
 }
 
 /// Node group operations run while the cluster is COMPLETE-like, or `UPDATE_FAILED` so that a
@@ -304,7 +231,7 @@ async fn list(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:get_all_all_projects")?;
     }
-    let c = lookup(&state, &ctx, &path, ctx.is_admin).await?;
+    let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
     ctx.authorize("nodegroup:get_all", &target(&c))?;
     let ngs = match state
         .store
@@ -319,16 +246,6 @@ async fn list(
         }
         Err(e) => return Err(e.into()),
     };
-    let items: Vec<Value> = ngs
-        .iter()
-        .map(|ng| {
-            if detail {
-                full(&req, ng, &c.labels)
-            } else {
-                summary(ng)
-            }
-        })
-        .collect();
     let mut collection = format!("clusters/{}/nodegroups", c.uuid);
     if detail {
         collection.push_str("/detail");
@@ -336,8 +253,18 @@ async fn list(
     let last = ngs.last().map(|n| n.uuid.to_string());
     // The role filter carries over to the next page.
     let filter: Vec<(&str, &str)> = role.iter().map(|r| ("role", *r)).collect();
-    let body = collection_body(&req, "nodegroups", &collection, &page, items, last, &filter);
-    Ok(HttpResponse::Ok().json(body))
+    let next = next_page(&req, &collection, &page, ngs.len(), last, &filter);
+    if detail {
+        let base = app_url(&req);
+        let nodegroups = ngs
+            .iter()
+            .map(|ng| NodeGroupView::new(&base, ng, &c.labels))
+            .collect();
+        Ok(HttpResponse::Ok().json(NodeGroupDetailCollection { nodegroups, next }))
+    } else {
+        let nodegroups = ngs.iter().map(NodeGroupSummaryView::from).collect();
+        Ok(HttpResponse::Ok().json(NodeGroupCollection { nodegroups, next }))
+    }
 }
 
 async fn show(
@@ -352,10 +279,60 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:get_one_all_projects")?;
     }
-    let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+    let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
     ctx.authorize("nodegroup:get", &target(&c))?;
     let ng = find(&state, &ctx, &c, &ng_ident).await?;
-    Ok(HttpResponse::Ok().json(full(&req, &ng, &c.labels)))
+    Ok(HttpResponse::Ok().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)))
+}
+
+/// A node group create body, parsed; taints are checked against the group's role later.
+struct NodeGroupCreate {
+    name: String,
+    node_count: i32,
+    min_node_count: i32,
+    max_node_count: Option<i32>,
+    role: String,
+    flavor_id: Option<String>,
+    image_id: Option<String>,
+    docker_volume_size: Option<i32>,
+    labels: Option<Labels>,
+    merge_labels: bool,
+    node_labels: Labels,
+    taints: Vec<Value>,
+}
+
+impl TryFrom<Fields> for NodeGroupCreate {
+    type Error = ApiError;
+
+    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
+        let raw_taints = f.value("node_taints");
+        f.read_only(READ_ONLY)?;
+        f.ignore(IGNORED);
+        let parsed = NodeGroupCreate {
+            name: f.required_string("name", 1, 255)?,
+            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
+            min_node_count: f.int32("min_node_count", Some(0), None)?.unwrap_or(0),
+            max_node_count: f.int32("max_node_count", Some(0), None)?,
+            role: f
+                .string("role", 1, 255)?
+                .unwrap_or_else(|| ROLE_WORKER.into()),
+            flavor_id: f.string("flavor_id", 1, 255)?,
+            image_id: f.string("image_id", 1, 255)?,
+            docker_volume_size: f.int32("docker_volume_size", Some(1), None)?,
+            labels: f.labels("labels")?,
+            merge_labels: f.bool("merge_labels")?.unwrap_or(false),
+            node_labels: f.labels("node_labels")?.unwrap_or_default(),
+            taints: Vec::new(),
+        };
+        // Accepted for compatibility; a created group is never a default one (Magnum honours it
+        // and the group becomes undeletable).
+        f.bool("is_default")?;
+        f.finish()?;
+        Ok(NodeGroupCreate {
+            taints: taint_items(raw_taints.as_ref().unwrap_or(&Value::Null))?,
+            ..parsed
+        })
+    }
 }
 
 async fn create(
@@ -367,36 +344,28 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     require_version(&ctx)?;
     query_params(&req, &[])?;
-    let mut obj = json_object(&req, &body, "nodegroup")?;
-    let raw_taints = obj.remove("node_taints");
-    let mut f = Fields::new("nodegroup", obj);
-    f.read_only(READ_ONLY)?;
-    f.ignore(IGNORED);
-    let name = f.required_string("name", 1, 255)?;
-    let node_count = f.int32("node_count", Some(0), None)?.unwrap_or(1);
-    let min_node_count = f.int32("min_node_count", Some(0), None)?.unwrap_or(0);
-    let max_node_count = f.int32("max_node_count", Some(0), None)?;
-    let role = f
-        .string("role", 1, 255)?
-        .unwrap_or_else(|| ROLE_WORKER.into());
-    let flavor_id = f.string("flavor_id", 1, 255)?;
-    let image_id = f.string("image_id", 1, 255)?;
-    let docker_volume_size = f.int32("docker_volume_size", Some(1), None)?;
-    let labels = f.labels("labels")?;
-    let merge_labels = f.bool("merge_labels")?.unwrap_or(false);
-    let node_labels = f.labels("node_labels")?.unwrap_or_default();
-    // Accepted for compatibility; a created group is never a default one (Magnum honours it and
-    // the group becomes undeletable).
-    let _is_default = f.bool("is_default")?;
-    f.finish()?;
-    let taints = taint_items(raw_taints.as_ref().unwrap_or(&Value::Null))?;
+    let obj = json_object(&req, &body, "nodegroup")?;
+    let NodeGroupCreate {
+        name,
+        node_count,
+        min_node_count,
+        max_node_count,
+        role,
+        flavor_id,
+        image_id,
+        docker_volume_size,
+        labels,
+        merge_labels,
+        node_labels,
+        taints,
+    } = Fields::new("nodegroup", obj).try_into()?;
 
     ctx.authorize_own("nodegroup:create")?;
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:create_all_projects")?;
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &path, ctx.is_admin).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
         ctx.authorize("nodegroup:create", &target(&c))?;
         if c.api_address.as_deref().unwrap_or("").is_empty() {
             return Err(ApiError::conflict(
@@ -445,7 +414,7 @@ async fn create(
             &state.settings.default.host,
             Action::Create,
             Outcome::Pending,
-            &provisional_nodegroup(&new, c.uuid, Utc::now()),
+            &provisional::nodegroup(&new, c.uuid, Utc::now()),
             Some(&initiator(&ctx)),
         );
         let writes = vec![
@@ -466,16 +435,22 @@ async fn create(
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let ng = find(&state, &ctx, &c, &new.uuid.to_string()).await?;
-                return Ok(HttpResponse::Accepted().json(full(&req, &ng, &c.labels)));
+                Ok(Attempt::Done(
+                    HttpResponse::Accepted().json(NodeGroupView::new(
+                        &app_url(&req),
+                        &ng,
+                        &c.labels,
+                    )),
+                ))
             }
-            Err(StoreError::Stale) => continue,
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
             Err(e) if e.is_constraint("uniq_nodegroup0cluster_id0name") => {
-                return Err(duplicate(&name, &c))
+                Err(duplicate(&name, &c))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 fn duplicate(name: &str, c: &Cluster) -> ApiError {
@@ -491,7 +466,14 @@ fn patch_document(ng: &NodeGroup) -> Map<String, Value> {
     m.insert("min_node_count".into(), json!(ng.min_node_count));
     m.insert("max_node_count".into(), json!(ng.max_node_count));
     m.insert("node_labels".into(), json!(ng.node_labels));
-    m.insert("node_taints".into(), taints_json(&ng.node_taints));
+    m.insert(
+        "node_taints".into(),
+        json!(ng
+            .node_taints
+            .iter()
+            .map(TaintView::from)
+            .collect::<Vec<_>>()),
+    );
     m
 }
 
@@ -509,8 +491,8 @@ async fn update(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:update_all_projects")?;
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:update", &target(&c))?;
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
         let mut after = patch::apply(&patch_document(&ng), &ops, &PATCH_RULES)?;
@@ -531,7 +513,9 @@ async fn update(
         next_ng.node_taints = check_node_metadata(&ng.name, &ng.role, &node_labels, &taints)?;
         next_ng.node_labels = node_labels;
         if next_ng == ng {
-            return Ok(HttpResponse::Accepted().json(full(&req, &ng, &c.labels)));
+            return Ok(Attempt::Done(
+                HttpResponse::Accepted().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)),
+            ));
         }
         if !nodegroup_change_allowed(ng.status) {
             return Err(ApiError::conflict(format!(
@@ -568,13 +552,15 @@ async fn update(
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let stored = find(&state, &ctx, &c, &ng.uuid.to_string()).await?;
-                return Ok(HttpResponse::Accepted().json(full(&req, &stored, &c.labels)));
+                Ok(Attempt::Done(HttpResponse::Accepted().json(
+                    NodeGroupView::new(&app_url(&req), &stored, &c.labels),
+                )))
             }
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }
 
 async fn delete(
@@ -589,8 +575,8 @@ async fn delete(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:delete_all_projects")?;
     }
-    for _ in 0..20 {
-        let c = lookup(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:delete", &target(&c))?;
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
         if ng.is_default {
@@ -599,7 +585,7 @@ async fn delete(
             ));
         }
         if ng.status == ClusterStatus::DeleteInProgress {
-            return Ok(HttpResponse::NoContent().finish());
+            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         cluster_accepts(&c)?;
         let template = template_of(&state, &c).await?;
@@ -629,10 +615,10 @@ async fn delete(
             )),
         ];
         match state.store.commit(&writes).await {
-            Ok(()) => return Ok(HttpResponse::NoContent().finish()),
-            Err(StoreError::Stale) => continue,
-            Err(e) => return Err(e.into()),
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(StoreError::Stale.into())
+    })
+    .await
 }

@@ -82,29 +82,24 @@ pub fn next_link(
     Some(format!("{}/v1/{path}?{query}", app_url(req)))
 }
 
-/// A list body: `{"<key>": items}` plus, when the page is full, a `next` link that carries
-/// `extra` query parameters (filters) over to the next page.
-pub fn collection_body(
+/// The `next` link of a list body: present when the page is full, carrying `extra` query
+/// parameters (filters) over to the next page.
+pub fn next_page(
     req: &HttpRequest,
-    key: &str,
     path: &str,
     page: &PageRequest,
-    items: Vec<serde_json::Value>,
+    returned: usize,
     last: Option<String>,
     extra: &[(&str, &str)],
-) -> serde_json::Value {
-    let returned = items.len();
-    let mut body = serde_json::json!({ key: items });
-    if let Some(mut next) = next_link(req, path, page, returned, last) {
-        if let Ok(q) = serde_urlencoded::to_string(extra) {
-            if !q.is_empty() {
-                next.push('&');
-                next.push_str(&q);
-            }
+) -> Option<String> {
+    let mut next = next_link(req, path, page, returned, last)?;
+    if let Ok(q) = serde_urlencoded::to_string(extra) {
+        if !q.is_empty() {
+            next.push('&');
+            next.push_str(&q);
         }
-        body["next"] = serde_json::Value::String(next);
     }
-    body
+    Some(next)
 }
 
 #[cfg(test)]

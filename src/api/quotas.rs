@@ -6,15 +6,15 @@
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::body::{json_object, parse_bool, query_params, Fields};
 use super::error::ApiError;
-use super::pagination::{collection_body, page_request};
-use super::timestamp;
+use super::pagination::{next_page, page_request};
+use super::views::{DefaultQuotaView, QuotaCollection, QuotaShowView, QuotaView};
 use crate::api::AppState;
 use crate::api::RequestContext;
-use crate::store::{QuotaRow, StoreError, QUOTA_SORT_KEYS};
+use crate::store::{StoreError, QUOTA_SORT_KEYS};
 
 /// The resources a quota may limit (Magnum's `QuotaResourceName`).
 const RESOURCES: &[&str] = &["Cluster"];
@@ -36,17 +36,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
     );
-}
-
-fn view(q: &QuotaRow) -> Value {
-    json!({
-        "id": q.id,
-        "project_id": q.project_id,
-        "resource": q.resource,
-        "hard_limit": q.hard_limit,
-        "created_at": timestamp(q.created_at),
-        "updated_at": q.updated_at.map(timestamp),
-    })
 }
 
 fn not_found(project_id: &str, resource: &str) -> ApiError {
@@ -120,15 +109,18 @@ async fn list(
         Err(e) => return Err(e.into()),
     };
     let last = quotas.last().map(|q| q.id.to_string());
-    let items = quotas.iter().map(view).collect();
+    let items: Vec<QuotaView> = quotas.iter().map(QuotaView::from).collect();
     // Unlike Magnum, the next page stays the listing the caller asked for.
     let filter: &[(&str, &str)] = if every_project {
         &[("all_tenants", "True")]
     } else {
         &[]
     };
-    let body = collection_body(&req, "quotas", "quotas", &page, items, last, filter);
-    Ok(HttpResponse::Ok().json(body))
+    let next = next_page(&req, "quotas", &page, items.len(), last, filter);
+    Ok(HttpResponse::Ok().json(QuotaCollection {
+        quotas: items,
+        next,
+    }))
 }
 
 async fn show(
@@ -144,12 +136,12 @@ async fn show(
         return Err(ApiError::forbidden("Not authorized."));
     }
     let body = match state.store.get_quota(&project_id, &resource).await? {
-        Some(q) => view(&q),
+        Some(q) => QuotaShowView::Stored(QuotaView::from(&q)),
         // No row: the default every project has, as Magnum reports it.
-        None => json!({
-            "project_id": project_id,
-            "hard_limit": state.settings.quotas.max_clusters_per_project,
-            "resource": CLUSTER,
+        None => QuotaShowView::Default(DefaultQuotaView {
+            project_id,
+            hard_limit: state.settings.quotas.max_clusters_per_project,
+            resource: CLUSTER.into(),
         }),
     };
     Ok(HttpResponse::Ok().json(body))
@@ -172,7 +164,7 @@ async fn create(
         .create_quota(&project_id, &doc.resource, doc.hard_limit)
         .await
     {
-        Ok(q) => Ok(HttpResponse::Created().json(view(&q))),
+        Ok(q) => Ok(HttpResponse::Created().json(QuotaView::from(&q))),
         Err(e) if e.is_constraint("uniq_quotas0project_id0resource") => {
             Err(ApiError::conflict(format!(
                 "Quota for project {project_id} already exists for resource {}.",
@@ -200,7 +192,7 @@ async fn update(
         .update_quota(&project_id, &resource, doc.hard_limit)
         .await
     {
-        Ok(q) => Ok(HttpResponse::Accepted().json(view(&q))),
+        Ok(q) => Ok(HttpResponse::Accepted().json(QuotaView::from(&q))),
         Err(StoreError::NotFound) => Err(not_found(&project_id, &resource)),
         Err(e) => Err(e.into()),
     }

@@ -3,10 +3,10 @@
 
 use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
-use serde_json::json;
 
 use super::body::query_params;
 use super::error::ApiError;
+use super::views::StatsView;
 use crate::api::AppState;
 use crate::api::RequestContext;
 
@@ -50,5 +50,5 @@ async fn get_all(
         Some(own)
     };
     let (clusters, nodes) = state.store.stats(project).await?;
-    Ok(HttpResponse::Ok().json(json!({"clusters": clusters, "nodes": nodes})))
+    Ok(HttpResponse::Ok().json(StatsView { clusters, nodes }))
 }

@@ -15,5 +15,6 @@ mod isolation;
 mod kubernetes_driver;
 mod nodegroups;
 mod notify;
+mod openapi;
 mod quotas_stats_services;
 mod store_contract;

@@ -1,0 +1,259 @@
+//! Cluster bodies: the summary of `GET /v1/clusters`, the full representation of
+//! `GET /v1/clusters/{c}` and `/detail`, and their collections.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::Link;
+use crate::api::microversion::CLUSTER_ID_FIELD;
+use crate::api::timestamp;
+use crate::api::RequestContext;
+use crate::domain::cluster::{label_diff, Cluster, NodeGroup};
+use crate::domain::labels::Labels;
+use crate::domain::template::ClusterTemplate;
+
+/// Node counts and addresses of a cluster, summed over its node groups.
+pub struct Counts {
+    pub node_count: i32,
+    pub master_count: i32,
+    pub node_addresses: Vec<String>,
+    pub master_addresses: Vec<String>,
+}
+
+impl Counts {
+    pub fn of(ngs: &[&NodeGroup]) -> Counts {
+        let mut c = Counts {
+            node_count: 0,
+            master_count: 0,
+            node_addresses: vec![],
+            master_addresses: vec![],
+        };
+        for ng in ngs {
+            if ng.is_master() {
+                c.master_count += ng.node_count;
+                c.master_addresses.extend(ng.node_addresses.iter().cloned());
+            } else {
+                c.node_count += ng.node_count;
+                c.node_addresses.extend(ng.node_addresses.iter().cloned());
+            }
+        }
+        c
+    }
+}
+
+/// The summary representation (`GET /v1/clusters`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClusterSummaryView {
+    pub uuid: String,
+    pub name: String,
+    pub cluster_template_id: String,
+    #[schema(required = true)]
+    pub keypair: Option<String>,
+    #[schema(required = true)]
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub node_count: i32,
+    pub master_count: i32,
+    pub status: String,
+    #[schema(required = true)]
+    pub health_status: Option<String>,
+    #[schema(required = true)]
+    pub master_flavor_id: Option<String>,
+    #[schema(required = true)]
+    pub flavor_id: Option<String>,
+    #[schema(required = true)]
+    pub create_timeout: Option<i32>,
+    /// Always `false`: Magnum's API type default.
+    pub merge_labels: bool,
+    pub links: Vec<Link>,
+    /// The orchestration handle, before microversion 1.13 (may be `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack_id: Option<Option<String>>,
+    /// The orchestration handle, from microversion 1.13 (may be `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<Option<String>>,
+    /// Shown to admins only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+}
+
+impl ClusterSummaryView {
+    pub fn new(base: &str, ctx: &RequestContext, c: &Cluster, ngs: &[&NodeGroup]) -> Self {
+        let n = Counts::of(ngs);
+        let uuid = c.uuid.to_string();
+        let handle = Some(c.stack_id.clone());
+        let at_cluster_id = ctx.version >= CLUSTER_ID_FIELD;
+        ClusterSummaryView {
+            links: Link::pair(base, &format!("clusters/{uuid}")),
+            uuid,
+            name: c.name.clone(),
+            cluster_template_id: c.cluster_template_id.to_string(),
+            keypair: c.keypair.clone(),
+            docker_volume_size: c.docker_volume_size,
+            labels: c.labels.clone(),
+            node_count: n.node_count,
+            master_count: n.master_count,
+            status: c.status.as_str().to_string(),
+            health_status: c.health_status.map(|h| h.to_string()),
+            master_flavor_id: c.master_flavor_id.clone(),
+            flavor_id: c.flavor_id.clone(),
+            create_timeout: c.create_timeout,
+            merge_labels: false,
+            stack_id: if at_cluster_id { None } else { handle.clone() },
+            cluster_id: if at_cluster_id { handle } else { None },
+            project_id: ctx.is_admin.then(|| c.project_id.clone()),
+        }
+    }
+}
+
+/// The full representation (`GET /v1/clusters/{c}` and `GET /v1/clusters/detail`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClusterView {
+    pub uuid: String,
+    pub name: String,
+    pub cluster_template_id: String,
+    #[schema(required = true)]
+    pub keypair: Option<String>,
+    #[schema(required = true)]
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub node_count: i32,
+    pub master_count: i32,
+    pub status: String,
+    #[schema(required = true)]
+    pub health_status: Option<String>,
+    #[schema(required = true)]
+    pub master_flavor_id: Option<String>,
+    #[schema(required = true)]
+    pub flavor_id: Option<String>,
+    #[schema(required = true)]
+    pub create_timeout: Option<i32>,
+    /// Always `false`: Magnum's API type default.
+    pub merge_labels: bool,
+    pub links: Vec<Link>,
+    /// The orchestration handle, before microversion 1.13 (may be `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack_id: Option<Option<String>>,
+    /// The orchestration handle, from microversion 1.13 (may be `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<Option<String>>,
+    pub project_id: String,
+    pub user_id: String,
+    pub node_addresses: Vec<String>,
+    pub master_addresses: Vec<String>,
+    /// Labels whose value differs from the template's.
+    pub labels_overridden: Labels,
+    /// Labels the template does not have.
+    pub labels_added: Labels,
+    /// Template labels the cluster does not have.
+    pub labels_skipped: Labels,
+    #[schema(required = true)]
+    pub fixed_network: Option<String>,
+    #[schema(required = true)]
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: bool,
+    pub master_lb_enabled: bool,
+    #[schema(required = true)]
+    pub status_reason: Option<String>,
+    pub health_status_reason: BTreeMap<String, String>,
+    #[schema(required = true)]
+    pub discovery_url: Option<String>,
+    #[schema(required = true)]
+    pub api_address: Option<String>,
+    #[schema(required = true)]
+    pub coe_version: Option<String>,
+    #[schema(required = true)]
+    pub container_version: Option<String>,
+    pub created_at: String,
+    #[schema(required = true)]
+    pub updated_at: Option<String>,
+    /// Failed node groups and their reasons, when the cluster is in a `*_FAILED` status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<BTreeMap<String, String>>,
+}
+
+impl ClusterView {
+    pub fn new(
+        base: &str,
+        ctx: &RequestContext,
+        c: &Cluster,
+        ngs: &[&NodeGroup],
+        template: Option<&ClusterTemplate>,
+    ) -> Self {
+        let s = ClusterSummaryView::new(base, ctx, c, ngs);
+        let n = Counts::of(ngs);
+        let empty = Labels::new();
+        let parent = template.map(|t| &t.spec.labels).unwrap_or(&empty);
+        let (labels_overridden, labels_added, labels_skipped) = label_diff(&c.labels, parent);
+        let faults = c.status.is_failed().then(|| {
+            ngs.iter()
+                .filter(|ng| ng.status.is_failed())
+                .map(|ng| {
+                    (
+                        ng.name.clone(),
+                        ng.status_reason.clone().unwrap_or_default(),
+                    )
+                })
+                .collect()
+        });
+        ClusterView {
+            uuid: s.uuid,
+            name: s.name,
+            cluster_template_id: s.cluster_template_id,
+            keypair: s.keypair,
+            docker_volume_size: s.docker_volume_size,
+            labels: s.labels,
+            node_count: s.node_count,
+            master_count: s.master_count,
+            status: s.status,
+            health_status: s.health_status,
+            master_flavor_id: s.master_flavor_id,
+            flavor_id: s.flavor_id,
+            create_timeout: s.create_timeout,
+            merge_labels: s.merge_labels,
+            links: s.links,
+            stack_id: s.stack_id,
+            cluster_id: s.cluster_id,
+            project_id: c.project_id.clone(),
+            user_id: c.user_id.clone(),
+            node_addresses: n.node_addresses,
+            master_addresses: n.master_addresses,
+            labels_overridden,
+            labels_added,
+            labels_skipped,
+            fixed_network: c.fixed_network.clone(),
+            fixed_subnet: c.fixed_subnet.clone(),
+            floating_ip_enabled: c.floating_ip_enabled,
+            master_lb_enabled: c.master_lb_enabled,
+            status_reason: c.status_reason.clone(),
+            health_status_reason: c.health_status_reason.clone(),
+            discovery_url: c.discovery_url.clone(),
+            api_address: c.api_address.clone(),
+            coe_version: c.coe_version.clone(),
+            container_version: c.container_version.clone(),
+            created_at: timestamp(c.created_at),
+            updated_at: c.updated_at.map(timestamp),
+            faults,
+        }
+    }
+}
+
+/// `GET /v1/clusters`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClusterCollection {
+    pub clusters: Vec<ClusterSummaryView>,
+    /// The next page, present only when this page is full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// `GET /v1/clusters/detail`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClusterDetailCollection {
+    pub clusters: Vec<ClusterView>,
+    /// The next page, present only when this page is full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}

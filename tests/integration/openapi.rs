@@ -1,0 +1,877 @@
+//! The OpenAPI document (`GET /v1/openapi.json`) is served without a token, is OpenAPI 3.1, and
+//! is true: every api-ref sample response and a real response of every operation it lists
+//! validate against its schemas (JSON Schema 2020-12, the document's components resolved
+//! locally), and its schemas are strict enough that a renamed, missing or extra field fails.
+
+use std::collections::BTreeSet;
+
+use fleetyard::conductor::{Conductor, Outcome};
+use reqwest::header::HeaderMap;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::spawn_pki;
+use crate::helpers::{header_map, spawn_jwt, Backend, Resp, TestApp};
+
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/api-ref/source/samples");
+
+fn sample(name: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{SAMPLES}/{name}")).expect("sample exists");
+    serde_json::from_str(&text).expect("sample is JSON")
+}
+
+/// Every api-ref response sample: the operation (method, path template) and status it shows.
+const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
+    ("versions-get-resp.json", "get", "/", 200),
+    ("version-v1-get-resp.json", "get", "/v1", 200),
+    (
+        "clustertemplate-create-resp.json",
+        "post",
+        "/v1/clustertemplates",
+        201,
+    ),
+    (
+        "clustertemplates-list-resp.json",
+        "get",
+        "/v1/clustertemplates",
+        200,
+    ),
+    (
+        "clustertemplate-get-resp.json",
+        "get",
+        "/v1/clustertemplates/{clustertemplate_ident}",
+        200,
+    ),
+    (
+        "clustertemplate-update-resp.json",
+        "patch",
+        "/v1/clustertemplates/{clustertemplate_ident}",
+        200,
+    ),
+    (
+        "error-not-found-resp.json",
+        "get",
+        "/v1/clustertemplates/{clustertemplate_ident}",
+        404,
+    ),
+    (
+        "error-microversion-resp.json",
+        "get",
+        "/v1/clustertemplates",
+        406,
+    ),
+    ("cluster-create-resp.json", "post", "/v1/clusters", 202),
+    ("clusters-list-resp.json", "get", "/v1/clusters", 200),
+    (
+        "cluster-get-resp.json",
+        "get",
+        "/v1/clusters/{cluster_ident}",
+        200,
+    ),
+    (
+        "cluster-update-resp.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}",
+        202,
+    ),
+    (
+        "cluster-resize-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/actions/resize",
+        202,
+    ),
+    (
+        "cluster-upgrade-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/actions/upgrade",
+        202,
+    ),
+    (
+        "nodegroup-create-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/nodegroups",
+        202,
+    ),
+    (
+        "nodegroups-list-resp.json",
+        "get",
+        "/v1/clusters/{cluster_ident}/nodegroups",
+        200,
+    ),
+    (
+        "nodegroup-get-resp.json",
+        "get",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+        200,
+    ),
+    (
+        "nodegroup-update-resp.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+        202,
+    ),
+    (
+        "error-nodegroup-delete-default-resp.json",
+        "delete",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+        400,
+    ),
+    (
+        "federation-create-resp.json",
+        "post",
+        "/v1/federations",
+        202,
+    ),
+    ("federation-list-resp.json", "get", "/v1/federations", 200),
+    (
+        "federation-get-resp.json",
+        "get",
+        "/v1/federations/{federation_ident}",
+        200,
+    ),
+    (
+        "federation-update-resp.json",
+        "patch",
+        "/v1/federations/{federation_ident}",
+        202,
+    ),
+    (
+        "federation-join-conflict-resp.json",
+        "patch",
+        "/v1/federations/{federation_ident}",
+        409,
+    ),
+    (
+        "certificate-get-resp.json",
+        "get",
+        "/v1/certificates/{cluster_ident}",
+        200,
+    ),
+    (
+        "certificate-sign-resp.json",
+        "post",
+        "/v1/certificates",
+        201,
+    ),
+    (
+        "certificate-rotate-resp.json",
+        "patch",
+        "/v1/certificates/{cluster_ident}",
+        202,
+    ),
+    (
+        "credential-rotate-resp.json",
+        "patch",
+        "/v1/credentials/{cluster_ident}",
+        202,
+    ),
+    ("quota-create-resp.json", "post", "/v1/quotas", 201),
+    ("quotas-list-resp.json", "get", "/v1/quotas", 200),
+    (
+        "quota-get-resp.json",
+        "get",
+        "/v1/quotas/{project_id}/{resource}",
+        200,
+    ),
+    (
+        "quota-get-default-resp.json",
+        "get",
+        "/v1/quotas/{project_id}/{resource}",
+        200,
+    ),
+    (
+        "quota-update-resp.json",
+        "patch",
+        "/v1/quotas/{project_id}/{resource}",
+        202,
+    ),
+    ("stats-get-resp.json", "get", "/v1/stats", 200),
+    ("mservices-list-resp.json", "get", "/v1/mservices", 200),
+];
+
+/// The served document, and validators built from it.
+struct Spec {
+    doc: Value,
+}
+
+impl Spec {
+    async fn fetch(app: &TestApp) -> Spec {
+        let r = app.get_as("/v1/openapi.json", &HeaderMap::new()).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert!(
+            r.header("content-type")
+                .is_some_and(|c| c.starts_with("application/json")),
+            "content type"
+        );
+        Spec { doc: r.body }
+    }
+
+    /// Every (method, path template) the document lists.
+    fn operations(&self) -> BTreeSet<(String, String)> {
+        let mut out = BTreeSet::new();
+        for (path, item) in self.doc["paths"].as_object().expect("paths") {
+            for method in ["get", "post", "patch", "put", "delete"] {
+                if item.get(method).is_some() {
+                    out.insert((method.to_string(), path.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    fn resolve<'a>(&'a self, v: &'a Value) -> &'a Value {
+        match v["$ref"].as_str() {
+            Some(r) => {
+                let pointer = r.strip_prefix('#').expect("local reference");
+                self.doc.pointer(pointer).expect("reference resolves")
+            }
+            None => v,
+        }
+    }
+
+    /// The response schema of an operation for a status (`default` when not listed), or None
+    /// when that response has no body.
+    #[track_caller]
+    fn response_schema(&self, method: &str, path: &str, status: u16) -> Option<Value> {
+        let op = &self.doc["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} is not in the document");
+        let responses = &op["responses"];
+        let response = responses
+            .get(status.to_string())
+            .or_else(|| responses.get("default"))
+            .unwrap_or_else(|| panic!("{method} {path} lists no {status} response"));
+        let response = self.resolve(response);
+        response["content"]["application/json"]
+            .get("schema")
+            .cloned()
+    }
+
+    /// Validates a body against the operation's response schema, the document's components
+    /// embedded so that `#/components/schemas/...` resolves locally.
+    #[track_caller]
+    fn check(&self, method: &str, path: &str, status: u16, body: &Value, what: &str) {
+        let errors = self.errors(method, path, status, body);
+        assert!(
+            errors.is_empty(),
+            "{what}: the {status} response of {method} {path} does not match the document:\n{}\nbody: {body}",
+            errors.join("\n")
+        );
+    }
+
+    #[track_caller]
+    fn errors(&self, method: &str, path: &str, status: u16, body: &Value) -> Vec<String> {
+        let Some(schema) = self.response_schema(method, path, status) else {
+            assert!(
+                body.is_null(),
+                "{method} {path} {status} has no body: {body}"
+            );
+            return Vec::new();
+        };
+        let mut root = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "components": self.doc["components"].clone(),
+        });
+        match schema.as_object() {
+            Some(obj) => {
+                for (k, v) in obj {
+                    root[k] = v.clone();
+                }
+            }
+            None => root["allOf"] = json!([schema]),
+        }
+        let validator = jsonschema::draft202012::new(&root)
+            .unwrap_or_else(|e| panic!("{method} {path} {status}: schema does not compile: {e}"));
+        validator
+            .iter_errors(body)
+            .map(|e| format!("  {e} (at {})", e.instance_path()))
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn the_document_is_openapi_3_1_and_served_without_a_token() {
+    let app = spawn_jwt("a-secret-of-sufficient-length-for-hs256").await;
+    let r = app.get_as("/v1/clustertemplates", &HeaderMap::new()).await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    let spec = Spec::fetch(&app).await;
+    assert_eq!(spec.doc["openapi"], "3.1.0");
+    assert!(spec.doc["info"]["title"].is_string());
+    let version = &spec.doc["components"]["parameters"]["OpenStackApiVersion"];
+    assert_eq!(version["name"], "OpenStack-API-Version");
+    assert_eq!(version["in"], "header");
+    let ops = spec.operations();
+    for (method, path) in [
+        ("get", "/v1"),
+        ("get", "/v1/openapi.json"),
+        ("post", "/v1/clusters"),
+        ("get", "/v1/clusters/detail"),
+        ("post", "/v1/clusters/{cluster_ident}/actions/upgrade"),
+        ("patch", "/v1/credentials/{cluster_ident}"),
+        ("delete", "/v1/quotas/{project_id}/{resource}"),
+    ] {
+        assert!(
+            ops.contains(&(method.to_string(), path.to_string())),
+            "{method} {path} missing"
+        );
+    }
+    // Every /v1 operation takes the version header and answers errors with Magnum's body.
+    for (method, path) in ops.iter().filter(|(_, p)| p.starts_with("/v1")) {
+        let op = &spec.doc["paths"][path][method];
+        assert!(
+            op["parameters"].as_array().is_some_and(|ps| ps
+                .iter()
+                .any(|p| p["$ref"] == "#/components/parameters/OpenStackApiVersion")),
+            "{method} {path}: no version header"
+        );
+        assert_eq!(
+            op["responses"]["default"]["$ref"], "#/components/responses/Error",
+            "{method} {path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_api_ref_sample_response_matches_the_document() {
+    let app = crate::helpers::spawn_app().await;
+    let spec = Spec::fetch(&app).await;
+    let mapped: BTreeSet<&str> = SAMPLE_OPERATIONS.iter().map(|(s, ..)| *s).collect();
+    for entry in std::fs::read_dir(SAMPLES).expect("samples") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .to_string();
+        if name.ends_with("-resp.json") {
+            assert!(
+                mapped.contains(name.as_str()),
+                "{name} is not mapped to an operation"
+            );
+        }
+    }
+    for (name, method, path, status) in SAMPLE_OPERATIONS {
+        spec.check(method, path, *status, &sample(name), name);
+    }
+}
+
+#[tokio::test]
+async fn a_renamed_missing_or_extra_field_fails_validation() {
+    let app = crate::helpers::spawn_app().await;
+    let spec = Spec::fetch(&app).await;
+    let (method, path) = ("get", "/v1/clusters/{cluster_ident}");
+    let good = sample("cluster-get-resp.json");
+    spec.check(method, path, 200, &good, "the sample");
+
+    let mut renamed = good.clone();
+    let keypair = renamed["keypair"].take();
+    let obj = renamed.as_object_mut().expect("object");
+    obj.remove("keypair");
+    obj.insert("key_pair".into(), keypair);
+    assert!(
+        !spec.errors(method, path, 200, &renamed).is_empty(),
+        "renamed"
+    );
+
+    let mut missing = good.clone();
+    missing
+        .as_object_mut()
+        .expect("object")
+        .remove("updated_at");
+    assert!(
+        !spec.errors(method, path, 200, &missing).is_empty(),
+        "missing"
+    );
+
+    let mut extra = good.clone();
+    extra["surprise"] = json!(1);
+    assert!(!spec.errors(method, path, 200, &extra).is_empty(), "extra");
+
+    let mut nested = sample("clusters-list-resp.json");
+    nested["clusters"][0]["links"][0]["hreff"] = json!("x");
+    assert!(
+        !spec.errors("get", "/v1/clusters", 200, &nested).is_empty(),
+        "nested extra"
+    );
+}
+
+/// Drives the app through every operation the document lists and validates each answer.
+struct Driver<'a> {
+    app: &'a TestApp,
+    spec: &'a Spec,
+    conductor: &'a Conductor,
+    headers: HeaderMap,
+    seen: BTreeSet<(String, String)>,
+}
+
+impl Driver<'_> {
+    /// Sends `method url` and validates the answer against the operation `path` (a template).
+    async fn call(
+        &mut self,
+        method: Method,
+        path: &str,
+        url: &str,
+        body: Option<&Value>,
+        status: u16,
+    ) -> Resp {
+        let r = self
+            .app
+            .request(method.clone(), url, &self.headers, body)
+            .await;
+        assert_eq!(r.status, status, "{method} {url}: {}", r.text);
+        let m = method.as_str().to_lowercase();
+        self.spec
+            .check(&m, path, r.status, &r.body, &format!("{method} {url}"));
+        if r.status < 300 {
+            self.seen.insert((m, path.to_string()));
+        }
+        r
+    }
+
+    async fn drain(&self) {
+        for _ in 0..10_000 {
+            if self.conductor.try_execute_one().await.expect("job") == Outcome::Idle {
+                return;
+            }
+        }
+        panic!("the conductor did not become idle");
+    }
+}
+
+#[tokio::test]
+async fn a_real_response_of_every_operation_matches_the_document() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let spec = Spec::fetch(app).await;
+    // The default no-auth identity (an admin) at the newest microversion.
+    let mut d = Driver {
+        app,
+        spec: &spec,
+        conductor: &pki.conductor,
+        headers: header_map(&[("OpenStack-API-Version", "container-infra latest")]),
+        seen: BTreeSet::new(),
+    };
+    let id = |r: &Resp| r.body["uuid"].as_str().expect("uuid").to_string();
+
+    // Version discovery and this document.
+    d.call(Method::GET, "/", "/", None, 200).await;
+    d.call(Method::GET, "/v1", "/v1", None, 200).await;
+    d.call(
+        Method::GET,
+        "/v1/openapi.json",
+        "/v1/openapi.json",
+        None,
+        200,
+    )
+    .await;
+
+    // Templates.
+    let tpl = "/v1/clustertemplates/{clustertemplate_ident}";
+    let body = json!({"name": "k8s", "coe": "kubernetes", "image_id": "fedora-coreos-40",
+                      "labels": {"kube_tag": "v1.30.1"}});
+    let t1 = id(&d
+        .call(
+            Method::POST,
+            "/v1/clustertemplates",
+            "/v1/clustertemplates",
+            Some(&body),
+            201,
+        )
+        .await);
+    let body = json!({"name": "k8s-next", "coe": "kubernetes", "image_id": "fedora-coreos-41"});
+    let t2 = id(&d
+        .call(
+            Method::POST,
+            "/v1/clustertemplates",
+            "/v1/clustertemplates",
+            Some(&body),
+            201,
+        )
+        .await);
+    d.call(
+        Method::GET,
+        "/v1/clustertemplates",
+        "/v1/clustertemplates",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        "/v1/clustertemplates/detail",
+        "/v1/clustertemplates/detail",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        tpl,
+        &format!("/v1/clustertemplates/{t1}"),
+        None,
+        200,
+    )
+    .await;
+    let patch = json!([{"op": "replace", "path": "/name", "value": "k8s-renamed"}]);
+    d.call(
+        Method::PATCH,
+        tpl,
+        &format!("/v1/clustertemplates/{t1}"),
+        Some(&patch),
+        200,
+    )
+    .await;
+    d.call(Method::GET, tpl, "/v1/clustertemplates/nope", None, 404)
+        .await;
+    let body = json!({"name": "gone", "coe": "kubernetes", "image_id": "fedora-coreos-40"});
+    let t3 = id(&d
+        .call(
+            Method::POST,
+            "/v1/clustertemplates",
+            "/v1/clustertemplates",
+            Some(&body),
+            201,
+        )
+        .await);
+    d.call(
+        Method::DELETE,
+        tpl,
+        &format!("/v1/clustertemplates/{t3}"),
+        None,
+        204,
+    )
+    .await;
+
+    // Clusters.
+    let one = "/v1/clusters/{cluster_ident}";
+    let body = json!({"name": "k8s-a", "cluster_template_id": t1, "node_count": 1});
+    let c = id(&d
+        .call(
+            Method::POST,
+            "/v1/clusters",
+            "/v1/clusters",
+            Some(&body),
+            202,
+        )
+        .await);
+    let body = json!({"name": "k8s-b", "cluster_template_id": t1});
+    let member = id(&d
+        .call(
+            Method::POST,
+            "/v1/clusters",
+            "/v1/clusters",
+            Some(&body),
+            202,
+        )
+        .await);
+    d.drain().await;
+    d.call(Method::GET, "/v1/clusters", "/v1/clusters", None, 200)
+        .await;
+    d.call(
+        Method::GET,
+        "/v1/clusters/detail",
+        "/v1/clusters/detail?limit=1",
+        None,
+        200,
+    )
+    .await;
+    d.call(Method::GET, one, &format!("/v1/clusters/{c}"), None, 200)
+        .await;
+    // Below 1.13 the handle is `stack_id`; a project member sees no project_id in summaries.
+    let saved = std::mem::replace(&mut d.headers, app.headers.clone());
+    d.call(Method::GET, one, &format!("/v1/clusters/{c}"), None, 404)
+        .await;
+    d.call(Method::GET, "/v1/clusters", "/v1/clusters", None, 200)
+        .await;
+    d.headers = header_map(&[("OpenStack-API-Version", "container-infra 1.5")]);
+    d.call(Method::GET, one, &format!("/v1/clusters/{c}"), None, 200)
+        .await;
+    d.call(Method::GET, "/v1/clusters", "/v1/clusters", None, 200)
+        .await;
+    d.call(
+        Method::GET,
+        "/v1/clusters/{cluster_ident}/nodegroups",
+        &format!("/v1/clusters/{c}/nodegroups"),
+        None,
+        406,
+    )
+    .await;
+    d.headers = header_map(&[("OpenStack-API-Version", "container-infra 1.99")]);
+    d.call(Method::GET, "/v1/clusters", "/v1/clusters", None, 406)
+        .await;
+    d.headers = saved;
+    let patch = json!([{"op": "replace", "path": "/node_count", "value": 2}]);
+    d.call(
+        Method::PATCH,
+        one,
+        &format!("/v1/clusters/{c}"),
+        Some(&patch),
+        202,
+    )
+    .await;
+    d.drain().await;
+    let resize = "/v1/clusters/{cluster_ident}/actions/resize";
+    d.call(
+        Method::POST,
+        resize,
+        &format!("/v1/clusters/{c}/actions/resize"),
+        Some(&json!({"node_count": 3})),
+        202,
+    )
+    .await;
+    d.drain().await;
+
+    // Node groups.
+    let ngs = "/v1/clusters/{cluster_ident}/nodegroups";
+    let ng_one = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}";
+    let body = json!({"name": "gpu", "node_count": 1, "max_node_count": 3,
+                      "node_labels": {"gpu": "true"},
+                      "node_taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]});
+    let ng = id(&d
+        .call(
+            Method::POST,
+            ngs,
+            &format!("/v1/clusters/{c}/nodegroups"),
+            Some(&body),
+            202,
+        )
+        .await);
+    d.drain().await;
+    d.call(
+        Method::GET,
+        ngs,
+        &format!("/v1/clusters/{c}/nodegroups"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        "/v1/clusters/{cluster_ident}/nodegroups/detail",
+        &format!("/v1/clusters/{c}/nodegroups/detail"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        ng_one,
+        &format!("/v1/clusters/{c}/nodegroups/{ng}"),
+        None,
+        200,
+    )
+    .await;
+    let patch = json!([{"op": "replace", "path": "/max_node_count", "value": 5}]);
+    d.call(
+        Method::PATCH,
+        ng_one,
+        &format!("/v1/clusters/{c}/nodegroups/{ng}"),
+        Some(&patch),
+        202,
+    )
+    .await;
+    d.drain().await;
+    d.call(
+        Method::DELETE,
+        ng_one,
+        &format!("/v1/clusters/{c}/nodegroups/default-worker"),
+        None,
+        400,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        ng_one,
+        &format!("/v1/clusters/{c}/nodegroups/{ng}"),
+        None,
+        204,
+    )
+    .await;
+    d.drain().await;
+
+    // Certificates and credentials.
+    let cert = "/v1/certificates/{cluster_ident}";
+    d.call(
+        Method::GET,
+        cert,
+        &format!("/v1/certificates/{c}"),
+        None,
+        200,
+    )
+    .await;
+    let mut csr = sample("certificate-sign-req.json");
+    csr["cluster_uuid"] = Value::String(c.clone());
+    d.call(
+        Method::POST,
+        "/v1/certificates",
+        "/v1/certificates",
+        Some(&csr),
+        201,
+    )
+    .await;
+    csr["ca_cert_type"] = json!("kubernetes");
+    d.call(
+        Method::POST,
+        "/v1/certificates",
+        "/v1/certificates",
+        Some(&csr),
+        201,
+    )
+    .await;
+    d.call(
+        Method::PATCH,
+        cert,
+        &format!("/v1/certificates/{c}"),
+        None,
+        202,
+    )
+    .await;
+    d.drain().await;
+    d.call(
+        Method::PATCH,
+        "/v1/credentials/{cluster_ident}",
+        &format!("/v1/credentials/{c}"),
+        None,
+        202,
+    )
+    .await;
+    d.drain().await;
+    let upgrade = "/v1/clusters/{cluster_ident}/actions/upgrade";
+    let body = json!({"cluster_template": t2, "max_batch_size": 1});
+    d.call(
+        Method::POST,
+        upgrade,
+        &format!("/v1/clusters/{c}/actions/upgrade"),
+        Some(&body),
+        202,
+    )
+    .await;
+    d.drain().await;
+    d.call(Method::GET, one, &format!("/v1/clusters/{c}"), None, 200)
+        .await;
+
+    // Federations.
+    let fed = "/v1/federations/{federation_ident}";
+    let body =
+        json!({"name": "fed", "hostcluster_id": c, "properties": {"dns-zone": "example.org."}});
+    let f = id(&d
+        .call(
+            Method::POST,
+            "/v1/federations",
+            "/v1/federations",
+            Some(&body),
+            202,
+        )
+        .await);
+    d.drain().await;
+    let join = json!([{"op": "add", "path": "/member_ids", "value": member}]);
+    d.call(
+        Method::PATCH,
+        fed,
+        &format!("/v1/federations/{f}"),
+        Some(&join),
+        202,
+    )
+    .await;
+    d.drain().await;
+    d.call(
+        Method::PATCH,
+        fed,
+        &format!("/v1/federations/{f}"),
+        Some(&join),
+        409,
+    )
+    .await;
+    d.call(Method::GET, "/v1/federations", "/v1/federations", None, 200)
+        .await;
+    d.call(
+        Method::GET,
+        "/v1/federations/detail",
+        "/v1/federations/detail",
+        None,
+        200,
+    )
+    .await;
+    d.call(Method::GET, fed, &format!("/v1/federations/{f}"), None, 200)
+        .await;
+    d.call(
+        Method::DELETE,
+        fed,
+        &format!("/v1/federations/{f}"),
+        None,
+        204,
+    )
+    .await;
+    d.drain().await;
+
+    // Quotas, stats, services.
+    let quota = "/v1/quotas/{project_id}/{resource}";
+    let body = json!({"project_id": "project-q", "resource": "Cluster", "hard_limit": 3});
+    d.call(Method::POST, "/v1/quotas", "/v1/quotas", Some(&body), 201)
+        .await;
+    d.call(
+        Method::GET,
+        "/v1/quotas",
+        "/v1/quotas?all_tenants=True",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        quota,
+        "/v1/quotas/project-q/Cluster",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        quota,
+        "/v1/quotas/project-none/Cluster",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::PATCH,
+        quota,
+        "/v1/quotas/project-q/Cluster",
+        Some(&json!({"hard_limit": 4})),
+        202,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        quota,
+        "/v1/quotas/project-q/Cluster",
+        None,
+        204,
+    )
+    .await;
+    d.call(Method::GET, "/v1/stats", "/v1/stats", None, 200)
+        .await;
+    app.store
+        .heartbeat_service("test-host", "fleetyard-conductor")
+        .await
+        .expect("heartbeat");
+    d.call(Method::GET, "/v1/mservices", "/v1/mservices", None, 200)
+        .await;
+
+    // Clusters go.
+    d.call(
+        Method::DELETE,
+        one,
+        &format!("/v1/clusters/{member}"),
+        None,
+        204,
+    )
+    .await;
+    d.call(Method::DELETE, one, &format!("/v1/clusters/{c}"), None, 204)
+        .await;
+    d.drain().await;
+
+    let missing: Vec<_> = spec.operations().difference(&d.seen).cloned().collect();
+    assert!(
+        missing.is_empty(),
+        "operations never answered with success: {missing:?}"
+    );
+}
