@@ -22,7 +22,7 @@ use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
 use crate::domain::cluster::Cluster;
-use crate::domain::job::{NewJob, Operation};
+use crate::domain::job::Operation;
 use crate::domain::status::ClusterStatus;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write};
@@ -212,13 +212,12 @@ async fn rotate(
         next.status_reason = None;
         // The new CA's row uuid, fixed now: a retried job finds it and does not rotate twice.
         let rotation = uuid::Uuid::new_v4().to_string();
-        let mut job = NewJob::new(
+        let job = state.job(
             Operation::CaRotate,
             c.uuid.to_string(),
             driver.name(),
             json!({ "rotation": rotation }),
         );
-        job.max_attempts = state.settings.conductor.max_attempts;
         let writes = vec![
             Write::update_cluster(&next),
             Write::job(job),

@@ -32,7 +32,7 @@ use crate::domain::cluster::{
     check_counts, default_nodegroups, effective_labels, invalid_cluster_name, Cluster, NewCluster,
     NodeGroup,
 };
-use crate::domain::job::{NewJob, Operation};
+use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
 use crate::domain::status::{ClusterStatus, HealthStatus};
 use crate::domain::template::ClusterTemplate;
@@ -340,7 +340,7 @@ async fn create(
         &provisional_ngs,
         Some(&initiator(&ctx)),
     );
-    let mut job = NewJob::new(
+    let mut job = state.job(
         Operation::ClusterCreate,
         uuid.to_string(),
         driver.name(),
@@ -349,7 +349,6 @@ async fn create(
     if create_timeout > 0 {
         job.deadline_at = Some(now + chrono::Duration::minutes(i64::from(create_timeout)));
     }
-    job.max_attempts = state.settings.conductor.max_attempts;
     let writes = vec![
         Write::CheckClusterQuota {
             project_id: ctx.project_id.clone(),
@@ -630,13 +629,12 @@ async fn update(
             next.status = ClusterStatus::UpdateInProgress;
             next.status_reason = None;
             new_count = Some(count);
-            let mut job = NewJob::new(
+            let job = state.job(
                 Operation::ClusterUpdate,
                 c.uuid.to_string(),
                 driver.name(),
                 json!({"nodegroup": w.uuid.to_string(), "old_node_count": old, "node_count": count, "rollback": rollback}),
             );
-            job.max_attempts = state.settings.conductor.max_attempts;
             let mut event_ngs = ngs.clone();
             if let Some(slot) = event_ngs.iter_mut().find(|n| n.id == w.id) {
                 *slot = w.clone();
@@ -702,13 +700,12 @@ async fn delete(
         let mut next = c.clone();
         next.status = ClusterStatus::DeleteInProgress;
         next.status_reason = None;
-        let mut job = NewJob::new(
+        let job = state.job(
             Operation::ClusterDelete,
             c.uuid.to_string(),
             driver.name(),
             json!({}),
         );
-        job.max_attempts = state.settings.conductor.max_attempts;
         let writes = vec![
             Write::update_cluster(&next),
             // Re-checked under the row lock: a federation created or joined meanwhile wins.
@@ -821,13 +818,12 @@ async fn resize(
         ng_next.node_count = node_count;
         ng_next.status = ClusterStatus::UpdateInProgress;
         ng_next.status_reason = None;
-        let mut job = NewJob::new(
+        let job = state.job(
             Operation::ClusterResize,
             c.uuid.to_string(),
             driver.name(),
             json!({"nodegroup": ng.uuid.to_string(), "old_node_count": ng.node_count, "node_count": node_count, "nodes_to_remove": nodes_to_remove}),
         );
-        job.max_attempts = state.settings.conductor.max_attempts;
         let event_ngs: Vec<NodeGroup> = ngs
             .iter()
             .map(|n| {
@@ -927,7 +923,7 @@ async fn upgrade(
                 n
             })
             .collect();
-        let mut job = NewJob::new(
+        let job = state.job(
             Operation::ClusterUpgrade,
             c.uuid.to_string(),
             driver.name(),
@@ -938,7 +934,6 @@ async fn upgrade(
                 "nodegroup": nodegroup.as_ref().map(|_| ng.uuid.to_string()),
             }),
         );
-        job.max_attempts = state.settings.conductor.max_attempts;
         let mut writes = vec![Write::update_cluster(&next)];
         for n in targets
             .iter()

@@ -13,7 +13,7 @@ use super::microversion::CREDENTIAL_ROTATION;
 use super::views::AcceptedView;
 use crate::api::AppState;
 use crate::api::RequestContext;
-use crate::domain::job::{NewJob, Operation};
+use crate::domain::job::Operation;
 use crate::store::Write;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -52,13 +52,12 @@ async fn rotate(
         ));
     }
     // The renewed client certificate's row uuid, fixed now: a retried job does not renew twice.
-    let mut job = NewJob::new(
+    let job = state.job(
         Operation::CredentialRotate,
         c.uuid.to_string(),
         driver.name(),
         json!({ "client": uuid::Uuid::new_v4().to_string() }),
     );
-    job.max_attempts = state.settings.conductor.max_attempts;
     state.store.commit(&[Write::job(job)]).await?;
     Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))
 }

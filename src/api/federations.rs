@@ -30,7 +30,7 @@ use crate::domain::federation::{
     dedup_members, invalid_federation_name, member_diff, Federation, NewFederation, DNS_ZONE,
 };
 use crate::domain::ids::parse_uuid_like;
-use crate::domain::job::{NewJob, Operation};
+use crate::domain::job::Operation;
 use crate::domain::labels::label_value;
 use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::{names, Ident, ResourceId};
@@ -343,14 +343,13 @@ async fn create(
             created_at: now,
             updated_at: None,
         };
-        let mut job = NewJob::new(
+        let mut job = state.job(
             Operation::FederationCreate,
             uuid.to_string(),
             driver.name(),
             json!({}),
         );
         job.deadline_at = Some(now + chrono::Duration::minutes(CREATE_TIMEOUT_MINUTES));
-        job.max_attempts = state.settings.conductor.max_attempts;
         let mut writes = membership.guards(&new.member_ids, Some(&host));
         writes.push(Write::InsertFederation {
             federation: Box::new(new),
@@ -642,13 +641,12 @@ async fn update(
         next.properties = properties;
         next.status = FederationStatus::UpdateInProgress;
         next.status_reason = None;
-        let mut job = NewJob::new(
+        let job = state.job(
             Operation::FederationUpdate,
             f.uuid.to_string(),
             driver,
             json!({"joined": joined, "unjoined": unjoined}),
         );
-        job.max_attempts = state.settings.conductor.max_attempts;
         let event = events::federation_event(
             &state.settings.default.host,
             Action::Update,
@@ -689,13 +687,12 @@ async fn delete(
         let mut next = f.clone();
         next.status = FederationStatus::DeleteInProgress;
         next.status_reason = None;
-        let mut job = NewJob::new(
+        let job = state.job(
             Operation::FederationDelete,
             f.uuid.to_string(),
             driver,
             json!({}),
         );
-        job.max_attempts = state.settings.conductor.max_attempts;
         let writes = vec![
             Write::update_federation(&next),
             Write::job(job),

@@ -29,7 +29,7 @@ use crate::domain::cluster::{
     check_counts, invalid_node_label, nodegroup_change_allowed, nodegroup_labels, parse_taints,
     Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
 };
-use crate::domain::job::{NewJob, Operation};
+use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
 use crate::domain::status::ClusterStatus;
 use crate::domain::ResourceId;
@@ -206,13 +206,12 @@ fn check_node_metadata(
 }
 
 fn job(state: &AppState, op: Operation, c: &Cluster, driver: &str, ng: &ResourceId) -> Write {
-    let mut job = NewJob::new(
+    let job = state.job(
         op,
         c.uuid.to_string(),
         driver,
         json!({"nodegroup": ng.to_string()}),
     );
-    job.max_attempts = state.settings.conductor.max_attempts;
     Write::job(job)
 }
 

@@ -24,6 +24,20 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// A job for the conductor with the service's defaults (`[conductor] max_attempts`): every
+    /// handler makes its jobs here.
+    pub fn job(
+        &self,
+        operation: crate::domain::job::Operation,
+        resource_uuid: impl Into<String>,
+        driver: impl Into<String>,
+        payload: serde_json::Value,
+    ) -> crate::domain::job::NewJob {
+        let mut job = crate::domain::job::NewJob::new(operation, resource_uuid, driver, payload);
+        job.max_attempts = self.settings.conductor.max_attempts;
+        job
+    }
+
     /// Validates the policy, auth and driver settings and assembles the state around a store.
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
         let enforcer = match &settings.oslo_policy.policy_file {
