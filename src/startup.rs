@@ -44,6 +44,10 @@ impl AppState {
             AuthStrategy::Jwt => Authenticator::Jwt(Box::new(
                 TokenVerifier::from_settings(&settings.jwt).map_err(|e| anyhow::anyhow!("{e}"))?,
             )),
+            AuthStrategy::Keystone => Authenticator::Keystone(Arc::new(
+                crate::auth::keystone::KeystoneAuth::from_settings(&settings.keystone_authtoken)
+                    .map_err(|e| anyhow::anyhow!(e))?,
+            )),
         };
         let mut drivers = DriverRegistry::build(&settings.drivers, &settings.fake_driver)
             .map_err(|e| anyhow::anyhow!(e))?;
@@ -120,6 +124,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(1024 * 1024))
                 .configure(api::routes)
                 .wrap(cors_middleware(&cors))
+                .wrap(from_fn(crate::auth::keystone::challenge_middleware))
                 .wrap(from_fn(api::request_middleware))
         })
         .workers(workers)

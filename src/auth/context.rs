@@ -4,10 +4,13 @@
 use std::future::{ready, Ready};
 use std::sync::Arc;
 
+use futures_util::future::{Either, LocalBoxFuture};
+
 use actix_web::dev::Payload;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use serde_json::{Map, Value};
 
+use super::keystone::{KeystoneAuth, KeystoneIdentity};
 use super::policy::{Credentials, Enforcer};
 use super::token::TokenVerifier;
 use crate::api::error::ApiError;
@@ -21,6 +24,8 @@ pub enum Authenticator {
     Noauth(NoauthSection),
     /// A JWT from `X-Auth-Token` or `Authorization: Bearer`.
     Jwt(Box<TokenVerifier>),
+    /// A Keystone token from `X-Auth-Token` or `Authorization: Bearer`, validated by Keystone.
+    Keystone(Arc<KeystoneAuth>),
 }
 
 /// The request id, set by the request-id middleware.
@@ -35,6 +40,9 @@ pub struct RequestContext {
     pub domain_id: Option<String>,
     pub roles: Vec<String>,
     pub is_admin: bool,
+    /// `all` for a system-scoped Keystone token.
+    pub system_scope: Option<String>,
+    pub is_admin_project: bool,
     pub version: Version,
     enforcer: Arc<Enforcer>,
 }
@@ -43,10 +51,13 @@ impl RequestContext {
     pub fn credentials(&self) -> Credentials {
         Credentials {
             user_id: Some(self.user_id.clone()),
-            project_id: Some(self.project_id.clone()),
+            // A system-scoped token has no project.
+            project_id: Some(self.project_id.clone()).filter(|p| !p.is_empty()),
             domain_id: self.domain_id.clone(),
             roles: self.roles.clone(),
             is_admin: self.is_admin,
+            system_scope: self.system_scope.clone(),
+            is_admin_project: self.is_admin_project,
         }
     }
 
@@ -103,7 +114,11 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
+/// `keystone`: the identity its token gives (validated before [`extract`] runs).
+fn extract(
+    req: &HttpRequest,
+    keystone: Option<KeystoneIdentity>,
+) -> Result<RequestContext, ApiError> {
     let state = req
         .app_data::<web::Data<crate::startup::AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("application state missing")))?;
@@ -117,6 +132,8 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
         .get::<Version>()
         .copied()
         .unwrap_or(MIN_VERSION);
+    let mut system_scope = None;
+    let mut is_admin_project = true;
     let (user_id, project_id, roles, domain_id) = match state.authenticator.as_ref() {
         Authenticator::Noauth(defaults) => {
             let user = header(req, "x-user-id")
@@ -161,6 +178,29 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
                 identity.domain_id,
             )
         }
+        Authenticator::Keystone(_) => {
+            let identity = keystone
+                .ok_or_else(|| ApiError::internal(anyhow::anyhow!("keystone identity missing")))?;
+            system_scope = identity.system_scope;
+            is_admin_project = identity.is_admin_project;
+            // As keystonemiddleware: a token scoped to a project, or to the whole system.
+            let project = match identity.project_id {
+                Some(project) => project,
+                None if system_scope.is_some() => String::new(),
+                None => {
+                    return Err(ApiError::Unauthorized(
+                        "The request you have made requires authentication. The token is not scoped to a project."
+                            .into(),
+                    ))
+                }
+            };
+            (
+                identity.user_id,
+                project,
+                identity.roles,
+                identity.domain_id,
+            )
+        }
     };
     let roles: Vec<String> = roles.into_iter().map(|r| r.to_lowercase()).collect();
     let mut creds = Credentials {
@@ -169,7 +209,12 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
         domain_id: domain_id.clone(),
         roles: roles.clone(),
         is_admin: false,
+        system_scope: system_scope.clone(),
+        is_admin_project,
     };
+    if project_id.is_empty() {
+        creds.project_id = None;
+    }
     creds.is_admin = state.enforcer.is_admin(&creds);
     Ok(RequestContext {
         request_id,
@@ -178,6 +223,8 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
         domain_id,
         roles,
         is_admin: creds.is_admin,
+        system_scope,
+        is_admin_project,
         version,
         enforcer: state.enforcer.clone(),
     })
@@ -185,9 +232,28 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
 
 impl FromRequest for RequestContext {
     type Error = ApiError;
-    type Future = Ready<Result<Self, Self::Error>>;
+    type Future = Either<
+        Ready<Result<Self, Self::Error>>,
+        LocalBoxFuture<'static, Result<Self, Self::Error>>,
+    >;
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
-        ready(extract(req))
+        let keystone = req
+            .app_data::<web::Data<crate::startup::AppState>>()
+            .and_then(|state| match state.authenticator.as_ref() {
+                Authenticator::Keystone(keystone) => Some(keystone.clone()),
+                _ => None,
+            });
+        match keystone {
+            None => Either::Left(ready(extract(req, None))),
+            // Keystone is asked over the network: the only strategy that waits.
+            Some(keystone) => {
+                let req = req.clone();
+                Either::Right(Box::pin(async move {
+                    let identity = keystone.authenticate(&req).await?;
+                    extract(&req, Some(identity))
+                }))
+            }
+        }
     }
 }

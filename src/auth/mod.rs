@@ -1,7 +1,9 @@
-//! Who is calling and what they may do: JWT verification ([`token`]), the request context
+//! Who is calling and what they may do: JWT verification ([`token`]), Keystone tokens
+//! ([`keystone`]), the request context
 //! extractor ([`context`]) and the oslo.policy-compatible rule engine ([`policy`]).
 
 pub mod context;
+pub mod keystone;
 pub mod policy;
 pub mod token;
 
