@@ -8,7 +8,8 @@ member and an admin each, registers service type `container-infra` in the catalo
 `openstack service create` / `endpoint create` recipe, and starts `fleetyard serve` with
 `auth_strategy = keystone` and a `[keystone_authtoken]` section. Then the real `openstack` CLI,
 with password auth from a clouds.yaml and no --os-endpoint, and openstacksdk through the
-catalog, drive it: templates, clusters and node groups, cross-project 404s, a reader's 403, a
+catalog, drive it: templates, clusters, node groups and federations (clients/osc-plugin,
+installed into the clients venv), cross-project 404s, a reader's 403, a
 token revoked in Keystone refused once `token_cache_time` passes, and with Keystone stopped an
 uncached token answered 503 while a cached one is still served.
 
@@ -59,6 +60,8 @@ from cli_check import (  # noqa: E402  (the shared harness)
 
 KEYSTONE_START_TIMEOUT = 90  # seconds for GET /v3 to answer 200 after gunicorn starts
 MANAGE_TIMEOUT = 120  # seconds per keystone-manage call
+PLUGIN_DIR = Path(__file__).resolve().parent.parent / "clients" / "osc-plugin"
+WAIT = ["--wait", "--wait-timeout", "60"]
 REQUESTS_PER_TOKEN = 100  # requests with one token that must cost one Keystone validation
 TOKEN_CACHE_TIME = 5  # [keystone_authtoken] token_cache_time of the Fleetyard under test
 HTTP_CONNECT_TIMEOUT = 3  # [keystone_authtoken] http_connect_timeout
@@ -368,6 +371,16 @@ def wait_for_status(srv: Server, token: str, path: str, want: str, timeout: floa
     raise CheckFailed("GET %s did not reach %s within %ds (last: %s)" % (path, want, timeout, body))
 
 
+def wait_gone(srv: Server, token: str, path: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, _, _ = http("GET", srv.base + path, {"X-Auth-Token": token})
+        if status == 404:
+            return
+        time.sleep(0.5)
+    raise CheckFailed("%s still there %d s after delete" % (path, timeout))
+
+
 def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projects: dict[str, str]) -> None:
     def coe(cloud: str, *args: str) -> Result:
         return cli.coe(["--os-cloud", cloud], *args)
@@ -441,6 +454,18 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
         if not any(t.get("id") == state.get("tpl") for t in body.get("templates", [])):
             raise CheckFailed("the SDK does not list tpl-a\n" + r.describe())
 
+    def plugin() -> None:
+        src = cli.cwd.parent / "osc-plugin-src"
+        shutil.copytree(PLUGIN_DIR, src, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+        expect_ok(cli.run([cli.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           "--force-reinstall", "--no-deps", str(src)]))
+        r = expect_ok(coe("a-reader", "federation", "list", "-f", "json"))
+        if not isinstance(r.json(), list):
+            raise CheckFailed("federation list is not a JSON list\n" + r.describe())
+        state["plugin"] = "yes"
+
+    rep.check("pip install ./clients/osc-plugin into the clients venv; coe federation list (a-reader)", plugin)
+
     rep.check("openstacksdk (cloud a-reader) finds container-infra in the catalog and lists tpl-a", sdk)
 
     # A token for polling and direct requests (fast: no client start-up).
@@ -486,6 +511,45 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
         raise CheckFailed("ng1 still there 60 s after delete")
 
     rep.check("nodegroup create/list/show/delete on c1 (the reader may not delete)", nodegroups)
+
+    def federation() -> None:
+        if not state.get("plugin"):
+            raise CheckFailed("the federation plugin is not installed (see the check above)")
+        expect_ok(coe("a-member", "cluster", "create", "m1", "--cluster-template", "tpl-a",
+                      "--node-count", "1", "--master-count", "1"))
+        try:
+            member = wait_for_status(srv, a_member, "/v1/clusters/m1", "CREATE_COMPLETE")
+            r = expect_ok(coe("a-member", "federation", "create", "fed1", "--hostcluster", "c1", "--member", "m1",
+                              "--property", "dns=cluster.local", *WAIT, "-f", "json"))
+            body = expect_fields(r, {"name": "fed1", "status": "CREATE_COMPLETE"})
+            if body.get("members") != [member.get("uuid")]:
+                raise CheckFailed("members should be [m1's uuid]\n" + r.describe())
+            r = expect_ok(coe("a-reader", "federation", "list", "-f", "json"))
+            if "fed1" not in names_of(r):
+                raise CheckFailed("a-reader does not list fed1\n" + r.describe())
+            expect_fields(expect_ok(coe("a-reader", "federation", "show", "fed1", "-f", "json")), {"name": "fed1"})
+            # The plugin prints the server's sentence without "(HTTP 404)".
+            r = coe("b-member", "federation", "show", body.get("uuid", "fed1"))
+            if r.rc == 0 or "could not be found" not in r.err:
+                raise CheckFailed("project B's member should get the 404 sentence\n" + r.describe())
+            r = coe("a-reader", "federation", "delete", "fed1")
+            if r.rc == 0 or "Policy doesn't allow federation:delete" not in r.err:
+                raise CheckFailed("a reader's federation delete should be refused by policy (403)\n"
+                                  + r.describe())
+            expect_ok(coe("a-member", "federation", "delete", "fed1", *WAIT))
+            r = expect_ok(coe("a-member", "federation", "list", "-f", "json"))
+            if "fed1" in names_of(r):
+                raise CheckFailed("fed1 still listed after delete --wait\n" + r.describe())
+        finally:
+            # Whatever failed above, leave c1 and tpl-a deletable for the checks that follow.
+            status, _, _ = http("GET", srv.endpoint + "/federations/fed1", {"X-Auth-Token": a_member})
+            if status == 200:
+                coe("a-member", "federation", "delete", "fed1", *WAIT)
+            coe("a-member", "cluster", "delete", "m1")
+            wait_gone(srv, a_member, "/v1/clusters/m1")
+
+    rep.check("federation (the plugin, password auth, catalog): create --wait, list, show; B's member "
+              "gets 404, A's reader cannot delete; delete --wait", federation)
 
     def cluster_delete() -> None:
         expect_ok(coe("a-member", "cluster", "delete", "c1"))
