@@ -14,6 +14,11 @@ CLIENT_VENV=.tox/clients
 # The real oslo.messaging notification listener the `oslo` env runs. Changing it re-installs.
 OSLO_REQUIREMENTS="oslo.messaging"
 OSLO_VENV=.tox/oslo
+# The real Keystone the `keystone` env runs (with gunicorn to serve it), every dependency pinned
+# by the constraints file. Changing either re-installs the venv.
+KEYSTONE_REQUIREMENTS="keystone==30.0.0 gunicorn"
+KEYSTONE_CONSTRAINTS=tools/keystone-constraints.txt
+KEYSTONE_VENV=.tox/keystone
 
 usage() {
   cat <<'EOF'
@@ -22,7 +27,7 @@ usage: ./tox.sh [ENV] [args...]
 envs:
   test    (default) the lint (the `lint` env), then ensure PostgreSQL/RabbitMQ, run
           the Rust tests (cargo nextest, or cargo test), then the real-client checks
-          (the `cli` and `oslo` envs); args go to the test runner
+          (the `cli`, `keystone` and `oslo` envs); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
   lint    cargo fmt --check and cargo clippy --all-targets -D warnings
   cli     build the fleetyard binary (or use $FLEETYARD_BIN), set up the client
@@ -30,6 +35,13 @@ envs:
           `openstack coe` CLI and openstacksdk, then tools/cert_cli_check.py
           (coe cluster config, coe ca show|sign|rotate, coe credential rotate);
           args go to cli_check.py
+  keystone
+          build the fleetyard binary (or use $FLEETYARD_BIN), install Keystone from PyPI
+          into .tox/keystone (pinned by tools/keystone-constraints.txt), set up the client
+          venv and run tools/keystone_check.py: Keystone bootstrapped on SQLite with fernet
+          tokens, Fleetyard registered in its catalog with auth_strategy = keystone, driven
+          by the real `openstack` CLI (password auth, clouds.yaml) and openstacksdk;
+          args go to keystone_check.py
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
           oslo.messaging and run tools/oslo_listener_check.py: the real oslo
           notification listener receives `fleetyard serve`'s messagingv2 events
@@ -40,7 +52,7 @@ envs:
 environment:
   FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
   FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
-  FLEETYARD_BIN            binary for `cli` and `oslo` (skips the build)
+  FLEETYARD_BIN            binary for `cli`, `keystone` and `oslo` (skips the build)
   FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
 EOF
 }
@@ -130,6 +142,49 @@ cli_env() {
   part "federation cli check: tools/federation_cli_check.py --bin $bin" python3 tools/federation_cli_check.py --bin "$bin"
 }
 
+keystone_venv() {
+  local stamp="$KEYSTONE_VENV/.requirements"
+  local want
+  want="$KEYSTONE_REQUIREMENTS $(sha256sum "$KEYSTONE_CONSTRAINTS" | cut -d' ' -f1)"
+  if [[ -x "$KEYSTONE_VENV/bin/keystone-manage" && -x "$KEYSTONE_VENV/bin/gunicorn" && -f "$stamp" ]] &&
+    [[ "$(cat "$stamp")" == "$want" ]]; then
+    echo "reusing $KEYSTONE_VENV ($KEYSTONE_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$KEYSTONE_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$KEYSTONE_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$KEYSTONE_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$KEYSTONE_CONSTRAINTS" $KEYSTONE_REQUIREMENTS || return
+  printf '%s' "$want" >"$stamp"
+}
+
+keystone_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("keystone check (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "keystone venv $KEYSTONE_VENV" keystone_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("keystone check (not run: no keystone venv)")
+    return 0
+  fi
+  part "client venv $CLIENT_VENV" client_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("keystone check (not run: no client venv)")
+    return 0
+  fi
+  part "keystone check: tools/keystone_check.py --bin $bin${*:+ $*}" "$CLIENT_VENV/bin/python" \
+    tools/keystone_check.py --bin "$bin" --keystone-venv "$KEYSTONE_VENV" "$@"
+}
+
 oslo_venv() {
   local stamp="$OSLO_VENV/.requirements"
   if [[ -x "$OSLO_VENV/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$OSLO_REQUIREMENTS" ]]; then
@@ -173,6 +228,7 @@ test)
   part "ensure services" tools/ensure_services.sh
   rust_tests "$@"
   cli_env
+  keystone_env
   oslo_env
   finish
   ;;
@@ -188,6 +244,10 @@ lint)
   ;;
 cli)
   cli_env "$@"
+  finish
+  ;;
+keystone)
+  keystone_env "$@"
   finish
   ;;
 oslo)

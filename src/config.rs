@@ -64,6 +64,7 @@ pub struct Settings {
     pub conductor: ConductorSection,
     pub quotas: QuotasSection,
     pub certificates: CertificatesSection,
+    pub keystone_authtoken: KeystoneAuthtokenSection,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -71,6 +72,8 @@ pub struct Settings {
 pub enum AuthStrategy {
     Noauth,
     Jwt,
+    /// Keystone tokens, validated against `[keystone_authtoken] auth_url`.
+    Keystone,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -516,6 +519,61 @@ impl Default for JwtSettings {
     }
 }
 
+/// Keystone token validation (`auth_strategy = keystone`), in keystonemiddleware's shape.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeystoneAuthtokenSection {
+    /// Sent to clients in `WWW-Authenticate: Keystone uri="..."` on 401 (the public Keystone
+    /// URL). Empty: `auth_url`.
+    pub www_authenticate_uri: String,
+    /// Keystone's identity endpoint the service validates tokens with, e.g.
+    /// `http://keystone:5000` or `http://keystone:5000/v3`.
+    pub auth_url: String,
+    /// How the service authenticates itself: `password` or `v3applicationcredential`.
+    pub auth_type: String,
+    pub username: String,
+    pub password: Secret,
+    pub user_domain_name: String,
+    pub project_name: String,
+    pub project_domain_name: String,
+    pub application_credential_id: String,
+    pub application_credential_secret: Secret,
+    /// Roles a service token (`X-Service-Token`) must hold; accepted for compatibility with
+    /// keystonemiddleware's configuration.
+    pub service_token_roles: String,
+    /// Seconds a validated token is trusted without asking Keystone again (never past the
+    /// token's own expiry). 0 disables the cache.
+    pub token_cache_time: u64,
+    /// Seconds a token Keystone refused is refused from the cache.
+    pub invalid_token_cache_time: u64,
+    /// The most tokens (valid and invalid) kept in the cache.
+    pub token_cache_size: usize,
+    /// Seconds to wait for Keystone (connect and answer) before answering 503.
+    pub http_connect_timeout: u64,
+}
+
+impl Default for KeystoneAuthtokenSection {
+    fn default() -> Self {
+        KeystoneAuthtokenSection {
+            www_authenticate_uri: String::new(),
+            auth_url: String::new(),
+            auth_type: "password".into(),
+            username: String::new(),
+            password: Secret::default(),
+            user_domain_name: "Default".into(),
+            project_name: String::new(),
+            project_domain_name: "Default".into(),
+            application_credential_id: String::new(),
+            application_credential_secret: Secret::default(),
+            service_token_roles: "service".into(),
+            token_cache_time: 300,
+            invalid_token_cache_time: 10,
+            token_cache_size: 10_000,
+            http_connect_timeout: 5,
+        }
+    }
+}
+
 /// Accepts a non-negative integer given either as a number or as a string (INI values).
 fn deserialize_seconds<'de, D>(deserializer: D) -> Result<u64, D::Error>
 where
@@ -637,6 +695,14 @@ impl Settings {
         if !(n.relay_poll_interval.is_finite() && n.relay_poll_interval > 0.0) {
             return Err(ConfigError::Invalid(
                 "[oslo_messaging_notifications] relay_poll_interval: must be a positive number of seconds".into(),
+            ));
+        }
+        if self.default.auth_strategy == AuthStrategy::Keystone
+            && self.keystone_authtoken.auth_url.trim().is_empty()
+        {
+            return Err(ConfigError::Invalid(
+                "[keystone_authtoken] auth_url: must be set with [DEFAULT] auth_strategy = keystone"
+                    .into(),
             ));
         }
         if n.relay_claim_timeout < 3 {

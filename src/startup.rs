@@ -75,6 +75,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(1024 * 1024))
                 .configure(api::routes)
                 .wrap(cors_middleware(&cors))
+                .wrap(from_fn(api::keystone::challenge_middleware))
                 .wrap(from_fn(api::request_middleware))
         })
         .workers(workers)

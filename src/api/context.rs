@@ -4,6 +4,8 @@
 use std::future::{ready, Ready};
 use std::sync::Arc;
 
+use futures_util::future::{Either, LocalBoxFuture};
+
 use actix_web::dev::Payload;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use serde_json::{Map, Value};
@@ -11,7 +13,9 @@ use serde_json::{Map, Value};
 use super::error::ApiError;
 use super::microversion::{Version, MIN_VERSION};
 use super::AppState;
+use crate::auth::authenticator::Identity;
 use crate::auth::policy::{Credentials, Enforcer};
+use crate::auth::Authenticator;
 use crate::domain::Scope;
 
 /// The request id, set by the request-id middleware.
@@ -26,6 +30,9 @@ pub struct RequestContext {
     pub domain_id: Option<String>,
     pub roles: Vec<String>,
     pub is_admin: bool,
+    /// `all` for a system-scoped Keystone token.
+    pub system_scope: Option<String>,
+    pub is_admin_project: bool,
     pub version: Version,
     enforcer: Arc<Enforcer>,
 }
@@ -34,10 +41,13 @@ impl RequestContext {
     pub fn credentials(&self) -> Credentials {
         Credentials {
             user_id: Some(self.user_id.clone()),
-            project_id: Some(self.project_id.clone()),
+            // A system-scoped token has no project.
+            project_id: Some(self.project_id.clone()).filter(|p| !p.is_empty()),
             domain_id: self.domain_id.clone(),
             roles: self.roles.clone(),
             is_admin: self.is_admin,
+            system_scope: self.system_scope.clone(),
+            is_admin_project: self.is_admin_project,
         }
     }
 
@@ -94,7 +104,9 @@ fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
+/// `keystone`: the identity a Keystone token gives, validated before [`extract`] runs; the
+/// other strategies identify the caller from the headers here.
+fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestContext, ApiError> {
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("application state missing")))?;
@@ -108,16 +120,22 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
         .get::<Version>()
         .copied()
         .unwrap_or(MIN_VERSION);
-    let identity = state
-        .authenticator
-        .identify(|name| header(req, name))
-        .map_err(|e| ApiError::Unauthorized(e.0))?;
+    let identity = match keystone {
+        Some(identity) => identity,
+        None => state
+            .authenticator
+            .identify(|name| header(req, name))
+            .map_err(|e| ApiError::Unauthorized(e.0))?,
+    };
     let mut creds = Credentials {
         user_id: Some(identity.user_id.clone()),
-        project_id: Some(identity.project_id.clone()),
+        // A system-scoped token has no project.
+        project_id: Some(identity.project_id.clone()).filter(|p| !p.is_empty()),
         domain_id: identity.domain_id.clone(),
         roles: identity.roles.clone(),
         is_admin: false,
+        system_scope: identity.system_scope.clone(),
+        is_admin_project: identity.is_admin_project,
     };
     creds.is_admin = state.enforcer.is_admin(&creds);
     Ok(RequestContext {
@@ -127,6 +145,8 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
         domain_id: identity.domain_id,
         roles: identity.roles,
         is_admin: creds.is_admin,
+        system_scope: identity.system_scope,
+        is_admin_project: identity.is_admin_project,
         version,
         enforcer: state.enforcer.clone(),
     })
@@ -134,9 +154,28 @@ fn extract(req: &HttpRequest) -> Result<RequestContext, ApiError> {
 
 impl FromRequest for RequestContext {
     type Error = ApiError;
-    type Future = Ready<Result<Self, Self::Error>>;
+    type Future = Either<
+        Ready<Result<Self, Self::Error>>,
+        LocalBoxFuture<'static, Result<Self, Self::Error>>,
+    >;
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
-        ready(extract(req))
+        let keystone = req.app_data::<web::Data<AppState>>().and_then(|state| {
+            match state.authenticator.as_ref() {
+                Authenticator::Keystone(keystone) => Some(keystone.clone()),
+                _ => None,
+            }
+        });
+        match keystone {
+            None => Either::Left(ready(extract(req, None))),
+            // Keystone is asked over the network: the only strategy that waits.
+            Some(keystone) => {
+                let req = req.clone();
+                Either::Right(Box::pin(async move {
+                    let identity = super::keystone::authenticate(&keystone, &req).await?;
+                    extract(&req, Some(identity))
+                }))
+            }
+        }
     }
 }

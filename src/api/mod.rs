@@ -9,6 +9,7 @@ pub mod context;
 pub mod credentials;
 pub mod error;
 pub mod federations;
+pub mod keystone;
 pub mod links;
 pub mod lookup;
 pub mod microversion;

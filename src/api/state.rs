@@ -50,6 +50,10 @@ impl AppState {
             AuthStrategy::Jwt => Authenticator::Jwt(Box::new(
                 TokenVerifier::from_settings(&settings.jwt).map_err(|e| anyhow::anyhow!("{e}"))?,
             )),
+            AuthStrategy::Keystone => Authenticator::Keystone(Arc::new(
+                crate::auth::keystone::KeystoneAuth::from_settings(&settings.keystone_authtoken)
+                    .map_err(|e| anyhow::anyhow!(e))?,
+            )),
         };
         let mut drivers = DriverRegistry::build(&settings.drivers, &settings.fake_driver)
             .map_err(|e| anyhow::anyhow!(e))?;

@@ -1,5 +1,8 @@
 //! Who is calling: the configured auth strategy turns a request's headers into an [`Identity`].
 
+use std::sync::Arc;
+
+use super::keystone::KeystoneAuth;
 use super::token::TokenVerifier;
 use crate::config::{split_list, NoauthSection};
 
@@ -9,6 +12,9 @@ pub enum Authenticator {
     Noauth(NoauthSection),
     /// A JWT from `X-Auth-Token` or `Authorization: Bearer`.
     Jwt(Box<TokenVerifier>),
+    /// A Keystone token from `X-Auth-Token` or `Authorization: Bearer`, validated by Keystone
+    /// over the network (asynchronously, before [`Authenticator::identify`] would run).
+    Keystone(Arc<KeystoneAuth>),
 }
 
 /// The caller, as the auth strategy tells it; roles are lower-cased.
@@ -18,6 +24,10 @@ pub struct Identity {
     pub project_id: String,
     pub domain_id: Option<String>,
     pub roles: Vec<String>,
+    /// `all` for a system-scoped Keystone token (its `project_id` is then empty).
+    pub system_scope: Option<String>,
+    /// Keystone's `is_admin_project`; true for the other strategies, as oslo.context defaults.
+    pub is_admin_project: bool,
 }
 
 /// Why a request is not authenticated: a sentence for the 401 body, never holding the token.
@@ -73,12 +83,19 @@ impl Authenticator {
                     identity.domain_id,
                 )
             }
+            // Needs a network round trip: the request context validates it asynchronously
+            // and never asks for it here.
+            Authenticator::Keystone(_) => {
+                return Err(Unauthenticated(AUTHENTICATION_REQUIRED.into()))
+            }
         };
         Ok(Identity {
             user_id,
             project_id,
             domain_id,
             roles: roles.into_iter().map(|r| r.to_lowercase()).collect(),
+            system_scope: None,
+            is_admin_project: true,
         })
     }
 }

@@ -1,8 +1,9 @@
-//! Who is calling and what they may do: JWT verification ([`token`]), the identity a request's
-//! headers give under the configured strategy ([`authenticator`]) and the oslo.policy-compatible
-//! rule engine ([`policy`]).
+//! Who is calling and what they may do: JWT verification ([`token`]), Keystone tokens
+//! ([`keystone`]), the identity a request's headers give under the configured strategy
+//! ([`authenticator`]) and the oslo.policy-compatible rule engine ([`policy`]).
 
 pub mod authenticator;
+pub mod keystone;
 pub mod policy;
 pub mod token;
 

@@ -35,6 +35,10 @@ pub struct Credentials {
     pub roles: Vec<String>,
     /// Result of [`Enforcer::is_admin`], set by the caller.
     pub is_admin: bool,
+    /// `all` for a system-scoped Keystone token (`system_scope:all`).
+    pub system_scope: Option<String>,
+    /// Keystone's `is_admin_project` (`is_admin_project:True`).
+    pub is_admin_project: bool,
 }
 
 /// One default rule, with documentation used for `policy sample`.
@@ -507,6 +511,8 @@ enum Field {
     ProjectId,
     DomainId,
     IsAdmin,
+    SystemScope,
+    IsAdminProject,
     /// Any other name: the credentials have no such field, so the check is false (as in oslo).
     Other,
 }
@@ -597,10 +603,21 @@ impl<'a> Evaluation<'a> {
                     Field::IsAdmin => {
                         Some(if self.creds.is_admin { "True" } else { "False" }.into())
                     }
+                    Field::SystemScope => self.creds.system_scope.clone(),
+                    Field::IsAdminProject => Some(
+                        if self.creds.is_admin_project {
+                            "True"
+                        } else {
+                            "False"
+                        }
+                        .into(),
+                    ),
                     Field::Other => None,
                 };
                 match (held, value.render(self.target)) {
-                    (Some(held), Some(wanted)) if *field == Field::IsAdmin => {
+                    (Some(held), Some(wanted))
+                        if matches!(field, Field::IsAdmin | Field::IsAdminProject) =>
+                    {
                         held.eq_ignore_ascii_case(&wanted)
                     }
                     (Some(held), Some(wanted)) => held == wanted,
@@ -791,6 +808,8 @@ fn parse_atom(atom: &str) -> Result<Check, String> {
         "project_id" => Ok(Check::Field(Field::ProjectId, template)),
         "domain_id" => Ok(Check::Field(Field::DomainId, template)),
         "is_admin" => Ok(Check::Field(Field::IsAdmin, template)),
+        "system_scope" => Ok(Check::Field(Field::SystemScope, template)),
+        "is_admin_project" => Ok(Check::Field(Field::IsAdminProject, template)),
         "" => Err(format!("{atom:?} has no kind before ':'")),
         "http" | "https" => Err(format!("{atom:?}: HTTP checks are not supported")),
         _ if kind.starts_with(['\'', '"']) || kind.parse::<f64>().is_ok() => Err(format!(
@@ -859,6 +878,8 @@ mod tests {
             domain_id: Some("default".into()),
             roles: roles.split_whitespace().map(String::from).collect(),
             is_admin: false,
+            system_scope: None,
+            is_admin_project: true,
         }
     }
 
@@ -993,6 +1014,30 @@ mod tests {
         assert!(!probe("project_id:p1", &target("p1", "u1"), &anonymous));
         // Unknown credential fields behave as absent ones, as in oslo.
         assert!(!allows("system_scope:all"));
+    }
+
+    #[test]
+    fn system_scope_and_is_admin_project_come_from_the_credentials() {
+        let system = Credentials {
+            system_scope: Some("all".into()),
+            roles: vec!["reader".into()],
+            ..Default::default()
+        };
+        let t = target("p1", "u1");
+        assert!(probe("system_scope:all", &t, &system));
+        assert!(probe("role:reader and system_scope:all", &t, &system));
+        assert!(!probe("system_scope:all", &t, &creds("p1", "u1", "reader")));
+        assert!(probe(
+            "is_admin_project:True",
+            &t,
+            &creds("p1", "u1", "admin")
+        ));
+        let elsewhere = Credentials {
+            is_admin_project: false,
+            ..creds("p1", "u1", "admin")
+        };
+        assert!(probe("is_admin_project:False", &t, &elsewhere));
+        assert!(!probe("is_admin_project:True", &t, &elsewhere));
     }
 
     #[test]
