@@ -419,8 +419,12 @@ impl TokenVerifier {
     /// `aud`): `nbf` must be a number, and a required `iss` a single string, where jsonwebtoken
     /// skips an `nbf` it cannot read and accepts an array of issuers holding the expected one.
     fn check_registered_claims(&self, claims: &Map<String, Value>) -> Result<(), TokenError> {
+        // jsonwebtoken reads `exp` and `nbf` as u64 seconds and refuses an `exp` it cannot read,
+        // but skips such an `nbf`: a negative, fractional or overflowing `nbf` is refused here,
+        // as the same `exp` is.
         match claims.get("nbf") {
-            None | Some(Value::Null) | Some(Value::Number(_)) => {}
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) if n.as_u64().is_some() => {}
             Some(_) => return Err(TokenError::InvalidClaim("nbf".to_string())),
         }
         if self.validation.iss.is_some() && !claims.get("iss").is_some_and(Value::is_string) {
@@ -1194,6 +1198,23 @@ mod tests {
             hs_verifier().verify(&hs256(&c)),
             Err(TokenError::InvalidClaim("nbf".to_string()))
         );
+    }
+
+    #[test]
+    fn nbf_and_exp_that_are_negative_or_overflow_64_bits_are_refused_alike() {
+        let overflow: Value = serde_json::from_str("18446744073709551616").expect("number");
+        for bad in [json!(-1), overflow, json!(1.5)] {
+            let mut c = claims();
+            c["nbf"] = bad.clone();
+            assert_eq!(
+                hs_verifier().verify(&hs256(&c)),
+                Err(TokenError::InvalidClaim("nbf".to_string())),
+                "nbf {bad}"
+            );
+            let mut c = claims();
+            c["exp"] = bad.clone();
+            assert!(hs_verifier().verify(&hs256(&c)).is_err(), "exp {bad}");
+        }
     }
 
     #[test]
