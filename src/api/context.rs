@@ -15,7 +15,7 @@ use super::microversion::{Version, MIN_VERSION};
 use super::AppState;
 use crate::auth::authenticator::Identity;
 use crate::auth::policy::{Credentials, Enforcer};
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, Header, IdentifyError};
 use crate::domain::Scope;
 
 /// The request id, set by the request-id middleware.
@@ -96,12 +96,12 @@ impl RequestContext {
     }
 }
 
-fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
-    req.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
+fn header<'a>(req: &'a HttpRequest, name: &str) -> Header<'a> {
+    match req.headers().get(name).map(|v| v.to_str()) {
+        None => Header::Absent,
+        Some(Ok(v)) => Header::Text(v.trim()),
+        Some(Err(_)) => Header::Malformed,
+    }
 }
 
 /// `keystone`: the identity a Keystone token gives, validated before [`extract`] runs; the
@@ -125,7 +125,10 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
         None => state
             .authenticator
             .identify(|name| header(req, name))
-            .map_err(|e| ApiError::Unauthorized(e.0))?,
+            .map_err(|e| match e {
+                IdentifyError::Unauthenticated(why) => ApiError::Unauthorized(why),
+                IdentifyError::Malformed(why) => ApiError::bad_request(why),
+            })?,
     };
     let mut creds = Credentials {
         user_id: Some(identity.user_id.clone()),

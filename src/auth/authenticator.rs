@@ -30,49 +30,132 @@ pub struct Identity {
     pub is_admin_project: bool,
 }
 
-/// Why a request is not authenticated: a sentence for the 401 body, never holding the token.
+/// Why a request has no identity: a sentence for the answer, never holding a token.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unauthenticated(pub String);
+pub enum IdentifyError {
+    /// 401: no credentials, or credentials that do not verify.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// 400: identity headers that cannot be taken as they are.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+/// A request header as the authenticator reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Header<'r> {
+    Absent,
+    /// Present, with surrounding white space trimmed (possibly empty).
+    Text(&'r str),
+    /// Present, but not printable ASCII.
+    Malformed,
+}
+
+impl<'r> Header<'r> {
+    /// The value, when present and not empty.
+    pub fn value(self) -> Option<&'r str> {
+        match self {
+            Header::Text(s) if !s.is_empty() => Some(s),
+            _ => None,
+        }
+    }
+}
 
 const AUTHENTICATION_REQUIRED: &str = "The request you have made requires authentication.";
 
+/// The headers that name a caller in no-auth mode.
+const IDENTITY_HEADERS: [&str; 5] = [
+    "X-User-Id",
+    "X-Project-Id",
+    "X-Tenant-Id",
+    "X-Roles",
+    "X-Domain-Id",
+];
+
+/// The longest user, project or domain id the store keeps (its columns are `VARCHAR(255)`).
+pub const MAX_ID_LENGTH: usize = 255;
+
+/// No-auth mode: the identity the headers give. Without any identity header the configured
+/// default identity; with any, the headers alone (a missing `X-Roles` means no roles), so a
+/// request can never fall back to the default's roles by leaving one header out or empty.
+fn noauth_identity<'r>(
+    defaults: &NoauthSection,
+    header: &impl Fn(&str) -> Header<'r>,
+) -> Result<(String, String, Vec<String>, Option<String>), IdentifyError> {
+    if IDENTITY_HEADERS
+        .iter()
+        .all(|name| header(name) == Header::Absent)
+    {
+        return Ok((
+            defaults.user_id.clone(),
+            defaults.project_id.clone(),
+            split_list(&defaults.roles),
+            None,
+        ));
+    }
+    let mut values = [None; IDENTITY_HEADERS.len()];
+    for (slot, name) in values.iter_mut().zip(IDENTITY_HEADERS) {
+        *slot = match header(name) {
+            Header::Absent => None,
+            Header::Malformed => {
+                return Err(IdentifyError::Malformed(format!(
+                    "The {name} header must be printable ASCII."
+                )))
+            }
+            Header::Text(v) if v.chars().count() > MAX_ID_LENGTH && name != "X-Roles" => {
+                return Err(IdentifyError::Malformed(format!(
+                    "The {name} header is longer than {MAX_ID_LENGTH} characters."
+                )))
+            }
+            Header::Text(v) => Some(v).filter(|v| !v.is_empty()),
+        };
+    }
+    let [user, project, tenant, roles, domain] = values;
+    let user = user.ok_or_else(|| {
+        IdentifyError::Malformed(
+            "The X-User-Id header is required when a request names its identity in headers.".into(),
+        )
+    })?;
+    let project = project.or(tenant).ok_or_else(|| {
+        IdentifyError::Malformed(
+            "The X-Project-Id header is required when a request names its identity in headers."
+                .into(),
+        )
+    })?;
+    Ok((
+        user.to_string(),
+        project.to_string(),
+        roles.map(split_list).unwrap_or_default(),
+        domain.map(String::from),
+    ))
+}
+
 impl Authenticator {
-    /// The caller's identity. `header` gives a request header's trimmed value, `None` when the
-    /// header is absent or empty.
+    /// The caller's identity from the request's headers.
     pub fn identify<'r>(
         &self,
-        header: impl Fn(&str) -> Option<&'r str>,
-    ) -> Result<Identity, Unauthenticated> {
+        header: impl Fn(&str) -> Header<'r>,
+    ) -> Result<Identity, IdentifyError> {
         let (user_id, project_id, roles, domain_id) = match self {
-            Authenticator::Noauth(defaults) => {
-                let user = header("x-user-id")
-                    .map(String::from)
-                    .unwrap_or_else(|| defaults.user_id.clone());
-                let project = header("x-project-id")
-                    .or_else(|| header("x-tenant-id"))
-                    .map(String::from)
-                    .unwrap_or_else(|| defaults.project_id.clone());
-                let roles = split_list(header("x-roles").unwrap_or(&defaults.roles));
-                let domain = header("x-domain-id").map(String::from);
-                (user, project, roles, domain)
-            }
+            Authenticator::Noauth(defaults) => noauth_identity(defaults, &header)?,
             Authenticator::Jwt(verifier) => {
-                let token = header("x-auth-token").or_else(|| {
-                    header("authorization").and_then(|v| {
+                let token = header("x-auth-token").value().or_else(|| {
+                    header("authorization").value().and_then(|v| {
                         v.strip_prefix("Bearer ")
                             .or_else(|| v.strip_prefix("bearer "))
                             .map(str::trim)
                     })
                 });
                 let Some(token) = token else {
-                    return Err(Unauthenticated(AUTHENTICATION_REQUIRED.into()));
+                    return Err(IdentifyError::Unauthenticated(
+                        AUTHENTICATION_REQUIRED.into(),
+                    ));
                 };
-                let identity = verifier
-                    .verify(token)
-                    .map_err(|e| Unauthenticated(format!("{AUTHENTICATION_REQUIRED} {e}")))?;
+                let identity = verifier.verify(token).map_err(|e| {
+                    IdentifyError::Unauthenticated(format!("{AUTHENTICATION_REQUIRED} {e}"))
+                })?;
                 let project = identity.project_id.ok_or_else(|| {
-                    Unauthenticated(format!(
+                    IdentifyError::Unauthenticated(format!(
                         "{AUTHENTICATION_REQUIRED} The token is not scoped to a project."
                     ))
                 })?;
@@ -86,7 +169,9 @@ impl Authenticator {
             // Needs a network round trip: the request context validates it asynchronously
             // and never asks for it here.
             Authenticator::Keystone(_) => {
-                return Err(Unauthenticated(AUTHENTICATION_REQUIRED.into()))
+                return Err(IdentifyError::Unauthenticated(
+                    AUTHENTICATION_REQUIRED.into(),
+                ))
             }
         };
         Ok(Identity {

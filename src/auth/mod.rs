@@ -7,4 +7,4 @@ pub mod keystone;
 pub mod policy;
 pub mod token;
 
-pub use authenticator::{Authenticator, Identity, Unauthenticated};
+pub use authenticator::{Authenticator, Header, IdentifyError, Identity};

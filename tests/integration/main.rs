@@ -13,6 +13,7 @@ mod federation_jobs;
 mod federations;
 mod isolation;
 mod kubernetes_driver;
+mod noauth_identity;
 mod nodegroups;
 mod notify;
 mod openapi;
