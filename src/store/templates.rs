@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use super::db::{Pool, Tx};
+use super::db::{Pool, Stmt, Tx};
 use super::rows::{TemplateRow, TEMPLATE_COLUMNS};
 use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
@@ -205,19 +205,10 @@ pub(super) async fn guard(tx: &mut Tx, id: i64, version: i64) -> StoreResult<()>
     found.map(|_| ()).ok_or(StoreError::Stale)
 }
 
-#[tracing::instrument(level = "debug", skip_all, fields(template = %t.uuid))]
-pub(super) async fn insert(
-    tx: &mut Tx,
-    t: &NewClusterTemplate,
-    now: DateTime<Utc>,
-) -> StoreResult<TemplateRow> {
-    let s = &t.spec;
-    let row: TemplateRow = tx
-        .sql(&INSERT)
-        .bind(t.uuid.as_string())
-        .bind(&t.project_id)
-        .bind(&t.user_id)
-        .bind(&s.name)
+/// Binds the template's 30 spec columns, from `name` to `hidden`, in the order both [`INSERT`]
+/// (after uuid, project and user) and [`UPDATE`] (before its timestamp and keys) list them.
+fn bind_spec<'q>(stmt: Stmt<'q>, s: &'q TemplateSpec) -> Stmt<'q> {
+    stmt.bind(&s.name)
         .bind(&s.coe)
         .bind(&s.image_id)
         .bind(&s.flavor_id)
@@ -247,9 +238,21 @@ pub(super) async fn insert(
         .bind(s.master_lb_enabled)
         .bind(s.floating_ip_enabled)
         .bind(s.hidden)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(template = %t.uuid))]
+pub(super) async fn insert(
+    tx: &mut Tx,
+    t: &NewClusterTemplate,
+    now: DateTime<Utc>,
+) -> StoreResult<TemplateRow> {
+    let s = &t.spec;
+    let stmt = tx
+        .sql(&INSERT)
+        .bind(t.uuid.as_string())
+        .bind(&t.project_id)
+        .bind(&t.user_id);
+    let row: TemplateRow = bind_spec(stmt, s).bind(now).fetch_one(&mut *tx).await?;
     Ok(row)
 }
 
@@ -265,38 +268,7 @@ pub(super) async fn update(
     refuse_if_referenced: bool,
     now: DateTime<Utc>,
 ) -> StoreResult<TemplateRow> {
-    let row: Option<TemplateRow> = tx
-        .sql(&UPDATE)
-        .bind(&s.name)
-        .bind(&s.coe)
-        .bind(&s.image_id)
-        .bind(&s.flavor_id)
-        .bind(&s.master_flavor_id)
-        .bind(&s.keypair_id)
-        .bind(&s.external_network_id)
-        .bind(&s.fixed_network)
-        .bind(&s.fixed_subnet)
-        .bind(&s.network_driver)
-        .bind(&s.volume_driver)
-        .bind(&s.dns_nameserver)
-        .bind(&s.docker_storage_driver)
-        .bind(&s.cluster_distro)
-        .bind(&s.http_proxy)
-        .bind(&s.https_proxy)
-        .bind(&s.no_proxy)
-        .bind(&s.insecure_registry)
-        .bind(&s.server_type)
-        .bind(&s.tags)
-        .bind(&s.driver)
-        .bind(s.apiserver_port)
-        .bind(s.docker_volume_size)
-        .bind(Json(&s.labels))
-        .bind(s.registry_enabled)
-        .bind(s.tls_disabled)
-        .bind(s.public)
-        .bind(s.master_lb_enabled)
-        .bind(s.floating_ip_enabled)
-        .bind(s.hidden)
+    let row: Option<TemplateRow> = bind_spec(tx.sql(&UPDATE), s)
         .bind(now)
         .bind(id)
         .bind(expected_version)
