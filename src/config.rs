@@ -840,11 +840,20 @@ mod tests {
 
     #[test]
     fn a_bad_enum_value_names_the_option() {
-        let err = load_text("[DEFAULT]\nauth_strategy = keystone\n").expect_err("must fail");
+        let err = load_text("[DEFAULT]\nauth_strategy = kerberos\n").expect_err("must fail");
         let text = err.to_string();
         assert!(
-            text.contains("auth_strategy") || text.contains("keystone"),
+            text.contains("auth_strategy") || text.contains("kerberos"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn keystone_auth_needs_an_auth_url() {
+        let err = load_text("[DEFAULT]\nauth_strategy = keystone\n").expect_err("must fail");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: [keystone_authtoken] auth_url: must be set with [DEFAULT] auth_strategy = keystone"
         );
     }
 
