@@ -490,7 +490,7 @@ fn patch_document(
     ngs: &[NodeGroup],
 ) -> Map<String, Value> {
     let refs: Vec<&NodeGroup> = ngs.iter().collect();
-    let n = Counts::of(&refs);
+    let (_, master_count) = Counts::totals(&refs);
     let v = json!({
         "name": c.name,
         "cluster_template_id": c.cluster_template_id.to_string(),
@@ -498,7 +498,7 @@ fn patch_document(
         "docker_volume_size": c.docker_volume_size,
         "labels": c.labels,
         "node_count": worker.map(|w| w.node_count).unwrap_or(0),
-        "master_count": n.master_count,
+        "master_count": master_count,
         "master_flavor_id": c.master_flavor_id,
         "flavor_id": c.flavor_id,
         "create_timeout": c.create_timeout,

@@ -93,10 +93,7 @@ pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<C
         "SELECT {CLUSTER_COLUMNS} FROM cluster WHERE uuid IN ({})",
         sql::placeholders(1, uuids.len())
     );
-    let mut q = pool.sql(&text);
-    for u in uuids {
-        q = q.bind(u);
-    }
+    let q = pool.sql(&text).bind_all(uuids);
     domain(q.fetch_all(pool).await?)
 }
 
@@ -107,13 +104,7 @@ pub(super) async fn list(
     page: &PageRequest,
 ) -> StoreResult<Vec<Cluster>> {
     let nullable = sql::nullable(CLUSTER_SORT_KEYS, &page.sort_key)?;
-    let vis = |a: &str| {
-        if scope.all_projects {
-            "$1 = $1".to_string()
-        } else {
-            format!("{a}.project_id = $1")
-        }
-    };
+    let vis = |alias: &str| sql::project_visible(scope.all_projects, alias);
     let rows = sql::keyset_page(
         pool,
         "cluster",

@@ -170,6 +170,11 @@ impl<'q> Stmt<'q> {
         self
     }
 
+    /// Binds each value in turn (an `IN (...)` list made with [`super::sql::placeholders`]).
+    pub fn bind_all<T: Param<'q>>(self, values: impl IntoIterator<Item = T>) -> Self {
+        values.into_iter().fold(self, Stmt::bind)
+    }
+
     /// Every row.
     pub async fn fetch_all<'c, R: Row>(self, conn: impl Into<Conn<'c>>) -> StoreResult<Vec<R>> {
         let args = self

@@ -89,13 +89,7 @@ pub(super) async fn list(
     page: &PageRequest,
 ) -> StoreResult<Vec<Federation>> {
     let nullable = sql::nullable(FEDERATION_SORT_KEYS, &page.sort_key)?;
-    let vis = |a: &str| {
-        if scope.all_projects {
-            "$1 = $1".to_string()
-        } else {
-            format!("{a}.project_id = $1")
-        }
-    };
+    let vis = |alias: &str| sql::project_visible(scope.all_projects, alias);
     let rows = sql::keyset_page(
         pool,
         "federation",

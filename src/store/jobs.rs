@@ -122,10 +122,7 @@ pub(super) async fn resources_pending(pool: &Pool, uuids: &[String]) -> StoreRes
         "SELECT DISTINCT resource_uuid FROM job WHERE state = 'pending' AND resource_uuid IN ({})",
         sql::placeholders(1, uuids.len())
     );
-    let mut q = pool.sql(&text);
-    for u in uuids {
-        q = q.bind(u);
-    }
+    let q = pool.sql(&text).bind_all(uuids);
     q.scalar_all(pool).await
 }
 

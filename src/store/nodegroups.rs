@@ -60,10 +60,7 @@ pub(super) async fn of_clusters(
         "SELECT {NODEGROUP_COLUMNS} FROM nodegroup WHERE cluster_id IN ({}) ORDER BY id",
         sql::placeholders(1, cluster_uuids.len())
     );
-    let mut q = pool.sql(&text);
-    for u in cluster_uuids {
-        q = q.bind(u);
-    }
+    let q = pool.sql(&text).bind_all(cluster_uuids);
     domain(q.fetch_all(pool).await?)
 }
 

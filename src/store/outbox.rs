@@ -83,11 +83,11 @@ pub(super) async fn mark_sent(pool: &Pool, ids: &[i64]) -> StoreResult<()> {
              WHERE sent_at IS NULL AND id IN ({})",
             sql::placeholders(2, chunk.len())
         );
-        let mut q = tx.sql(&text).bind(now);
-        for id in chunk {
-            q = q.bind(*id);
-        }
-        q.execute(&mut tx).await?;
+        tx.sql(&text)
+            .bind(now)
+            .bind_all(chunk.iter().copied())
+            .execute(&mut tx)
+            .await?;
     }
     tx.commit().await
 }
@@ -181,11 +181,12 @@ pub(super) async fn release(
              AND id IN ({})",
             sql::placeholders(3, chunk.len())
         );
-        let mut q = tx.sql(&text).bind(owner).bind(i32::from(attempted));
-        for id in chunk {
-            q = q.bind(*id);
-        }
-        q.execute(&mut tx).await?;
+        tx.sql(&text)
+            .bind(owner)
+            .bind(i32::from(attempted))
+            .bind_all(chunk.iter().copied())
+            .execute(&mut tx)
+            .await?;
     }
     tx.commit().await
 }

@@ -52,10 +52,7 @@ pub(super) async fn list(
     page: &PageRequest,
 ) -> StoreResult<Vec<QuotaRow>> {
     let nullable = sql::nullable(QUOTA_SORT_KEYS, &page.sort_key)?;
-    let vis = |a: &str| match project_id {
-        Some(_) => format!("{a}.project_id = $1"),
-        None => "$1 = $1".to_string(),
-    };
+    let vis = |alias: &str| sql::project_visible(project_id.is_none(), alias);
     let keyed = PageRequest {
         marker: None,
         ..page.clone()

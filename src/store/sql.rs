@@ -218,6 +218,17 @@ pub(crate) async fn keyset_page<R: Row>(
     q.fetch_all(pool).await
 }
 
+/// The visibility predicate of a project-owned table over alias `alias`, with the caller's
+/// project in `$1`: its own rows, or every row (`$1` still named, so the statement binds it
+/// either way).
+pub(super) fn project_visible(all_projects: bool, alias: &str) -> String {
+    if all_projects {
+        "$1 = $1".to_string()
+    } else {
+        format!("{alias}.project_id = $1")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

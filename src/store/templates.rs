@@ -179,10 +179,7 @@ pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<C
         "SELECT {TEMPLATE_COLUMNS} FROM cluster_template WHERE uuid IN ({})",
         sql::placeholders(1, uuids.len())
     );
-    let mut q = pool.sql(&text);
-    for u in uuids {
-        q = q.bind(u);
-    }
+    let q = pool.sql(&text).bind_all(uuids);
     domain(q.fetch_all(pool).await?)
 }
 

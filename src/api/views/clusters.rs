@@ -23,6 +23,17 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Worker and master node counts only: what a summary shows (no address is copied).
+    pub fn totals(ngs: &[&NodeGroup]) -> (i32, i32) {
+        ngs.iter().fold((0, 0), |(nodes, masters), ng| {
+            if ng.is_master() {
+                (nodes, masters + ng.node_count)
+            } else {
+                (nodes + ng.node_count, masters)
+            }
+        })
+    }
+
     pub fn of(ngs: &[&NodeGroup]) -> Counts {
         let mut c = Counts {
             node_count: 0,
@@ -81,7 +92,17 @@ pub struct ClusterSummaryView {
 
 impl ClusterSummaryView {
     pub fn new(base: &str, ctx: &RequestContext, c: &Cluster, ngs: &[&NodeGroup]) -> Self {
-        let n = Counts::of(ngs);
+        let (node_count, master_count) = Counts::totals(ngs);
+        Self::with_counts(base, ctx, c, node_count, master_count)
+    }
+
+    fn with_counts(
+        base: &str,
+        ctx: &RequestContext,
+        c: &Cluster,
+        node_count: i32,
+        master_count: i32,
+    ) -> Self {
         let uuid = c.uuid.to_string();
         let handle = Some(c.stack_id.clone());
         let at_cluster_id = ctx.version >= CLUSTER_ID_FIELD;
@@ -93,8 +114,8 @@ impl ClusterSummaryView {
             keypair: c.keypair.clone(),
             docker_volume_size: c.docker_volume_size,
             labels: c.labels.clone(),
-            node_count: n.node_count,
-            master_count: n.master_count,
+            node_count,
+            master_count,
             status: c.status.as_str().to_string(),
             health_status: c.health_status.map(|h| h.to_string()),
             master_flavor_id: c.master_flavor_id.clone(),
@@ -182,8 +203,8 @@ impl ClusterView {
         ngs: &[&NodeGroup],
         template: Option<&ClusterTemplate>,
     ) -> Self {
-        let s = ClusterSummaryView::new(base, ctx, c, ngs);
         let n = Counts::of(ngs);
+        let s = ClusterSummaryView::with_counts(base, ctx, c, n.node_count, n.master_count);
         let empty = Labels::new();
         let parent = template.map(|t| &t.spec.labels).unwrap_or(&empty);
         let (labels_overridden, labels_added, labels_skipped) = label_diff(&c.labels, parent);
