@@ -72,7 +72,7 @@ async fn keypair(
     c: &Cluster,
     kind: KeyPairKind,
 ) -> Result<StoredKeyPair, ApiError> {
-    let rows = state.store.get_keypairs(&c.uuid.to_string()).await?;
+    let rows = state.store.get_keypairs(&c.uuid).await?;
     certificates::find(&rows, kind)
         .cloned()
         .ok_or_else(|| no_ca(c))
@@ -206,7 +206,7 @@ async fn rotate(
             )));
         }
         state.certificates.cipher().map_err(unusable)?;
-        let ngs = state.store.nodegroups_of(&[c.uuid.to_string()]).await?;
+        let ngs = state.store.nodegroups_of(&[c.uuid]).await?;
         let mut next = c.clone();
         next.status = ClusterStatus::UpdateInProgress;
         next.status_reason = None;
@@ -214,7 +214,7 @@ async fn rotate(
         let rotation = uuid::Uuid::new_v4().to_string();
         let job = state.job(
             Operation::CaRotate,
-            c.uuid.to_string(),
+            c.uuid,
             driver.name(),
             json!({ "rotation": rotation }),
         );

@@ -22,7 +22,7 @@ use crate::domain::template::{
     change_allowed_while_referenced, valid_dns_list, ClusterTemplate, NewClusterTemplate,
     TemplateSpec, COES, SERVER_TYPES,
 };
-use crate::domain::ResourceId;
+use crate::domain::TemplateId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{NewEvent, StoreError, TEMPLATE_SORT_KEYS};
 
@@ -136,7 +136,7 @@ impl TryFrom<Fields> for TemplateSpec {
 
 /// A template create body, parsed: the uuid to give it (generated when absent) and its spec.
 struct TemplateCreate {
-    uuid: ResourceId,
+    uuid: TemplateId,
     spec: TemplateSpec,
 }
 
@@ -146,8 +146,8 @@ impl TryFrom<Fields> for TemplateCreate {
     fn try_from(mut fields: Fields) -> Result<Self, ApiError> {
         fields.read_only(READ_ONLY)?;
         let uuid = match fields.string("uuid", 1, 255)? {
-            None => ResourceId::new(),
-            Some(text) => ResourceId(
+            None => TemplateId::new(),
+            Some(text) => TemplateId(
                 parse_uuid_like(&text)
                     .ok_or_else(|| invalid("uuid", &json!(text), "Expected a uuid."))?,
             ),
@@ -423,7 +423,7 @@ async fn delete(
             t.uuid
         ))
     };
-    if state.store.template_in_use(&t.uuid.to_string()).await? {
+    if state.store.template_in_use(&t.uuid).await? {
         return Err(referenced());
     }
     let ev = event(&state, &ctx, Action::Delete, &t);

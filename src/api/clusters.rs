@@ -29,14 +29,14 @@ use super::{initiator, provisional};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
-    check_counts, default_nodegroups, effective_labels, invalid_cluster_name, Cluster, NewCluster,
-    NodeGroup,
+    check_counts, default_nodegroups, effective_labels, Cluster, NewCluster, NodeGroup,
 };
 use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
+use crate::domain::names::ClusterName;
 use crate::domain::status::{ClusterStatus, HealthStatus};
 use crate::domain::template::ClusterTemplate;
-use crate::domain::{names, ResourceId};
+use crate::domain::{ClusterId, TemplateId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
@@ -131,7 +131,7 @@ fn zero_not_supported() -> ApiError {
 /// A cluster create body, parsed; the template fills what it leaves out.
 struct ClusterCreate {
     template_ident: String,
-    name: String,
+    name: ClusterName,
     keypair: Option<String>,
     node_count: i32,
     master_count: i32,
@@ -157,12 +157,9 @@ impl TryFrom<Fields> for ClusterCreate {
         let template_ident = f.required_string("cluster_template_id", 1, 255)?;
         let name = match f.string("name", 1, 242)? {
             Some(n) => {
-                if let Some(reason) = invalid_cluster_name(&n) {
-                    return Err(invalid("name", &json!(n), reason));
-                }
-                n
+                ClusterName::parse(&n).map_err(|reason| invalid("name", &json!(n), reason))?
             }
-            None => names::generate("cluster"),
+            None => ClusterName::generate(),
         };
         let parsed = ClusterCreate {
             template_ident,
@@ -304,7 +301,7 @@ async fn create(
         master_count,
         node_count,
     );
-    let uuid = ResourceId::new();
+    let uuid = ClusterId::new();
     let new = NewCluster {
         uuid,
         project_id: ctx.project_id.clone(),
@@ -340,12 +337,7 @@ async fn create(
         &provisional_ngs,
         Some(&initiator(&ctx)),
     );
-    let mut job = state.job(
-        Operation::ClusterCreate,
-        uuid.to_string(),
-        driver.name(),
-        json!({}),
-    );
+    let mut job = state.job(Operation::ClusterCreate, uuid, driver.name(), json!({}));
     if create_timeout > 0 {
         job.deadline_at = Some(now + chrono::Duration::minutes(i64::from(create_timeout)));
     }
@@ -408,20 +400,14 @@ async fn list(
     };
     // A fixed number of queries whatever the page size: the page, its node groups, and (for
     // the detail view) its templates.
-    let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.to_string()).collect();
+    let uuids: Vec<ClusterId> = clusters.iter().map(|c| c.uuid).collect();
     let ngs = state.store.nodegroups_of(&uuids).await?;
-    let mut by_cluster: BTreeMap<String, Vec<&NodeGroup>> = BTreeMap::new();
+    let mut by_cluster: BTreeMap<ClusterId, Vec<&NodeGroup>> = BTreeMap::new();
     for ng in &ngs {
-        by_cluster
-            .entry(ng.cluster_id.to_string())
-            .or_default()
-            .push(ng);
+        by_cluster.entry(ng.cluster_id).or_default().push(ng);
     }
-    let templates: BTreeMap<String, ClusterTemplate> = if detail {
-        let mut ids: Vec<String> = clusters
-            .iter()
-            .map(|c| c.cluster_template_id.to_string())
-            .collect();
+    let templates: BTreeMap<TemplateId, ClusterTemplate> = if detail {
+        let mut ids: Vec<TemplateId> = clusters.iter().map(|c| c.cluster_template_id).collect();
         ids.sort();
         ids.dedup();
         state
@@ -429,21 +415,20 @@ async fn list(
             .templates_by_uuid(&ids)
             .await?
             .into_iter()
-            .map(|t| (t.uuid.to_string(), t))
+            .map(|t| (t.uuid, t))
             .collect()
     } else {
         BTreeMap::new()
     };
     let empty = Vec::new();
-    let groups =
-        |c: &Cluster| -> &[&NodeGroup] { by_cluster.get(&c.uuid.to_string()).unwrap_or(&empty) };
+    let groups = |c: &Cluster| -> &[&NodeGroup] { by_cluster.get(&c.uuid).unwrap_or(&empty) };
     let base = app_url(&req);
     let last = clusters.last().map(|c| c.uuid.to_string());
     if detail {
         let items: Vec<ClusterView> = clusters
             .iter()
             .map(|c| {
-                let template = templates.get(&c.cluster_template_id.to_string());
+                let template = templates.get(&c.cluster_template_id);
                 ClusterView::new(&base, &ctx, c, groups(c), template)
             })
             .collect();
@@ -631,7 +616,7 @@ async fn update(
             new_count = Some(count);
             let job = state.job(
                 Operation::ClusterUpdate,
-                c.uuid.to_string(),
+                c.uuid,
                 driver.name(),
                 json!({"nodegroup": w.uuid.to_string(), "old_node_count": old, "node_count": count, "rollback": rollback}),
             );
@@ -678,7 +663,7 @@ async fn delete(
         ctx.authorize("cluster:delete", &target(&c))?;
         let feds = state
             .store
-            .federations_of_cluster(&c.uuid.to_string())
+            .federations_of_cluster(&c.uuid)
             .await?;
         if !feds.is_empty() {
             let names: Vec<String> = feds
@@ -702,7 +687,7 @@ async fn delete(
         next.status_reason = None;
         let job = state.job(
             Operation::ClusterDelete,
-            c.uuid.to_string(),
+            c.uuid,
             driver.name(),
             json!({}),
         );
@@ -710,7 +695,7 @@ async fn delete(
             Write::update_cluster(&next),
             // Re-checked under the row lock: a federation created or joined meanwhile wins.
             Write::RefuseIfFederated {
-                cluster_uuid: c.uuid.to_string(),
+                cluster_uuid: c.uuid,
             },
             Write::job(job),
             Write::event(events::cluster_event(
@@ -820,7 +805,7 @@ async fn resize(
         ng_next.status_reason = None;
         let job = state.job(
             Operation::ClusterResize,
-            c.uuid.to_string(),
+            c.uuid,
             driver.name(),
             json!({"nodegroup": ng.uuid.to_string(), "old_node_count": ng.node_count, "node_count": node_count, "nodes_to_remove": nodes_to_remove}),
         );
@@ -925,7 +910,7 @@ async fn upgrade(
             .collect();
         let job = state.job(
             Operation::ClusterUpgrade,
-            c.uuid.to_string(),
+            c.uuid,
             driver.name(),
             json!({
                 "old_template": c.cluster_template_id.to_string(),

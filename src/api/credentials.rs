@@ -54,7 +54,7 @@ async fn rotate(
     // The renewed client certificate's row uuid, fixed now: a retried job does not renew twice.
     let job = state.job(
         Operation::CredentialRotate,
-        c.uuid.to_string(),
+        c.uuid,
         driver.name(),
         json!({ "client": uuid::Uuid::new_v4().to_string() }),
     );

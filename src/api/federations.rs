@@ -26,14 +26,13 @@ use super::views::{
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
-use crate::domain::federation::{
-    dedup_members, invalid_federation_name, member_diff, Federation, NewFederation, DNS_ZONE,
-};
+use crate::domain::federation::{dedup_members, member_diff, Federation, NewFederation, DNS_ZONE};
 use crate::domain::ids::parse_uuid_like;
 use crate::domain::job::Operation;
 use crate::domain::labels::label_value;
+use crate::domain::names::FederationName;
 use crate::domain::status::{ClusterStatus, FederationStatus};
-use crate::domain::{names, Ident, ResourceId};
+use crate::domain::{ClusterId, FederationId, Ident};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
 
@@ -176,7 +175,7 @@ impl Membership {
         ctx: &RequestContext,
         federation: &Map<String, Value>,
         ident: &str,
-    ) -> Result<String, ApiError> {
+    ) -> Result<ClusterId, ApiError> {
         let c = visible_cluster(state, ctx, ident).await?;
         ctx.authorize("federation:join", federation)?;
         ctx.authorize("federation:join", &cluster_target(&c))?;
@@ -186,7 +185,7 @@ impl Membership {
                 c.name
             )));
         }
-        let uuid = c.uuid.to_string();
+        let uuid = c.uuid;
         self.joined.push(c);
         Ok(uuid)
     }
@@ -198,7 +197,7 @@ impl Membership {
         state: &AppState,
         ctx: &RequestContext,
         federation: &Map<String, Value>,
-        uuid: &str,
+        uuid: &ClusterId,
     ) -> Result<(), ApiError> {
         ctx.authorize("federation:unjoin", federation)?;
         if let Some(c) = state.store.find_cluster(uuid).await? {
@@ -209,13 +208,10 @@ impl Membership {
 
     /// Guards on the clusters that end up joined (`uuids`), so that none of them can be
     /// deleted concurrently, past the delete's federation check.
-    fn guards<'a>(&'a self, uuids: &[String], also: Option<&'a Cluster>) -> Vec<Write> {
+    fn guards<'a>(&'a self, uuids: &[ClusterId], also: Option<&'a Cluster>) -> Vec<Write> {
         let mut seen = Vec::new();
         let mut out = Vec::new();
-        let joined = self
-            .joined
-            .iter()
-            .filter(|c| uuids.contains(&c.uuid.to_string()));
+        let joined = self.joined.iter().filter(|c| uuids.contains(&c.uuid));
         for c in also.into_iter().chain(joined) {
             if !seen.contains(&c.id) {
                 seen.push(c.id);
@@ -231,7 +227,7 @@ impl Membership {
 
 /// A federation create body, parsed; the host and members are resolved per attempt.
 struct FederationCreate {
-    name: String,
+    name: FederationName,
     host_ident: Option<String>,
     properties: Option<BTreeMap<String, String>>,
     member_ids: Vec<String>,
@@ -245,12 +241,9 @@ impl TryFrom<Fields> for FederationCreate {
         f.ignore(IGNORED);
         let name = match f.string("name", 1, 242)? {
             Some(n) => {
-                if let Some(reason) = invalid_federation_name(&n) {
-                    return Err(invalid("name", &json!(n), reason));
-                }
-                n
+                FederationName::parse(&n).map_err(|reason| invalid("name", &json!(n), reason))?
             }
-            None => names::generate("federation"),
+            None => FederationName::generate(),
         };
         let parsed = FederationCreate {
             name,
@@ -285,7 +278,7 @@ async fn create(
     let host_ident = host_ident.ok_or_else(|| {
         ApiError::bad_request("No hostcluster specified. Please specify a hostcluster_id.")
     })?;
-    let uuid = ResourceId::new();
+    let uuid = FederationId::new();
     retry::until_committed(async || {
         let host = lookup::cluster(&state, &ctx, &host_ident, true).await?;
         let properties = properties.clone().ok_or_else(|| {
@@ -322,7 +315,7 @@ async fn create(
             project_id: ctx.project_id.clone(),
             user_id: ctx.user_id.clone(),
             name: name.clone(),
-            hostcluster_id: host.uuid.to_string(),
+            hostcluster_id: host.uuid,
             member_ids: members,
             properties,
         };
@@ -333,8 +326,8 @@ async fn create(
             uuid,
             project_id: new.project_id.clone(),
             user_id: new.user_id.clone(),
-            name: new.name.clone(),
-            hostcluster_id: new.hostcluster_id.clone(),
+            name: new.name.to_string(),
+            hostcluster_id: new.hostcluster_id,
             member_ids: new.member_ids.clone(),
             status: FederationStatus::CreateInProgress,
             status_reason: None,
@@ -343,12 +336,7 @@ async fn create(
             created_at: now,
             updated_at: None,
         };
-        let mut job = state.job(
-            Operation::FederationCreate,
-            uuid.to_string(),
-            driver.name(),
-            json!({}),
-        );
+        let mut job = state.job(Operation::FederationCreate, uuid, driver.name(), json!({}));
         job.deadline_at = Some(now + chrono::Duration::minutes(CREATE_TIMEOUT_MINUTES));
         let mut writes = membership.guards(&new.member_ids, Some(&host));
         writes.push(Write::InsertFederation {
@@ -522,7 +510,7 @@ async fn apply_member_ops(
     membership: &mut Membership,
     f: &Federation,
     ops: &[MemberOp],
-) -> Result<Vec<String>, ApiError> {
+) -> Result<Vec<ClusterId>, ApiError> {
     let fed = federation_target(f);
     let mut members = f.member_ids.clone();
     for op in ops {
@@ -538,7 +526,7 @@ async fn apply_member_ops(
                 members.push(uuid);
             }
             MemberOp::Unjoin(ident) => {
-                let canonical = parse_uuid_like(ident).map(|u| u.hyphenated().to_string());
+                let canonical = parse_uuid_like(ident).map(ClusterId);
                 match canonical.filter(|u| members.contains(u)) {
                     Some(uuid) => {
                         membership.unjoin(state, ctx, &fed, &uuid).await?;
@@ -557,7 +545,7 @@ async fn apply_member_ops(
                 let mut next = Vec::with_capacity(list.len());
                 for ident in list {
                     let known = parse_uuid_like(ident)
-                        .map(|u| u.hyphenated().to_string())
+                        .map(ClusterId)
                         .filter(|u| members.contains(u));
                     next.push(match known {
                         Some(uuid) => uuid,
@@ -643,7 +631,7 @@ async fn update(
         next.status_reason = None;
         let job = state.job(
             Operation::FederationUpdate,
-            f.uuid.to_string(),
+            f.uuid,
             driver,
             json!({"joined": joined, "unjoined": unjoined}),
         );
@@ -687,12 +675,7 @@ async fn delete(
         let mut next = f.clone();
         next.status = FederationStatus::DeleteInProgress;
         next.status_reason = None;
-        let job = state.job(
-            Operation::FederationDelete,
-            f.uuid.to_string(),
-            driver,
-            json!({}),
-        );
+        let job = state.job(Operation::FederationDelete, f.uuid, driver, json!({}));
         let writes = vec![
             Write::update_federation(&next),
             Write::job(job),

@@ -87,7 +87,7 @@ pub async fn federation(
 
 /// Every node group of a cluster.
 pub async fn nodegroups_of(state: &AppState, c: &Cluster) -> Result<Vec<NodeGroup>, ApiError> {
-    Ok(state.store.nodegroups_of(&[c.uuid.to_string()]).await?)
+    Ok(state.store.nodegroups_of(&[c.uuid]).await?)
 }
 
 /// The template of a cluster, if it still exists.
@@ -97,7 +97,7 @@ pub async fn find_template_of(
 ) -> Result<Option<ClusterTemplate>, ApiError> {
     Ok(state
         .store
-        .templates_by_uuid(&[c.cluster_template_id.to_string()])
+        .templates_by_uuid(&[c.cluster_template_id])
         .await?
         .into_iter()
         .next())

@@ -32,7 +32,7 @@ use crate::domain::cluster::{
 use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
 use crate::domain::status::ClusterStatus;
-use crate::domain::ResourceId;
+use crate::domain::NodeGroupId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
 
@@ -132,7 +132,7 @@ async fn find(
     c: &Cluster,
     ident: &str,
 ) -> Result<NodeGroup, ApiError> {
-    match state.store.get_nodegroup(&c.uuid.to_string(), ident).await {
+    match state.store.get_nodegroup(&c.uuid, ident).await {
         Ok(ng) if ctx.is_admin || ng.project_id == ctx.project_id => Ok(ng),
         Ok(_) | Err(StoreError::NotFound) => Err(not_found(ident)),
         Err(e) => Err(e.into()),
@@ -205,13 +205,8 @@ fn check_node_metadata(
     parse_taints(taints).map_err(|expl| invalid_input("node_taints", name, &expl))
 }
 
-fn job(state: &AppState, op: Operation, c: &Cluster, driver: &str, ng: &ResourceId) -> Write {
-    let job = state.job(
-        op,
-        c.uuid.to_string(),
-        driver,
-        json!({"nodegroup": ng.to_string()}),
-    );
+fn job(state: &AppState, op: Operation, c: &Cluster, driver: &str, ng: &NodeGroupId) -> Write {
+    let job = state.job(op, c.uuid, driver, json!({"nodegroup": ng.to_string()}));
     Write::job(job)
 }
 
@@ -234,7 +229,7 @@ async fn list(
     ctx.authorize("nodegroup:get_all", &target(&c))?;
     let ngs = match state
         .store
-        .list_nodegroups(&c.uuid.to_string(), &ctx.scope(), role, &page)
+        .list_nodegroups(&c.uuid, &ctx.scope(), role, &page)
         .await
     {
         Ok(n) => n,
@@ -371,7 +366,7 @@ async fn create(
                 "Cluster API address is not available yet",
             ));
         }
-        let existing = state.store.nodegroups_of(&[c.uuid.to_string()]).await?;
+        let existing = state.store.nodegroups_of(&[c.uuid]).await?;
         if existing.iter().any(|n| n.name == name) {
             return Err(duplicate(&name, &c));
         }
@@ -388,7 +383,7 @@ async fn create(
         let driver = driver_for(&state, &template)?;
 
         let new = NewNodeGroup {
-            uuid: ResourceId::new(),
+            uuid: NodeGroupId::new(),
             name: name.clone(),
             project_id: c.project_id.clone(),
             docker_volume_size,
@@ -419,7 +414,7 @@ async fn create(
         let writes = vec![
             Write::update_cluster(&next),
             Write::InsertNodeGroup {
-                cluster_uuid: c.uuid.to_string(),
+                cluster_uuid: c.uuid,
                 nodegroup: Box::new(new.clone()),
             },
             job(

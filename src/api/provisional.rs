@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
 use crate::domain::status::ClusterStatus;
-use crate::domain::ResourceId;
+use crate::domain::ClusterId;
 
 /// The cluster row a create inserts.
 pub fn cluster(n: &NewCluster, now: DateTime<Utc>) -> Cluster {
@@ -16,7 +16,7 @@ pub fn cluster(n: &NewCluster, now: DateTime<Utc>) -> Cluster {
         uuid: n.uuid,
         project_id: n.project_id.clone(),
         user_id: n.user_id.clone(),
-        name: n.name.clone(),
+        name: n.name.to_string(),
         cluster_template_id: n.cluster_template_id,
         keypair: n.keypair.clone(),
         docker_volume_size: n.docker_volume_size,
@@ -44,11 +44,11 @@ pub fn cluster(n: &NewCluster, now: DateTime<Utc>) -> Cluster {
 }
 
 /// The node group row an insert makes.
-pub fn nodegroup(n: &NewNodeGroup, cluster: ResourceId, now: DateTime<Utc>) -> NodeGroup {
+pub fn nodegroup(n: &NewNodeGroup, cluster: ClusterId, now: DateTime<Utc>) -> NodeGroup {
     NodeGroup {
         id: 0,
         uuid: n.uuid,
-        name: n.name.clone(),
+        name: n.name.to_string(),
         cluster_id: cluster,
         project_id: n.project_id.clone(),
         docker_volume_size: n.docker_volume_size,

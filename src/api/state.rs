@@ -29,11 +29,11 @@ impl AppState {
     pub fn job(
         &self,
         operation: crate::domain::job::Operation,
-        resource_uuid: impl Into<String>,
+        resource: impl Into<crate::domain::job::JobResource>,
         driver: impl Into<String>,
         payload: serde_json::Value,
     ) -> crate::domain::job::NewJob {
-        let mut job = crate::domain::job::NewJob::new(operation, resource_uuid, driver, payload);
+        let mut job = crate::domain::job::NewJob::new(operation, resource, driver, payload);
         job.max_attempts = self.settings.conductor.max_attempts;
         job
     }

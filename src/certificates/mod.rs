@@ -132,7 +132,7 @@ impl Certificates {
                 )?;
                 Ok(NewKeyPair {
                     uuid,
-                    cluster_uuid: cluster_uuid.clone(),
+                    cluster_uuid: cluster.uuid,
                     kind: i.kind,
                     certificate: i.certificate.clone(),
                     private_key,

@@ -29,7 +29,7 @@ impl Conductor {
         job: &Job,
         cluster: &Cluster,
     ) -> Result<Option<CaMaterial>, DriverError> {
-        let uuid = cluster.uuid.to_string();
+        let uuid = cluster.uuid;
         let certs = &self.certificates;
         match job.operation {
             Operation::ClusterDelete => return Ok(None),
@@ -54,8 +54,7 @@ impl Conductor {
                     .payload
                     .get("rotation")
                     .and_then(Value::as_str)
-                    .unwrap_or(&job.uuid)
-                    .to_string();
+                    .map_or_else(|| job.uuid.to_string(), str::to_string);
                 let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
                 if certificates::find(&rows, KeyPairKind::Ca).map(|r| r.uuid.as_str())
                     != Some(rotation.as_str())
@@ -64,7 +63,7 @@ impl Conductor {
                         .new_cluster_pki(cluster, Some(&rotation))
                         .map_err(permanent)?;
                     let mut writes = vec![Write::DeleteKeypairs {
-                        cluster_uuid: uuid.clone(),
+                        cluster_uuid: uuid,
                         kind: None,
                     }];
                     writes.extend(new.into_iter().map(|k| Write::InsertKeypair(Box::new(k))));
@@ -77,8 +76,7 @@ impl Conductor {
                     .payload
                     .get("client")
                     .and_then(Value::as_str)
-                    .unwrap_or(&job.uuid)
-                    .to_string();
+                    .map_or_else(|| job.uuid.to_string(), str::to_string);
                 let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
                 let client = certificates::find(&rows, KeyPairKind::Client);
                 if let (Some(ca), true) = (
@@ -90,7 +88,7 @@ impl Conductor {
                         .map_err(permanent)?;
                     let writes = vec![
                         Write::DeleteKeypairs {
-                            cluster_uuid: uuid.clone(),
+                            cluster_uuid: uuid,
                             kind: Some(KeyPairKind::Client.as_str().to_string()),
                         },
                         Write::InsertKeypair(Box::new(new)),

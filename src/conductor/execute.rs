@@ -7,9 +7,9 @@ use tracing::Instrument;
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, NextStep, Operation};
+use crate::domain::job::{Job, JobResource, NextStep, Operation};
 use crate::domain::status::{FederationStatus, Verb};
-use crate::domain::ResourceId;
+use crate::domain::{ClusterId, TemplateId};
 use crate::drivers::{
     ClusterContext, ClusterObservation, DriverError, FederationContext, FederationProgress,
     MemberChange, Phase, Progress, Resize,
@@ -76,6 +76,7 @@ fn payload_str<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
     payload.get(key).and_then(Value::as_str)
 }
 
+/// The strings listed under `key` (a resize's `nodes_to_remove`).
 fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
     payload
         .get(key)
@@ -83,6 +84,19 @@ fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
         .map(|a| {
             a.iter()
                 .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The cluster uuids listed under `key` (a federation job's `joined` or `unjoined`).
+fn payload_clusters(payload: &Value, key: &str) -> Vec<ClusterId> {
+    payload
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().and_then(|s| s.parse().ok()))
                 .collect()
         })
         .unwrap_or_default()
@@ -184,7 +198,7 @@ impl Conductor {
             "job",
             job = %job.uuid,
             operation = job.operation.as_str(),
-            resource = %job.resource_uuid,
+            resource = %job.resource,
             attempt = job.attempts,
             driver = %job.driver,
         );
@@ -227,9 +241,23 @@ impl Conductor {
 
     /// Whether another job waits for the same resource.
     async fn others_pending(&self, job: &Job) -> StoreResult<bool> {
-        self.store
-            .other_pending_job(&job.resource_uuid, job.id)
-            .await
+        self.store.other_pending_job(&job.resource, job.id).await
+    }
+
+    /// The cluster a cluster job works on, if it still exists.
+    async fn find_cluster_of(&self, job: &Job) -> StoreResult<Option<Cluster>> {
+        match job.resource {
+            JobResource::Cluster(id) => self.store.find_cluster(&id).await,
+            JobResource::Federation(_) => Ok(None),
+        }
+    }
+
+    /// The federation a federation job works on, if it still exists.
+    async fn find_federation_of(&self, job: &Job) -> StoreResult<Option<Federation>> {
+        match job.resource {
+            JobResource::Federation(id) => self.store.find_federation(&id).await,
+            JobResource::Cluster(_) => Ok(None),
+        }
     }
 
     fn deadline_passed(job: &Job) -> bool {
@@ -253,7 +281,7 @@ impl Conductor {
             }],
             Outcome::Retried {
                 operation: job.operation,
-                resource: job.resource_uuid.clone(),
+                resource: job.resource.to_string(),
                 error: error.to_string(),
             },
         )
@@ -261,8 +289,8 @@ impl Conductor {
 
     async fn execute_cluster(&self, job: &Job) -> StoreResult<Outcome> {
         let op = job.operation;
-        let resource = job.resource_uuid.clone();
-        let Some(cluster) = self.store.find_cluster(&job.resource_uuid).await? else {
+        let resource = job.resource.to_string();
+        let Some(cluster) = self.find_cluster_of(job).await? else {
             self.store
                 .commit(&[Write::FinishJob {
                     id: job.id,
@@ -303,7 +331,7 @@ impl Conductor {
                             resource,
                         });
                     }
-                    match self.store.find_cluster(&job.resource_uuid).await? {
+                    match self.find_cluster_of(job).await? {
                         Some(c) => ctx = self.context(c, job.attempts).await?,
                         None => {
                             return Ok(Outcome::Skipped {
@@ -404,7 +432,7 @@ impl Conductor {
         others_pending: bool,
     ) -> (Vec<Write>, Outcome) {
         let op = job.operation;
-        let resource = job.resource_uuid.clone();
+        let resource = job.resource.to_string();
         let verb = verb_of(op);
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
@@ -479,7 +507,7 @@ impl Conductor {
                 );
                 let writes = vec![
                     Write::DeleteCluster {
-                        uuid: resource.clone(),
+                        uuid: ctx.cluster.uuid,
                     },
                     Write::event(event),
                     finish(false, None),
@@ -550,7 +578,7 @@ impl Conductor {
                     if let Some(old) = payload_str(&job.payload, "old_template")
                         .and_then(|t| uuid::Uuid::try_parse(t).ok())
                     {
-                        c.cluster_template_id = ResourceId(old);
+                        c.cluster_template_id = TemplateId(old);
                     }
                 }
                 fail(&mut c, &mut ngs, verb, &reason);
@@ -579,7 +607,7 @@ impl Conductor {
     pub(crate) async fn federation_context(
         &self,
         f: &Federation,
-        extra_members: &[String],
+        extra_members: &[ClusterId],
     ) -> StoreResult<FederationContext> {
         let host = match self.store.find_cluster(&f.hostcluster_id).await? {
             Some(c) => Some(self.context(c, 1).await?),
@@ -588,7 +616,7 @@ impl Conductor {
         let mut uuids = f.member_ids.clone();
         for m in extra_members {
             if !uuids.contains(m) {
-                uuids.push(m.clone());
+                uuids.push(*m);
             }
         }
         let members = self.store.clusters_by_uuid(&uuids).await?;
@@ -601,12 +629,12 @@ impl Conductor {
 
     async fn execute_federation(&self, job: &Job) -> StoreResult<Outcome> {
         let op = job.operation;
-        let resource = job.resource_uuid.clone();
+        let resource = job.resource.to_string();
         let change = MemberChange {
-            joined: payload_strings(&job.payload, "joined"),
-            unjoined: payload_strings(&job.payload, "unjoined"),
+            joined: payload_clusters(&job.payload, "joined"),
+            unjoined: payload_clusters(&job.payload, "unjoined"),
         };
-        let Some(f) = self.store.find_federation(&job.resource_uuid).await? else {
+        let Some(f) = self.find_federation_of(job).await? else {
             self.store
                 .commit(&[Write::FinishJob {
                     id: job.id,
@@ -622,11 +650,11 @@ impl Conductor {
         };
         // The job applies exactly its own change: the clusters it joins and unjoins are in its
         // context whatever later requests did to the row's member list since.
-        let own: Vec<String> = change
+        let own: Vec<ClusterId> = change
             .joined
             .iter()
             .chain(&change.unjoined)
-            .cloned()
+            .copied()
             .collect();
         let ctx = self.federation_context(&f, &own).await?;
         let result = if Self::deadline_passed(job) {
@@ -675,7 +703,7 @@ impl Conductor {
                             resource,
                         });
                     }
-                    match self.store.find_federation(&job.resource_uuid).await? {
+                    match self.find_federation_of(job).await? {
                         Some(f) => current = f,
                         None => {
                             return Ok(Outcome::Skipped {
@@ -700,7 +728,7 @@ impl Conductor {
         others_pending: bool,
     ) -> (Vec<Write>, Outcome) {
         let op = job.operation;
-        let resource = job.resource_uuid.clone();
+        let resource = job.resource.to_string();
         let verb = verb_of(op);
         let finish = |failed: bool, error: Option<String>| Write::FinishJob {
             id: job.id,

@@ -90,18 +90,16 @@ impl Conductor {
         cluster: Cluster,
         attempt: i32,
     ) -> StoreResult<ClusterContext> {
-        let uuid = cluster.uuid.to_string();
-        let nodegroups = self
-            .store
-            .nodegroups_of(std::slice::from_ref(&uuid))
-            .await?;
+        let nodegroups = self.store.nodegroups_of(&[cluster.uuid]).await?;
         let template = self
             .store
-            .templates_by_uuid(&[cluster.cluster_template_id.to_string()])
+            .templates_by_uuid(&[cluster.cluster_template_id])
             .await?
             .into_iter()
             .next()
-            .ok_or_else(|| StoreError::Corrupt(format!("cluster {uuid} has no template")))?;
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!("cluster {} has no template", cluster.uuid))
+            })?;
         Ok(ClusterContext {
             attempt,
             cluster,

@@ -9,9 +9,11 @@ use super::execute::{action_of, apply_observation, cluster_writes, complete, fai
 use super::Conductor;
 use crate::domain::cluster::Cluster;
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus, Verb};
+use crate::domain::{ClusterId, Id, TemplateId};
 use crate::drivers::{ClusterContext, Phase};
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::{PageRequest, Scope, SortDir, StoreError, StoreResult, Write};
+use uuid::Uuid;
 
 /// Clusters polled at once per conductor.
 const CONCURRENCY: usize = 16;
@@ -31,33 +33,28 @@ impl Conductor {
         &self,
         clusters: Vec<Cluster>,
     ) -> StoreResult<Vec<ClusterContext>> {
-        let uuids: Vec<String> = clusters.iter().map(|c| c.uuid.to_string()).collect();
-        let mut template_ids: Vec<String> = clusters
-            .iter()
-            .map(|c| c.cluster_template_id.to_string())
-            .collect();
+        let uuids: Vec<ClusterId> = clusters.iter().map(|c| c.uuid).collect();
+        let mut template_ids: Vec<TemplateId> =
+            clusters.iter().map(|c| c.cluster_template_id).collect();
         template_ids.sort();
         template_ids.dedup();
-        let mut by_cluster: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        let mut by_cluster: BTreeMap<ClusterId, Vec<_>> = BTreeMap::new();
         for ng in self.store.nodegroups_of(&uuids).await? {
-            by_cluster
-                .entry(ng.cluster_id.to_string())
-                .or_default()
-                .push(ng);
+            by_cluster.entry(ng.cluster_id).or_default().push(ng);
         }
-        let templates: BTreeMap<String, _> = self
+        let templates: BTreeMap<TemplateId, _> = self
             .store
             .templates_by_uuid(&template_ids)
             .await?
             .into_iter()
-            .map(|t| (t.uuid.to_string(), t))
+            .map(|t| (t.uuid, t))
             .collect();
         let mut out = Vec::with_capacity(clusters.len());
         for c in clusters {
-            let Some(template) = templates.get(&c.cluster_template_id.to_string()).cloned() else {
+            let Some(template) = templates.get(&c.cluster_template_id).cloned() else {
                 continue;
             };
-            let nodegroups = by_cluster.remove(&c.uuid.to_string()).unwrap_or_default();
+            let nodegroups = by_cluster.remove(&c.uuid).unwrap_or_default();
             out.push(ClusterContext {
                 attempt: 1,
                 cluster: c,
@@ -79,8 +76,8 @@ impl Conductor {
             let batch = self.store.clusters_in_progress(after, BATCH).await?;
             let Some(last) = batch.last() else { break };
             after = last.id;
-            let uuids: Vec<String> = batch.iter().map(|c| c.uuid.to_string()).collect();
-            let busy: HashSet<String> = self
+            let uuids: Vec<Uuid> = batch.iter().map(|c| c.uuid.uuid()).collect();
+            let busy: HashSet<Uuid> = self
                 .store
                 .resources_with_pending_jobs(&uuids)
                 .await?
@@ -88,7 +85,7 @@ impl Conductor {
                 .collect();
             let idle: Vec<Cluster> = batch
                 .into_iter()
-                .filter(|c| !busy.contains(&c.uuid.to_string()))
+                .filter(|c| !busy.contains(&c.uuid.uuid()))
                 .collect();
             let contexts = self.contexts_for(idle).await?;
             report.polled += contexts.len();
@@ -108,17 +105,14 @@ impl Conductor {
             report.changed += changed.into_iter().filter(|c| *c).count();
         }
         let feds = self.store.federations_in_progress(BATCH).await?;
-        let uuids: Vec<String> = feds.iter().map(|f| f.uuid.to_string()).collect();
-        let busy: HashSet<String> = self
+        let uuids: Vec<Uuid> = feds.iter().map(|f| f.uuid.uuid()).collect();
+        let busy: HashSet<Uuid> = self
             .store
             .resources_with_pending_jobs(&uuids)
             .await?
             .into_iter()
             .collect();
-        for f in feds
-            .into_iter()
-            .filter(|f| !busy.contains(&f.uuid.to_string()))
-        {
+        for f in feds.into_iter().filter(|f| !busy.contains(&f.uuid.uuid())) {
             report.polled += 1;
             match self.sync_federation(&f).await {
                 Ok(true) => report.changed += 1,
@@ -162,12 +156,7 @@ impl Conductor {
                     &ngs,
                     None,
                 );
-                vec![
-                    Write::DeleteCluster {
-                        uuid: c.uuid.to_string(),
-                    },
-                    Write::event(e),
-                ]
+                vec![Write::DeleteCluster { uuid: c.uuid }, Write::event(e)]
             }
             Phase::Gone => {
                 fail(

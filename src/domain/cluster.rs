@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::labels::Labels;
+use super::names::ClusterName;
 use super::status::{ClusterStatus, HealthStatus};
-use super::ResourceId;
+use super::{ClusterId, NodeGroupId, TemplateId};
 
 pub const ROLE_MASTER: &str = "master";
 pub const ROLE_WORKER: &str = "worker";
@@ -19,11 +20,11 @@ pub const DEFAULT_WORKER_NAME: &str = "default-worker";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cluster {
     pub id: i64,
-    pub uuid: ResourceId,
+    pub uuid: ClusterId,
     pub project_id: String,
     pub user_id: String,
     pub name: String,
-    pub cluster_template_id: ResourceId,
+    pub cluster_template_id: TemplateId,
     pub keypair: Option<String>,
     pub docker_volume_size: Option<i32>,
     pub labels: Labels,
@@ -51,11 +52,11 @@ pub struct Cluster {
 /// A cluster about to be inserted, with its two default node groups.
 #[derive(Debug, Clone)]
 pub struct NewCluster {
-    pub uuid: ResourceId,
+    pub uuid: ClusterId,
     pub project_id: String,
     pub user_id: String,
-    pub name: String,
-    pub cluster_template_id: ResourceId,
+    pub name: ClusterName,
+    pub cluster_template_id: TemplateId,
     pub keypair: Option<String>,
     pub docker_volume_size: Option<i32>,
     pub labels: Labels,
@@ -84,9 +85,9 @@ pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecut
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeGroup {
     pub id: i64,
-    pub uuid: ResourceId,
+    pub uuid: NodeGroupId,
     pub name: String,
-    pub cluster_id: ResourceId,
+    pub cluster_id: ClusterId,
     pub project_id: String,
     pub docker_volume_size: Option<i32>,
     pub labels: Labels,
@@ -116,7 +117,7 @@ impl NodeGroup {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewNodeGroup {
-    pub uuid: ResourceId,
+    pub uuid: NodeGroupId,
     pub name: String,
     pub project_id: String,
     pub docker_volume_size: Option<i32>,
@@ -158,7 +159,7 @@ pub fn default_nodegroups(
     let group =
         |name: &str, role: &str, flavor: Option<String>, count: i32, min: i32, max: Option<i32>| {
             NewNodeGroup {
-                uuid: ResourceId::new(),
+                uuid: NodeGroupId::new(),
                 name: name.into(),
                 project_id: project_id.into(),
                 docker_volume_size,
@@ -233,23 +234,6 @@ pub fn label_diff(own: &Labels, parent: &Labels) -> (Labels, Labels, Labels) {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     (overridden, added, skipped)
-}
-
-/// Why a cluster name is refused, if it is.
-pub fn invalid_cluster_name(name: &str) -> Option<&'static str> {
-    let mut chars = name.chars();
-    let Some(first) = chars.next() else {
-        return Some("Value should have a minimum character requirement of 1.");
-    };
-    if name.chars().count() > 242 {
-        return Some("Value should have a maximum character requirement of 242.");
-    }
-    if !first.is_ascii_alphabetic()
-        || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
-    {
-        return Some("Value should match the pattern ^[a-zA-Z][a-zA-Z0-9_.-]*$.");
-    }
-    None
 }
 
 /// Checks a node group's count bounds; the sentence names the group as Magnum does.
@@ -440,11 +424,11 @@ mod tests {
 
     #[test]
     fn cluster_names_follow_magnums_pattern() {
-        assert_eq!(invalid_cluster_name("k8s-prod_1.a"), None);
-        assert!(invalid_cluster_name("1k8s").is_some());
-        assert!(invalid_cluster_name("k8s prod").is_some());
-        assert!(invalid_cluster_name("").is_some());
-        assert!(invalid_cluster_name(&"a".repeat(243)).is_some());
+        assert!(ClusterName::parse("k8s-prod_1.a").is_ok());
+        assert!(ClusterName::parse("1k8s").is_err());
+        assert!(ClusterName::parse("k8s prod").is_err());
+        assert!(ClusterName::parse("").is_err());
+        assert!(ClusterName::parse(&"a".repeat(243)).is_err());
     }
 
     #[test]

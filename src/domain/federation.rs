@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use super::names::FederationName;
 use super::status::FederationStatus;
-use super::ResourceId;
+use super::{ClusterId, FederationId};
 
 /// The property every federation needs (the DNS zone of its federated services).
 pub const DNS_ZONE: &str = "dns-zone";
@@ -14,15 +15,15 @@ pub const DNS_ZONE: &str = "dns-zone";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Federation {
     pub id: i64,
-    pub uuid: ResourceId,
+    pub uuid: FederationId,
     pub project_id: String,
     pub user_id: String,
     pub name: String,
     /// Always the host cluster's uuid.
-    pub hostcluster_id: String,
+    pub hostcluster_id: ClusterId,
     /// Member cluster uuids, in join order. A member whose cluster was deleted stays listed
     /// until it is unjoined.
-    pub member_ids: Vec<String>,
+    pub member_ids: Vec<ClusterId>,
     pub status: FederationStatus,
     pub status_reason: Option<String>,
     pub properties: BTreeMap<String, String>,
@@ -33,12 +34,12 @@ pub struct Federation {
 
 #[derive(Debug, Clone)]
 pub struct NewFederation {
-    pub uuid: ResourceId,
+    pub uuid: FederationId,
     pub project_id: String,
     pub user_id: String,
-    pub name: String,
-    pub hostcluster_id: String,
-    pub member_ids: Vec<String>,
+    pub name: FederationName,
+    pub hostcluster_id: ClusterId,
+    pub member_ids: Vec<ClusterId>,
     pub properties: BTreeMap<String, String>,
 }
 
@@ -53,14 +54,8 @@ impl Federation {
     }
 }
 
-/// Why a federation name is refused, if it is: the cluster name rule (1-242 characters,
-/// `^[a-zA-Z][a-zA-Z0-9_.-]*$`).
-pub fn invalid_federation_name(name: &str) -> Option<&'static str> {
-    super::cluster::invalid_cluster_name(name)
-}
-
 /// Members added and removed between two member lists.
-pub fn member_diff(before: &[String], after: &[String]) -> (Vec<String>, Vec<String>) {
+pub fn member_diff(before: &[ClusterId], after: &[ClusterId]) -> (Vec<ClusterId>, Vec<ClusterId>) {
     let added = after
         .iter()
         .filter(|m| !before.contains(m))
@@ -75,8 +70,8 @@ pub fn member_diff(before: &[String], after: &[String]) -> (Vec<String>, Vec<Str
 }
 
 /// A member list without duplicates, keeping first occurrences.
-pub fn dedup_members(members: Vec<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(members.len());
+pub fn dedup_members(members: Vec<ClusterId>) -> Vec<ClusterId> {
+    let mut out: Vec<ClusterId> = Vec::with_capacity(members.len());
     for m in members {
         if !out.contains(&m) {
             out.push(m);
@@ -89,8 +84,12 @@ pub fn dedup_members(members: Vec<String>) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn v(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
+    /// Distinct ids named by letters, the same letter giving the same id.
+    fn v(items: &[&str]) -> Vec<ClusterId> {
+        items
+            .iter()
+            .map(|s| ClusterId(uuid::Uuid::from_u128(u128::from(s.as_bytes()[0]))))
+            .collect()
     }
 
     #[test]
@@ -102,9 +101,9 @@ mod tests {
 
     #[test]
     fn federation_names_follow_the_cluster_name_rule() {
-        assert_eq!(invalid_federation_name("fed-1.a_b"), None);
-        assert!(invalid_federation_name("1fed").is_some());
-        assert!(invalid_federation_name(&"a".repeat(243)).is_some());
+        assert!(FederationName::parse("fed-1.a_b").is_ok());
+        assert!(FederationName::parse("1fed").is_err());
+        assert!(FederationName::parse(&"a".repeat(243)).is_err());
     }
 
     #[test]

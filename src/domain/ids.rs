@@ -1,30 +1,76 @@
 //! Identifiers: uuids and the "uuid or name" form every path accepts.
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// A resource's public identifier (always a uuid, stored in its hyphenated lower-case form).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ResourceId(pub Uuid);
-
-impl ResourceId {
-    pub fn new() -> Self {
-        ResourceId(Uuid::new_v4())
-    }
-    pub fn as_string(&self) -> String {
-        self.0.hyphenated().to_string()
-    }
+/// What every resource id is: a uuid with a type of its own, so a cluster's id cannot be passed
+/// where a template's is expected. Stored and shown in the hyphenated lower-case form.
+pub trait Id: Copy + Eq + std::fmt::Display + Send + Sync + 'static {
+    fn uuid(&self) -> Uuid;
 }
 
-impl Default for ResourceId {
-    fn default() -> Self {
-        Self::new()
-    }
+macro_rules! uuid_ids {
+    ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {$(
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            /// A fresh random (v4) id.
+            pub fn new() -> Self {
+                $name(Uuid::new_v4())
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl Id for $name {
+            fn uuid(&self) -> Uuid {
+                self.0
+            }
+        }
+
+        impl From<Uuid> for $name {
+            fn from(uuid: Uuid) -> Self {
+                $name(uuid)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = uuid::Error;
+            /// Only the canonical forms a uuid column holds (see [`parse_uuid_like`] for the
+            /// forms a path accepts).
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                Uuid::try_parse(text).map($name)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&self.0.hyphenated(), f)
+            }
+        }
+    )+};
 }
 
-impl std::fmt::Display for ResourceId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0.hyphenated())
-    }
+uuid_ids! {
+    /// A cluster's uuid.
+    ClusterId,
+    /// A cluster template's uuid.
+    TemplateId,
+    /// A node group's uuid.
+    NodeGroupId,
+    /// A federation's uuid.
+    FederationId,
+    /// A conductor job's uuid.
+    JobId,
 }
 
 /// Parses a uuid the way Magnum's `uuid_like` does: hyphenated or 32 hex digits, any case,

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::ResourceId;
+use super::{ClusterId, FederationId, Id, JobId};
 
 macro_rules! operations {
     ($($variant:ident = $text:literal),+ $(,)?) => {
@@ -45,11 +45,56 @@ impl Operation {
     }
 }
 
+/// What a job works on: a cluster (its node groups' jobs too, so one cluster's jobs run in
+/// order) or a federation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobResource {
+    Cluster(ClusterId),
+    Federation(FederationId),
+}
+
+impl JobResource {
+    /// The resource a stored job names: federation operations name a federation, every other
+    /// operation a cluster.
+    pub fn of(operation: Operation, uuid: uuid::Uuid) -> JobResource {
+        match operation {
+            Operation::FederationCreate
+            | Operation::FederationUpdate
+            | Operation::FederationDelete => JobResource::Federation(FederationId(uuid)),
+            _ => JobResource::Cluster(ClusterId(uuid)),
+        }
+    }
+    pub fn uuid(&self) -> uuid::Uuid {
+        match self {
+            JobResource::Cluster(id) => id.uuid(),
+            JobResource::Federation(id) => id.uuid(),
+        }
+    }
+}
+
+impl From<ClusterId> for JobResource {
+    fn from(id: ClusterId) -> Self {
+        JobResource::Cluster(id)
+    }
+}
+
+impl From<FederationId> for JobResource {
+    fn from(id: FederationId) -> Self {
+        JobResource::Federation(id)
+    }
+}
+
+impl std::fmt::Display for JobResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.uuid().hyphenated(), f)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
-    pub uuid: ResourceId,
+    pub uuid: JobId,
     pub operation: Operation,
-    pub resource_uuid: String,
+    pub resource: JobResource,
     pub driver: String,
     /// Operation arguments (e.g. the old and new node counts, the member diff).
     pub payload: Value,
@@ -61,14 +106,14 @@ pub struct NewJob {
 impl NewJob {
     pub fn new(
         operation: Operation,
-        resource_uuid: impl Into<String>,
+        resource: impl Into<JobResource>,
         driver: impl Into<String>,
         payload: Value,
     ) -> NewJob {
         NewJob {
-            uuid: ResourceId::new(),
+            uuid: JobId::new(),
             operation,
-            resource_uuid: resource_uuid.into(),
+            resource: resource.into(),
             driver: driver.into(),
             payload,
             deadline_at: None,
@@ -80,9 +125,9 @@ impl NewJob {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
     pub id: i64,
-    pub uuid: String,
+    pub uuid: JobId,
     pub operation: Operation,
-    pub resource_uuid: String,
+    pub resource: JobResource,
     pub driver: String,
     pub payload: Value,
     pub attempts: i32,
@@ -153,9 +198,9 @@ mod tests {
     fn job(attempts: i32, max_attempts: i32, deadline_at: Option<DateTime<Utc>>) -> Job {
         Job {
             id: 1,
-            uuid: "5d12f6fd-a196-4bf0-ae4c-1f639a523a52".into(),
+            uuid: JobId::new(),
             operation: Operation::ClusterCreate,
-            resource_uuid: "9f4a4a2e-3d0c-4c8e-9d4c-6f1f2b1b8f11".into(),
+            resource: ClusterId::new().into(),
             driver: "fake".into(),
             payload: Value::Null,
             attempts,
@@ -223,5 +268,25 @@ mod tests {
         }
         assert_eq!(Operation::FederationUpdate.resource_type(), "federation");
         assert_eq!(Operation::CaRotate.resource_type(), "cluster");
+    }
+
+    #[test]
+    fn a_stored_job_names_a_federation_only_for_federation_operations() {
+        let uuid = uuid::Uuid::new_v4();
+        assert_eq!(
+            JobResource::of(Operation::FederationDelete, uuid),
+            JobResource::Federation(FederationId(uuid))
+        );
+        for op in [
+            Operation::NodegroupCreate,
+            Operation::ClusterResize,
+            Operation::CaRotate,
+        ] {
+            assert_eq!(
+                JobResource::of(op, uuid),
+                JobResource::Cluster(ClusterId(uuid))
+            );
+        }
+        assert_eq!(JobResource::of(Operation::ClusterCreate, uuid).uuid(), uuid);
     }
 }

@@ -63,7 +63,7 @@ pub struct StoredKeyPair {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewKeyPair {
     pub uuid: String,
-    pub cluster_uuid: String,
+    pub cluster_uuid: super::ClusterId,
     pub kind: KeyPairKind,
     pub certificate: String,
     pub private_key: String,

@@ -12,5 +12,5 @@ pub mod scope;
 pub mod status;
 pub mod template;
 
-pub use ids::{Ident, ResourceId};
+pub use ids::{ClusterId, FederationId, Id, Ident, JobId, NodeGroupId, TemplateId};
 pub use scope::Scope;

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 use super::labels::Labels;
-use super::ResourceId;
+use super::TemplateId;
 
 /// The network drivers a Kubernetes template may name.
 pub const NETWORK_DRIVERS: &[&str] = &["flannel", "calico", "cilium"];
@@ -53,7 +53,7 @@ pub struct TemplateSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterTemplate {
     pub id: i64,
-    pub uuid: ResourceId,
+    pub uuid: TemplateId,
     pub project_id: String,
     pub user_id: String,
     pub spec: TemplateSpec,
@@ -66,7 +66,7 @@ pub struct ClusterTemplate {
 /// A template about to be inserted.
 #[derive(Debug, Clone)]
 pub struct NewClusterTemplate {
-    pub uuid: ResourceId,
+    pub uuid: TemplateId,
     pub project_id: String,
     pub user_id: String,
     pub spec: TemplateSpec,

@@ -318,22 +318,24 @@ impl Driver for FakeDriver {
         if let Some(host) = &ctx.host {
             self.simulate(host, "federation").await?;
         }
-        let missing: Vec<&String> = change
+        let missing: Vec<String> = change
             .joined
             .iter()
-            .filter(|m| !ctx.members.iter().any(|c| c.uuid.to_string() == **m))
+            .filter(|m| !ctx.members.iter().any(|c| c.uuid == **m))
+            .map(ToString::to_string)
             .collect();
         if !missing.is_empty() {
-            let missing: Vec<&str> = missing.iter().map(|m| m.as_str()).collect();
+            let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
             return Err(DriverError::Permanent(super::missing_members(&missing)));
         }
-        let gone: Vec<&String> = change
+        let gone: Vec<String> = change
             .unjoined
             .iter()
-            .filter(|m| !ctx.members.iter().any(|c| c.uuid.to_string() == **m))
+            .filter(|m| !ctx.members.iter().any(|c| c.uuid == **m))
+            .map(ToString::to_string)
             .collect();
         if !gone.is_empty() {
-            let names: Vec<&str> = gone.iter().map(|s| s.as_str()).collect();
+            let names: Vec<&str> = gone.iter().map(String::as_str).collect();
             return Ok(FederationProgress::DoneWithNote(format!(
                 "Unjoined {}: the cluster no longer exists, so its member-side clean-up was skipped.",
                 names.join(", ")

@@ -14,6 +14,7 @@ use crate::config::{split_list, DriversSection, FakeDriverSection};
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::template::ClusterTemplate;
+use crate::domain::ClusterId;
 
 /// What a driver serves: Magnum's `(server_type, os, coe)` tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,8 +164,8 @@ pub struct FederationContext {
 /// The change a federation update applies.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MemberChange {
-    pub joined: Vec<String>,
-    pub unjoined: Vec<String>,
+    pub joined: Vec<ClusterId>,
+    pub unjoined: Vec<ClusterId>,
 }
 
 /// What an operation left behind: finished, or started and to be followed by polling.

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
+use crate::domain::ClusterId;
 use crate::store::NewEvent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,7 +203,7 @@ pub fn cluster_content(
 /// The `federation_data` attachment; `member_change` names the clusters a join or unjoin moved.
 pub fn federation_content(
     f: &crate::domain::federation::Federation,
-    change: Option<(&[String], &[String])>,
+    change: Option<(&[ClusterId], &[ClusterId])>,
 ) -> Value {
     let mut v = json!({
         "status": f.status.as_str(),
@@ -274,7 +275,7 @@ pub fn federation_event(
     action: Action,
     outcome: Outcome,
     f: &crate::domain::federation::Federation,
-    change: Option<(&[String], &[String])>,
+    change: Option<(&[ClusterId], &[ClusterId])>,
     initiator: Option<&Initiator>,
 ) -> NewEvent {
     build(

@@ -11,7 +11,7 @@ use super::rows::{ClusterRow, CLUSTER_COLUMNS};
 use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::cluster::{Cluster, NewCluster};
-use crate::domain::Ident;
+use crate::domain::{ClusterId, Ident};
 
 /// Sortable columns of the cluster table, with whether they may be NULL.
 pub const CLUSTER_SORT_KEYS: &[(&str, bool)] = &[
@@ -79,13 +79,17 @@ pub(super) async fn get(pool: &Pool, scope: &Scope, ident: &Ident) -> StoreResul
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %uuid))]
-pub(super) async fn find(pool: &Pool, uuid: &str) -> StoreResult<Option<Cluster>> {
-    let row: Option<ClusterRow> = pool.sql(&BY_UUID).bind(uuid).fetch_optional(pool).await?;
+pub(super) async fn find(pool: &Pool, uuid: &ClusterId) -> StoreResult<Option<Cluster>> {
+    let row: Option<ClusterRow> = pool
+        .sql(&BY_UUID)
+        .bind_id(uuid)
+        .fetch_optional(pool)
+        .await?;
     row.map(ClusterRow::into_domain).transpose()
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(count = uuids.len()))]
-pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<Cluster>> {
+pub(super) async fn by_uuids(pool: &Pool, uuids: &[ClusterId]) -> StoreResult<Vec<Cluster>> {
     if uuids.is_empty() {
         return Ok(Vec::new());
     }
@@ -93,7 +97,7 @@ pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<C
         "SELECT {CLUSTER_COLUMNS} FROM cluster WHERE uuid IN ({})",
         sql::placeholders(1, uuids.len())
     );
-    let q = pool.sql(&text).bind_all(uuids);
+    let q = pool.sql(&text).bind_ids(uuids);
     domain(q.fetch_all(pool).await?)
 }
 
@@ -171,11 +175,11 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'CREATE_IN_PROGRESS', $11, $12, \
          $13, $14, $15, $16, 0, $17)",
     )
-    .bind(c.uuid.to_string())
+    .bind_id(&c.uuid)
     .bind(&c.project_id)
     .bind(&c.user_id)
-    .bind(&c.name)
-    .bind(c.cluster_template_id.to_string())
+    .bind(c.name.as_str())
+    .bind_id(&c.cluster_template_id)
     .bind(&c.keypair)
     .bind(c.docker_volume_size)
     .bind(Json(&c.labels))
@@ -190,9 +194,8 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    let cluster_uuid = c.uuid.to_string();
     for ng in &c.nodegroups {
-        nodegroups::insert(tx, &cluster_uuid, ng, now).await?;
+        nodegroups::insert(tx, &c.uuid, ng, now).await?;
     }
     Ok(())
 }
@@ -232,7 +235,7 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
         .bind(&c.fixed_subnet)
         .bind(c.floating_ip_enabled)
         .bind(c.master_lb_enabled)
-        .bind(c.cluster_template_id.to_string())
+        .bind_id(&c.cluster_template_id)
         .bind(now)
         .bind(c.id)
         .bind(c.version)
@@ -246,17 +249,17 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
 
 /// Deletes the cluster with its key pairs and node groups.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %uuid))]
-pub(super) async fn delete(tx: &mut Tx, uuid: &str) -> StoreResult<()> {
+pub(super) async fn delete(tx: &mut Tx, uuid: &ClusterId) -> StoreResult<()> {
     tx.sql("DELETE FROM x509keypair WHERE cluster_uuid = $1")
-        .bind(uuid)
+        .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
     tx.sql("DELETE FROM nodegroup WHERE cluster_id = $1")
-        .bind(uuid)
+        .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
     tx.sql("DELETE FROM cluster WHERE uuid = $1")
-        .bind(uuid)
+        .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
     Ok(())

@@ -3,6 +3,7 @@
 //! table module writes its SQL once against these; the match on the backend happens here and
 //! nowhere else.
 
+use crate::domain::Id;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgPool, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
@@ -173,6 +174,16 @@ impl<'q> Stmt<'q> {
     /// Binds each value in turn (an `IN (...)` list made with [`super::sql::placeholders`]).
     pub fn bind_all<T: Param<'q>>(self, values: impl IntoIterator<Item = T>) -> Self {
         values.into_iter().fold(self, Stmt::bind)
+    }
+
+    /// Binds a resource id in its stored (hyphenated) form.
+    pub fn bind_id<I: Id>(self, id: &I) -> Self {
+        self.bind(id.to_string())
+    }
+
+    /// Binds every id of a list, in order (for `IN (...)` lists).
+    pub fn bind_ids<'a, I: Id>(self, ids: impl IntoIterator<Item = &'a I>) -> Self {
+        ids.into_iter().fold(self, Stmt::bind_id)
     }
 
     /// Every row.

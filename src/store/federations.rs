@@ -11,7 +11,7 @@ use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::federation::{Federation, NewFederation};
 use crate::domain::status::FederationStatus;
-use crate::domain::Ident;
+use crate::domain::{ClusterId, FederationId, Ident};
 
 pub const FEDERATION_SORT_KEYS: &[(&str, bool)] = &[
     ("id", false),
@@ -77,8 +77,12 @@ pub(super) async fn get(pool: &Pool, scope: &Scope, ident: &Ident) -> StoreResul
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(federation = %uuid))]
-pub(super) async fn find(pool: &Pool, uuid: &str) -> StoreResult<Option<Federation>> {
-    let row: Option<FederationRow> = pool.sql(&BY_UUID).bind(uuid).fetch_optional(pool).await?;
+pub(super) async fn find(pool: &Pool, uuid: &FederationId) -> StoreResult<Option<Federation>> {
+    let row: Option<FederationRow> = pool
+        .sql(&BY_UUID)
+        .bind_id(uuid)
+        .fetch_optional(pool)
+        .await?;
     row.map(FederationRow::into_domain).transpose()
 }
 
@@ -107,10 +111,13 @@ pub(super) async fn list(
 
 /// Federations the cluster hosts or belongs to.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid))]
-pub(super) async fn of_cluster(pool: &Pool, cluster_uuid: &str) -> StoreResult<Vec<Federation>> {
+pub(super) async fn of_cluster(
+    pool: &Pool,
+    cluster_uuid: &ClusterId,
+) -> StoreResult<Vec<Federation>> {
     let rows = pool
         .sql(pool.dialect().pick(&OF_CLUSTER))
-        .bind(cluster_uuid)
+        .bind_id(cluster_uuid)
         .fetch_all(pool)
         .await?;
     domain(rows)
@@ -129,10 +136,10 @@ pub(super) async fn in_progress(pool: &Pool, limit: u32) -> StoreResult<Vec<Fede
 /// [`StoreError::Conflict`] `federation_membership` when the cluster hosts or belongs to a
 /// federation.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid))]
-pub(super) async fn refuse_if_federated(tx: &mut Tx, cluster_uuid: &str) -> StoreResult<()> {
+pub(super) async fn refuse_if_federated(tx: &mut Tx, cluster_uuid: &ClusterId) -> StoreResult<()> {
     let found: Option<i64> = tx
         .sql(tx.dialect().pick(&ANY_OF_CLUSTER))
-        .bind(cluster_uuid)
+        .bind_id(cluster_uuid)
         .scalar_optional(&mut *tx)
         .await?;
     match found {
@@ -155,11 +162,11 @@ pub(super) async fn insert(
          member_ids, status, properties, version, created_at) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)",
     )
-    .bind(f.uuid.to_string())
+    .bind_id(&f.uuid)
     .bind(&f.project_id)
     .bind(&f.user_id)
-    .bind(&f.name)
-    .bind(&f.hostcluster_id)
+    .bind(f.name.as_str())
+    .bind_id(&f.hostcluster_id)
     .bind(Json(&f.member_ids))
     .bind(status.as_str())
     .bind(Json(&f.properties))
@@ -180,7 +187,7 @@ pub(super) async fn update(tx: &mut Tx, f: &Federation, now: DateTime<Utc>) -> S
              version = version + 1 WHERE id = $8 AND version = $9",
         )
         .bind(&f.name)
-        .bind(&f.hostcluster_id)
+        .bind_id(&f.hostcluster_id)
         .bind(Json(&f.member_ids))
         .bind(f.status.as_str())
         .bind(&f.status_reason)

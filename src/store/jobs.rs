@@ -10,7 +10,8 @@ use super::db::{Pool, Tx};
 use super::rows::{JobRow, JobStateRow, JOB_COLUMNS};
 use super::sql;
 use super::{Dialect, StoreError, StoreResult};
-use crate::domain::job::{Job, NewJob};
+use crate::domain::job::{Job, JobResource, NewJob};
+use uuid::Uuid;
 
 /// The next claimable job: due, not leased (or the lease expired), and no earlier pending job
 /// for the same resource, so a resource's jobs run one at a time, in order. PostgreSQL skips
@@ -96,17 +97,17 @@ pub(super) async fn renew_lease(
 }
 
 /// Whether a job other than `job_id` waits for the resource.
-#[tracing::instrument(level = "debug", skip_all, fields(resource = %resource_uuid, job_id = job_id))]
+#[tracing::instrument(level = "debug", skip_all, fields(resource = %resource, job_id = job_id))]
 pub(super) async fn other_pending(
     pool: &Pool,
-    resource_uuid: &str,
+    resource: &JobResource,
     job_id: i64,
 ) -> StoreResult<bool> {
     pool.sql(
         "SELECT EXISTS (SELECT 1 FROM job WHERE resource_uuid = $1 AND state = 'pending' \
          AND id <> $2)",
     )
-    .bind(resource_uuid)
+    .bind(resource.to_string())
     .bind(job_id)
     .scalar_one(pool)
     .await
@@ -114,7 +115,7 @@ pub(super) async fn other_pending(
 
 /// Which of these resources have a job waiting.
 #[tracing::instrument(level = "debug", skip_all, fields(count = uuids.len()))]
-pub(super) async fn resources_pending(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<String>> {
+pub(super) async fn resources_pending(pool: &Pool, uuids: &[Uuid]) -> StoreResult<Vec<Uuid>> {
     if uuids.is_empty() {
         return Ok(Vec::new());
     }
@@ -122,19 +123,28 @@ pub(super) async fn resources_pending(pool: &Pool, uuids: &[String]) -> StoreRes
         "SELECT DISTINCT resource_uuid FROM job WHERE state = 'pending' AND resource_uuid IN ({})",
         sql::placeholders(1, uuids.len())
     );
-    let q = pool.sql(&text).bind_all(uuids);
-    q.scalar_all(pool).await
+    let q = pool
+        .sql(&text)
+        .bind_all(uuids.iter().map(|u| u.hyphenated().to_string()));
+    let found: Vec<String> = q.scalar_all(pool).await?;
+    found
+        .iter()
+        .map(|text| {
+            Uuid::try_parse(text)
+                .map_err(|_| StoreError::Corrupt(format!("job.resource_uuid {text}")))
+        })
+        .collect()
 }
 
 /// Every job of a resource with its state.
 #[tracing::instrument(level = "debug", skip_all, fields(resource = %resource_uuid))]
 pub(super) async fn of_resource(
     pool: &Pool,
-    resource_uuid: &str,
+    resource_uuid: Uuid,
 ) -> StoreResult<Vec<(Job, String)>> {
     let rows: Vec<JobStateRow> = pool
         .sql(&OF_RESOURCE)
-        .bind(resource_uuid)
+        .bind(resource_uuid.hyphenated().to_string())
         .fetch_all(pool)
         .await?;
     rows.into_iter()
@@ -142,17 +152,17 @@ pub(super) async fn of_resource(
         .collect()
 }
 
-#[tracing::instrument(level = "debug", skip_all, fields(job = %j.uuid, resource = %j.resource_uuid))]
+#[tracing::instrument(level = "debug", skip_all, fields(job = %j.uuid, resource = %j.resource))]
 pub(super) async fn insert(tx: &mut Tx, j: &NewJob, now: DateTime<Utc>) -> StoreResult<()> {
     tx.sql(
         "INSERT INTO job (uuid, operation, resource_type, resource_uuid, driver, \
          payload, state, attempts, max_attempts, run_after, deadline_at, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $8, $9, $8)",
     )
-    .bind(j.uuid.to_string())
+    .bind_id(&j.uuid)
     .bind(j.operation.as_str())
     .bind(j.operation.resource_type())
-    .bind(&j.resource_uuid)
+    .bind(j.resource.to_string())
     .bind(&j.driver)
     .bind(Json(&j.payload))
     .bind(j.max_attempts)

@@ -9,16 +9,20 @@ use super::db::{Pool, Tx};
 use super::rows::{KeypairRow, KEYPAIR_COLUMNS};
 use super::StoreResult;
 use crate::domain::keypair::{NewKeyPair, StoredKeyPair};
+use crate::domain::ClusterId;
 
 static OF_CLUSTER: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {KEYPAIR_COLUMNS} FROM x509keypair WHERE cluster_uuid = $1 ORDER BY id")
 });
 
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid))]
-pub(super) async fn of_cluster(pool: &Pool, cluster_uuid: &str) -> StoreResult<Vec<StoredKeyPair>> {
+pub(super) async fn of_cluster(
+    pool: &Pool,
+    cluster_uuid: &ClusterId,
+) -> StoreResult<Vec<StoredKeyPair>> {
     let rows: Vec<KeypairRow> = pool
         .sql(&OF_CLUSTER)
-        .bind(cluster_uuid)
+        .bind_id(cluster_uuid)
         .fetch_all(pool)
         .await?;
     Ok(rows.into_iter().map(Into::into).collect())
@@ -31,7 +35,7 @@ pub(super) async fn insert(tx: &mut Tx, k: &NewKeyPair, now: DateTime<Utc>) -> S
          project_id, user_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&k.uuid)
-    .bind(&k.cluster_uuid)
+    .bind_id(&k.cluster_uuid)
     .bind(k.kind.as_str())
     .bind(&k.certificate)
     .bind(&k.private_key)
@@ -45,9 +49,13 @@ pub(super) async fn insert(tx: &mut Tx, k: &NewKeyPair, now: DateTime<Utc>) -> S
 
 /// Deletes a cluster's key pairs, of one kind or (`kind: None`) all.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, kind = ?kind))]
-pub(super) async fn delete(tx: &mut Tx, cluster_uuid: &str, kind: Option<&str>) -> StoreResult<()> {
+pub(super) async fn delete(
+    tx: &mut Tx,
+    cluster_uuid: &ClusterId,
+    kind: Option<&str>,
+) -> StoreResult<()> {
     tx.sql("DELETE FROM x509keypair WHERE cluster_uuid = $1 AND ($2 IS NULL OR kind = $2)")
-        .bind(cluster_uuid)
+        .bind_id(cluster_uuid)
         .bind(kind)
         .execute(&mut *tx)
         .await?;

@@ -31,7 +31,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::Ident;
+use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
@@ -46,7 +46,7 @@ pub use write::Write;
 
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::Job;
+use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,33 +166,36 @@ pub trait ResourceStore: Send + Sync {
 
     async fn get_cluster(&self, scope: &Scope, ident: &Ident) -> StoreResult<Cluster>;
     /// Any project's cluster by uuid (the conductor's view).
-    async fn find_cluster(&self, uuid: &str) -> StoreResult<Option<Cluster>>;
-    async fn clusters_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<Cluster>>;
+    async fn find_cluster(&self, uuid: &ClusterId) -> StoreResult<Option<Cluster>>;
+    async fn clusters_by_uuid(&self, uuids: &[ClusterId]) -> StoreResult<Vec<Cluster>>;
     async fn list_clusters(&self, scope: &Scope, page: &PageRequest) -> StoreResult<Vec<Cluster>>;
     /// Every node group of the given clusters, in one query.
-    async fn nodegroups_of(&self, cluster_uuids: &[String]) -> StoreResult<Vec<NodeGroup>>;
+    async fn nodegroups_of(&self, cluster_uuids: &[ClusterId]) -> StoreResult<Vec<NodeGroup>>;
     async fn list_nodegroups(
         &self,
-        cluster_uuid: &str,
+        cluster_uuid: &ClusterId,
         scope: &Scope,
         role: Option<&str>,
         page: &PageRequest,
     ) -> StoreResult<Vec<NodeGroup>>;
     /// A node group of a cluster by uuid, name or integer id.
-    async fn get_nodegroup(&self, cluster_uuid: &str, ident: &str) -> StoreResult<NodeGroup>;
-    async fn templates_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<ClusterTemplate>>;
+    async fn get_nodegroup(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<NodeGroup>;
+    async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>>;
     /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.
     async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>>;
 
     async fn get_federation(&self, scope: &Scope, ident: &Ident) -> StoreResult<Federation>;
-    async fn find_federation(&self, uuid: &str) -> StoreResult<Option<Federation>>;
+    async fn find_federation(&self, uuid: &FederationId) -> StoreResult<Option<Federation>>;
     async fn list_federations(
         &self,
         scope: &Scope,
         page: &PageRequest,
     ) -> StoreResult<Vec<Federation>>;
     /// Federations the cluster hosts or belongs to.
-    async fn federations_of_cluster(&self, cluster_uuid: &str) -> StoreResult<Vec<Federation>>;
+    async fn federations_of_cluster(
+        &self,
+        cluster_uuid: &ClusterId,
+    ) -> StoreResult<Vec<Federation>>;
     async fn federations_in_progress(&self, limit: u32) -> StoreResult<Vec<Federation>>;
 
     /// Claims the next due job under a lease, committed before the caller starts work.
@@ -205,14 +208,14 @@ pub trait ResourceStore: Send + Sync {
         lease: std::time::Duration,
     ) -> StoreResult<bool>;
     /// Whether a job other than `job_id` waits for the resource.
-    async fn other_pending_job(&self, resource_uuid: &str, job_id: i64) -> StoreResult<bool>;
+    async fn other_pending_job(&self, resource: &JobResource, job_id: i64) -> StoreResult<bool>;
     /// Which of these resources have a job waiting.
-    async fn resources_with_pending_jobs(&self, uuids: &[String]) -> StoreResult<Vec<String>>;
+    async fn resources_with_pending_jobs(&self, uuids: &[Uuid]) -> StoreResult<Vec<Uuid>>;
     /// Every job of a resource with its state (`pending`, `done`, `failed`).
-    async fn jobs_for(&self, resource_uuid: &str) -> StoreResult<Vec<(Job, String)>>;
+    async fn jobs_for(&self, resource_uuid: Uuid) -> StoreResult<Vec<(Job, String)>>;
 
     /// A cluster's key pairs (CAs and the service's client certificate), private keys sealed.
-    async fn get_keypairs(&self, cluster_uuid: &str) -> StoreResult<Vec<StoredKeyPair>>;
+    async fn get_keypairs(&self, cluster_uuid: &ClusterId) -> StoreResult<Vec<StoredKeyPair>>;
 
     async fn get_quota(&self, project_id: &str, resource: &str) -> StoreResult<Option<QuotaRow>>;
     /// Quotas of one project (or all, with `None`), keyset-paged by integer id markers.
@@ -280,7 +283,7 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     /// Deletes the template; [`StoreError::Conflict`] `fk_cluster_cluster_template` while a
     /// cluster uses it.
     async fn delete_cluster_template(&self, id: i64, events: &[NewEvent]) -> StoreResult<()>;
-    async fn template_in_use(&self, uuid: &str) -> StoreResult<bool>;
+    async fn template_in_use(&self, uuid: &TemplateId) -> StoreResult<bool>;
 
     // Services.
     async fn heartbeat_service(&self, host: &str, binary: &str) -> StoreResult<()>;

@@ -11,6 +11,7 @@ use super::sql;
 use super::{PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::cluster::{NewNodeGroup, NodeGroup};
 use crate::domain::ids::parse_uuid_like;
+use crate::domain::ClusterId;
 
 pub const NODEGROUP_SORT_KEYS: &[(&str, bool)] = &[
     ("id", false),
@@ -51,7 +52,7 @@ fn domain(rows: Vec<NodeGroupRow>) -> StoreResult<Vec<NodeGroup>> {
 #[tracing::instrument(level = "debug", skip_all, fields(clusters = cluster_uuids.len()))]
 pub(super) async fn of_clusters(
     pool: &Pool,
-    cluster_uuids: &[String],
+    cluster_uuids: &[ClusterId],
 ) -> StoreResult<Vec<NodeGroup>> {
     if cluster_uuids.is_empty() {
         return Ok(Vec::new());
@@ -60,14 +61,14 @@ pub(super) async fn of_clusters(
         "SELECT {NODEGROUP_COLUMNS} FROM nodegroup WHERE cluster_id IN ({}) ORDER BY id",
         sql::placeholders(1, cluster_uuids.len())
     );
-    let q = pool.sql(&text).bind_all(cluster_uuids);
+    let q = pool.sql(&text).bind_ids(cluster_uuids);
     domain(q.fetch_all(pool).await?)
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, role = ?role, marker = ?page.marker))]
 pub(super) async fn list(
     pool: &Pool,
-    cluster_uuid: &str,
+    cluster_uuid: &ClusterId,
     scope: &Scope,
     role: Option<&str>,
     page: &PageRequest,
@@ -106,14 +107,18 @@ pub(super) async fn list(
 
 /// A node group of a cluster by uuid, name or integer id.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, ident = %ident))]
-pub(super) async fn get(pool: &Pool, cluster_uuid: &str, ident: &str) -> StoreResult<NodeGroup> {
+pub(super) async fn get(
+    pool: &Pool,
+    cluster_uuid: &ClusterId,
+    ident: &str,
+) -> StoreResult<NodeGroup> {
     let as_uuid = parse_uuid_like(ident)
         .map(|u| u.hyphenated().to_string())
         .unwrap_or_default();
     let as_id: i64 = ident.parse().unwrap_or(-1);
     let rows: Vec<NodeGroupRow> = pool
         .sql(&BY_IDENT)
-        .bind(cluster_uuid)
+        .bind_id(cluster_uuid)
         .bind(as_uuid)
         .bind(ident)
         .bind(as_id)
@@ -128,7 +133,7 @@ pub(super) async fn get(pool: &Pool, cluster_uuid: &str, ident: &str) -> StoreRe
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %cluster_uuid, nodegroup = %ng.uuid))]
 pub(super) async fn insert(
     tx: &mut Tx,
-    cluster_uuid: &str,
+    cluster_uuid: &ClusterId,
     ng: &NewNodeGroup,
     now: DateTime<Utc>,
 ) -> StoreResult<()> {
@@ -138,9 +143,9 @@ pub(super) async fn insert(
          is_default, status, node_labels, node_taints, created_at) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     )
-    .bind(ng.uuid.to_string())
+    .bind_id(&ng.uuid)
     .bind(&ng.name)
-    .bind(cluster_uuid)
+    .bind_id(cluster_uuid)
     .bind(&ng.project_id)
     .bind(ng.docker_volume_size)
     .bind(Json(&ng.labels))

@@ -8,16 +8,15 @@ use sqlx::types::Json;
 use super::{OutboxEvent, ServiceRecord, StoreError, StoreResult};
 use crate::domain::cluster::{Cluster, NodeGroup, Taint};
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, Operation};
+use crate::domain::job::{Job, JobResource, Operation};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::labels::Labels;
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus};
 use crate::domain::template::{ClusterTemplate, TemplateSpec};
-use crate::domain::ResourceId;
-
-fn uuid_of(table: &str, text: &str) -> StoreResult<ResourceId> {
+/// A uuid column read into the id type it holds.
+fn uuid_of<I: From<uuid::Uuid>>(table: &str, text: &str) -> StoreResult<I> {
     uuid::Uuid::try_parse(text)
-        .map(ResourceId)
+        .map(I::from)
         .map_err(|_| StoreError::Corrupt(format!("{table}.uuid {text}")))
 }
 
@@ -177,7 +176,7 @@ pub(crate) struct FederationRow {
     pub user_id: String,
     pub name: String,
     pub hostcluster_id: String,
-    pub member_ids: Json<Vec<String>>,
+    pub member_ids: Json<Vec<crate::domain::ClusterId>>,
     pub status: String,
     pub status_reason: Option<String>,
     pub properties: Json<BTreeMap<String, String>>,
@@ -194,7 +193,7 @@ impl FederationRow {
             project_id: self.project_id,
             user_id: self.user_id,
             name: self.name,
-            hostcluster_id: self.hostcluster_id,
+            hostcluster_id: uuid_of("federation.hostcluster_id", &self.hostcluster_id)?,
             member_ids: self.member_ids.0,
             status: FederationStatus::parse(&self.status)
                 .ok_or_else(|| StoreError::Corrupt(format!("federation.status {}", self.status)))?,
@@ -229,12 +228,14 @@ pub(crate) struct JobRow {
 
 impl JobRow {
     pub fn into_domain(self) -> StoreResult<Job> {
+        let operation = Operation::parse(&self.operation)
+            .ok_or_else(|| StoreError::Corrupt(format!("job.operation {}", self.operation)))?;
+        let resource: uuid::Uuid = uuid_of("job.resource_uuid", &self.resource_uuid)?;
         Ok(Job {
             id: self.id,
-            uuid: self.uuid,
-            operation: Operation::parse(&self.operation)
-                .ok_or_else(|| StoreError::Corrupt(format!("job.operation {}", self.operation)))?,
-            resource_uuid: self.resource_uuid,
+            uuid: uuid_of("job", &self.uuid)?,
+            operation,
+            resource: JobResource::of(operation, resource),
             driver: self.driver,
             payload: self.payload.0,
             attempts: self.attempts,
@@ -308,11 +309,9 @@ pub(crate) struct TemplateRow {
 
 impl TemplateRow {
     pub fn into_domain(self) -> StoreResult<ClusterTemplate> {
-        let uuid = uuid::Uuid::try_parse(&self.uuid)
-            .map_err(|_| StoreError::Corrupt(format!("cluster_template.uuid {}", self.uuid)))?;
         let template = ClusterTemplate {
             id: self.id,
-            uuid: ResourceId(uuid),
+            uuid: uuid_of("cluster_template", &self.uuid)?,
             project_id: self.project_id,
             user_id: self.user_id,
             spec: TemplateSpec {

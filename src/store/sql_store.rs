@@ -16,10 +16,10 @@ use super::{
 };
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::Job;
+use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::Ident;
+use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 
 /// The store over a PostgreSQL or SQLite pool ([`super::PgStore`], [`super::SqliteStore`]).
 pub struct SqlStore {
@@ -53,11 +53,11 @@ impl ResourceStore for SqlStore {
         clusters::get(&self.pool, scope, ident).await
     }
 
-    async fn find_cluster(&self, uuid: &str) -> StoreResult<Option<Cluster>> {
+    async fn find_cluster(&self, uuid: &ClusterId) -> StoreResult<Option<Cluster>> {
         clusters::find(&self.pool, uuid).await
     }
 
-    async fn clusters_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<Cluster>> {
+    async fn clusters_by_uuid(&self, uuids: &[ClusterId]) -> StoreResult<Vec<Cluster>> {
         clusters::by_uuids(&self.pool, uuids).await
     }
 
@@ -65,13 +65,13 @@ impl ResourceStore for SqlStore {
         clusters::list(&self.pool, scope, page).await
     }
 
-    async fn nodegroups_of(&self, cluster_uuids: &[String]) -> StoreResult<Vec<NodeGroup>> {
+    async fn nodegroups_of(&self, cluster_uuids: &[ClusterId]) -> StoreResult<Vec<NodeGroup>> {
         nodegroups::of_clusters(&self.pool, cluster_uuids).await
     }
 
     async fn list_nodegroups(
         &self,
-        cluster_uuid: &str,
+        cluster_uuid: &ClusterId,
         scope: &Scope,
         role: Option<&str>,
         page: &PageRequest,
@@ -79,11 +79,11 @@ impl ResourceStore for SqlStore {
         nodegroups::list(&self.pool, cluster_uuid, scope, role, page).await
     }
 
-    async fn get_nodegroup(&self, cluster_uuid: &str, ident: &str) -> StoreResult<NodeGroup> {
+    async fn get_nodegroup(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<NodeGroup> {
         nodegroups::get(&self.pool, cluster_uuid, ident).await
     }
 
-    async fn templates_by_uuid(&self, uuids: &[String]) -> StoreResult<Vec<ClusterTemplate>> {
+    async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>> {
         templates::by_uuids(&self.pool, uuids).await
     }
 
@@ -95,7 +95,7 @@ impl ResourceStore for SqlStore {
         federations::get(&self.pool, scope, ident).await
     }
 
-    async fn find_federation(&self, uuid: &str) -> StoreResult<Option<Federation>> {
+    async fn find_federation(&self, uuid: &FederationId) -> StoreResult<Option<Federation>> {
         federations::find(&self.pool, uuid).await
     }
 
@@ -107,7 +107,10 @@ impl ResourceStore for SqlStore {
         federations::list(&self.pool, scope, page).await
     }
 
-    async fn federations_of_cluster(&self, cluster_uuid: &str) -> StoreResult<Vec<Federation>> {
+    async fn federations_of_cluster(
+        &self,
+        cluster_uuid: &ClusterId,
+    ) -> StoreResult<Vec<Federation>> {
         federations::of_cluster(&self.pool, cluster_uuid).await
     }
 
@@ -123,19 +126,22 @@ impl ResourceStore for SqlStore {
         jobs::renew_lease(&self.pool, job_id, owner, lease).await
     }
 
-    async fn other_pending_job(&self, resource_uuid: &str, job_id: i64) -> StoreResult<bool> {
-        jobs::other_pending(&self.pool, resource_uuid, job_id).await
+    async fn other_pending_job(&self, resource: &JobResource, job_id: i64) -> StoreResult<bool> {
+        jobs::other_pending(&self.pool, resource, job_id).await
     }
 
-    async fn resources_with_pending_jobs(&self, uuids: &[String]) -> StoreResult<Vec<String>> {
+    async fn resources_with_pending_jobs(
+        &self,
+        uuids: &[uuid::Uuid],
+    ) -> StoreResult<Vec<uuid::Uuid>> {
         jobs::resources_pending(&self.pool, uuids).await
     }
 
-    async fn jobs_for(&self, resource_uuid: &str) -> StoreResult<Vec<(Job, String)>> {
+    async fn jobs_for(&self, resource_uuid: uuid::Uuid) -> StoreResult<Vec<(Job, String)>> {
         jobs::of_resource(&self.pool, resource_uuid).await
     }
 
-    async fn get_keypairs(&self, cluster_uuid: &str) -> StoreResult<Vec<StoredKeyPair>> {
+    async fn get_keypairs(&self, cluster_uuid: &ClusterId) -> StoreResult<Vec<StoredKeyPair>> {
         keypairs::of_cluster(&self.pool, cluster_uuid).await
     }
 
@@ -260,7 +266,7 @@ impl Store for SqlStore {
         self.commit(&writes).await
     }
 
-    async fn template_in_use(&self, uuid: &str) -> StoreResult<bool> {
+    async fn template_in_use(&self, uuid: &TemplateId) -> StoreResult<bool> {
         templates::in_use(&self.pool, uuid).await
     }
 

@@ -10,7 +10,7 @@ use super::rows::{TemplateRow, TEMPLATE_COLUMNS};
 use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::Ident;
+use crate::domain::{Ident, TemplateId};
 
 /// Sortable columns of the cluster template table, with whether they may be NULL.
 pub const TEMPLATE_SORT_KEYS: &[(&str, bool)] = &[
@@ -171,7 +171,10 @@ pub(super) async fn list(
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(count = uuids.len()))]
-pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<ClusterTemplate>> {
+pub(super) async fn by_uuids(
+    pool: &Pool,
+    uuids: &[TemplateId],
+) -> StoreResult<Vec<ClusterTemplate>> {
     if uuids.is_empty() {
         return Ok(Vec::new());
     }
@@ -179,14 +182,14 @@ pub(super) async fn by_uuids(pool: &Pool, uuids: &[String]) -> StoreResult<Vec<C
         "SELECT {TEMPLATE_COLUMNS} FROM cluster_template WHERE uuid IN ({})",
         sql::placeholders(1, uuids.len())
     );
-    let q = pool.sql(&text).bind_all(uuids);
+    let q = pool.sql(&text).bind_ids(uuids);
     domain(q.fetch_all(pool).await?)
 }
 
 /// Whether any cluster uses the template.
 #[tracing::instrument(level = "debug", skip_all, fields(template = %uuid))]
-pub(super) async fn in_use(pool: &Pool, uuid: &str) -> StoreResult<bool> {
-    pool.sql(IN_USE).bind(uuid).scalar_one(pool).await
+pub(super) async fn in_use(pool: &Pool, uuid: &TemplateId) -> StoreResult<bool> {
+    pool.sql(IN_USE).bind_id(uuid).scalar_one(pool).await
 }
 
 /// [`StoreError::Stale`] unless the template is still at `version`; its row stays
@@ -246,7 +249,7 @@ pub(super) async fn insert(
     let s = &t.spec;
     let stmt = tx
         .sql(&INSERT)
-        .bind(t.uuid.as_string())
+        .bind_id(&t.uuid)
         .bind(&t.project_id)
         .bind(&t.user_id);
     let row: TemplateRow = bind_spec(stmt, s).bind(now).fetch_one(&mut *tx).await?;

@@ -19,6 +19,7 @@ use crate::domain::job::NewJob;
 use crate::domain::keypair::NewKeyPair;
 use crate::domain::status::FederationStatus;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
+use crate::domain::ClusterId;
 
 #[derive(Debug, Clone)]
 pub enum Write {
@@ -33,7 +34,7 @@ pub enum Write {
     /// Writes every mutable column; `cluster.version` is the version it was read at.
     UpdateCluster(Box<Cluster>),
     DeleteCluster {
-        uuid: String,
+        uuid: ClusterId,
     },
     /// Refuses the set with [`super::StoreError::Stale`] unless the cluster is still at
     /// `version`, holding a shared lock on its row until commit: a change that depends on the
@@ -55,10 +56,10 @@ pub enum Write {
     /// cluster hosts or belongs to a federation (checked inside the transaction, after the
     /// cluster's row is locked by its update).
     RefuseIfFederated {
-        cluster_uuid: String,
+        cluster_uuid: ClusterId,
     },
     InsertNodeGroup {
-        cluster_uuid: String,
+        cluster_uuid: ClusterId,
         nodegroup: Box<NewNodeGroup>,
     },
     UpdateNodeGroup(Box<NodeGroup>),
@@ -94,7 +95,7 @@ pub enum Write {
     InsertKeypair(Box<NewKeyPair>),
     /// Deletes a cluster's key pairs, of one kind or (`kind: None`) all.
     DeleteKeypairs {
-        cluster_uuid: String,
+        cluster_uuid: ClusterId,
         kind: Option<String>,
     },
     InsertTemplate(Box<NewClusterTemplate>),

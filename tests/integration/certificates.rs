@@ -165,7 +165,11 @@ async fn a_cluster_gets_its_ca_before_the_driver_runs_and_no_private_key_is_stor
     );
 
     // Decrypting needs the key: the configured one opens them, another one does not.
-    let stored: Vec<StoredKeyPair> = app.store.get_keypairs(&uuid).await.expect("rows");
+    let stored: Vec<StoredKeyPair> = app
+        .store
+        .get_keypairs(&crate::helpers::id(&uuid))
+        .await
+        .expect("rows");
     let right = Certificates::from_settings(&pki.settings).expect("certificates");
     let opened = right
         .open(&stored[0])

@@ -14,6 +14,7 @@ use reqwest::header::HeaderMap;
 use rstest::rstest;
 use serde_json::{json, Value};
 
+use crate::helpers::id;
 use crate::helpers::{
     at, cluster_as, cluster_path, complete_cluster_as, conductor, drain, events_of, instant, keys,
     sorted, spawn_app, spawn_with, template_as, Api, Backend, TestApp, CLUSTERS,
@@ -37,7 +38,7 @@ fn ev(event_type: &str, outcome: &str) -> (String, String, String) {
 }
 
 async fn job_count(app: &TestApp, uuid: &str) -> usize {
-    app.store.jobs_for(uuid).await.expect("jobs").len()
+    app.store.jobs_for(id(uuid)).await.expect("jobs").len()
 }
 
 const SUMMARY_KEYS: &[&str] = &[
@@ -1115,7 +1116,7 @@ async fn rollback_is_a_query_parameter_from_1_3() {
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
-    let jobs = app.store.jobs_for(&uuid).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("update job");
     assert_eq!(job.payload["rollback"], true);
     assert_eq!(job.payload["node_count"], 2);
@@ -1242,7 +1243,7 @@ async fn resize_exists_from_1_7_and_moves_the_default_worker_group() {
         (c["status"].clone(), c["node_count"].clone()),
         (json!("UPDATE_IN_PROGRESS"), json!(3))
     );
-    let jobs = app.store.jobs_for(&uuid).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("resize job");
     assert_eq!(job.operation.as_str(), "cluster.resize");
     assert_eq!(job.payload["nodes_to_remove"], json!(["n-1"]));
@@ -1393,7 +1394,7 @@ async fn upgrade_is_refused_at_1_7_and_works_from_1_8() {
     let c = show(&app, &uuid).await;
     assert_eq!(c["status"], "UPDATE_IN_PROGRESS");
     assert_eq!(c["cluster_template_id"], newer);
-    let jobs = app.store.jobs_for(&uuid).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("upgrade job");
     assert_eq!(job.operation.as_str(), "cluster.upgrade");
     assert_eq!(job.payload["max_batch_size"], 2);
@@ -1478,10 +1479,10 @@ pub(crate) async fn add_worker_group(app: &TestApp, cluster: &str, name: &str) -
     use fleetyard::domain::cluster::NewNodeGroup;
     use fleetyard::domain::labels::Labels;
     use fleetyard::domain::status::ClusterStatus;
-    use fleetyard::domain::ResourceId;
+    use fleetyard::domain::NodeGroupId;
     use fleetyard::store::Write;
     let ng = NewNodeGroup {
-        uuid: ResourceId::new(),
+        uuid: NodeGroupId::new(),
         name: name.into(),
         project_id: "project-a".into(),
         docker_volume_size: None,
@@ -1500,7 +1501,7 @@ pub(crate) async fn add_worker_group(app: &TestApp, cluster: &str, name: &str) -
     let uuid = ng.uuid.to_string();
     app.store
         .commit(&[Write::InsertNodeGroup {
-            cluster_uuid: cluster.into(),
+            cluster_uuid: id(cluster),
             nodegroup: Box::new(ng),
         }])
         .await
@@ -1749,7 +1750,7 @@ async fn transient_failures_are_retried_with_backoff_and_complete_on_the_third_a
     assert!(matches!(&outcomes[1], Outcome::Retried { error, .. } if error.contains("attempt 2")));
     assert!(matches!(&outcomes[2], Outcome::Completed { .. }));
     assert_eq!(show(&app, &uuid).await["status"], "CREATE_COMPLETE");
-    let jobs = app.store.jobs_for(&uuid).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].0.attempts, 3);
     assert_eq!(jobs[0].1, "done");

@@ -181,7 +181,7 @@ async fn an_expired_lease_makes_the_job_claimable_by_another_conductor() {
         .await
         .expect("claim")
         .expect("a job");
-    assert_eq!(claimed.resource_uuid, uuid);
+    assert_eq!(claimed.resource.to_string(), uuid);
     let other = conductor_for(&app, &s);
     assert_eq!(
         other.try_execute_one().await.expect("try"),

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::helpers::id;
 use crate::helpers::{
     drain_polling, labelled_cluster_as, spawn_fleet, template_as, uuid_of, Api, TestApp,
 };
@@ -42,7 +43,7 @@ async fn a_join_queued_before_a_replace_that_drops_the_member_still_applies_its_
     assert_eq!(r.status, 202, "{}", r.text);
     drain_polling(&fleet.conductor).await;
 
-    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&fed)).await.expect("jobs");
     let updates: Vec<(Value, String, Option<String>)> = jobs
         .iter()
         .filter(|(j, _)| j.operation.as_str() == "federation.update")

@@ -22,6 +22,7 @@ use fleetyard::store::Write;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
+use crate::helpers::id;
 use crate::helpers::{
     drain_polling, federation_body, join_ops, labelled_cluster_as, make_federation_as, merged,
     spawn_fleet_on, spawn_with_state, template_as, unjoin_ops, uuid_of, Api, Backend, Fleet, Resp,
@@ -823,7 +824,7 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
     assert_eq!(v["status"], "UPDATE_IN_PROGRESS");
     assert_eq!(members(&v), vec![c[0].clone()]);
     assert_eq!(v["status_reason"], Value::Null);
-    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&fed)).await.expect("jobs");
     let (job, state) = jobs.last().expect("a job");
     assert_eq!(job.operation.as_str(), "federation.update");
     assert_eq!(job.driver, "fake");
@@ -849,7 +850,7 @@ async fn join_and_unjoin_reach_update_complete_with_the_new_member_set() {
         json!([{"op": "replace", "path": "/member_ids", "value": [c[0], c[2]]}]),
     )
     .await;
-    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&fed)).await.expect("jobs");
     assert_eq!(
         jobs.last().expect("job").0.payload,
         json!({"joined": [c[0], c[2]], "unjoined": [c[1]]})
@@ -1039,7 +1040,7 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "CREATE_COMPLETE");
     assert_eq!(members(&v), vec![c[0].clone()]);
-    assert_eq!(app.store.jobs_for(&fed).await.expect("jobs").len(), 1);
+    assert_eq!(app.store.jobs_for(id(&fed)).await.expect("jobs").len(), 1);
 
     // rollback is accepted (federations are not version-gated).
     let r = app
@@ -1068,7 +1069,7 @@ async fn changes_are_refused_while_creating_or_deleting_and_queue_while_updating
     assert_eq!(status_of(app, &fed).await, "UPDATE_IN_PROGRESS");
     let pending: Vec<Value> = app
         .store
-        .jobs_for(&fed)
+        .jobs_for(id(&fed))
         .await
         .expect("jobs")
         .into_iter()
@@ -1111,7 +1112,7 @@ async fn properties_are_edited_through_sub_paths_and_whole_replaces() {
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "UPDATE_IN_PROGRESS");
     assert_eq!(v["properties"], json!({"dns-zone": "new.zone."}));
-    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&fed)).await.expect("jobs");
     assert_eq!(
         jobs.last().expect("job").0.payload,
         json!({"joined": [], "unjoined": []})
@@ -1153,14 +1154,17 @@ async fn properties_are_edited_through_sub_paths_and_whole_replaces() {
     drain_polling(&w.fleet.conductor).await;
 
     // A patch that changes nothing is accepted and writes nothing.
-    let before = app.store.jobs_for(&fed).await.expect("jobs").len();
+    let before = app.store.jobs_for(id(&fed)).await.expect("jobs").len();
     patch_ok(
         app,
         &fed,
         json!([{"op": "replace", "path": "/properties/dns-zone", "value": "z."}]),
     )
     .await;
-    assert_eq!(app.store.jobs_for(&fed).await.expect("jobs").len(), before);
+    assert_eq!(
+        app.store.jobs_for(id(&fed)).await.expect("jobs").len(),
+        before
+    );
     assert_eq!(status_of(app, &fed).await, "UPDATE_COMPLETE");
 }
 
@@ -1172,7 +1176,7 @@ async fn a_member_whose_cluster_is_gone_can_still_be_unjoined() {
     let fed = completed_federation(&w, json!({"member_ids": [c[0], c[1]]})).await;
     // The cluster disappears behind the API's back (the API itself refuses to delete members).
     app.store
-        .commit(&[Write::DeleteCluster { uuid: c[0].clone() }])
+        .commit(&[Write::DeleteCluster { uuid: id(&c[0]) }])
         .await
         .expect("cluster removed");
     app.get(&format!("/v1/clusters/{}", c[0]))
@@ -1204,7 +1208,7 @@ async fn a_replace_drops_a_member_whose_cluster_is_gone() {
     let c = &w.clusters;
     let fed = completed_federation(&w, json!({"member_ids": [c[0], c[1]]})).await;
     app.store
-        .commit(&[Write::DeleteCluster { uuid: c[0].clone() }])
+        .commit(&[Write::DeleteCluster { uuid: id(&c[0]) }])
         .await
         .expect("cluster removed");
     patch_ok(
@@ -1233,7 +1237,7 @@ async fn delete_answers_204_and_the_row_goes_when_the_driver_finishes() {
     assert_eq!(r.text, "");
     let v = show(app, &fed).await;
     assert_eq!(v["status"], "DELETE_IN_PROGRESS");
-    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&fed)).await.expect("jobs");
     assert_eq!(
         jobs.last().expect("job").0.operation.as_str(),
         "federation.delete"
@@ -1241,7 +1245,7 @@ async fn delete_answers_204_and_the_row_goes_when_the_driver_finishes() {
     // A second delete while deleting is accepted and queues nothing more.
     assert_eq!(app.delete_federation("fed").await.status, 204);
     assert_eq!(
-        app.store.jobs_for(&fed).await.expect("jobs").len(),
+        app.store.jobs_for(id(&fed)).await.expect("jobs").len(),
         jobs.len()
     );
 
@@ -1559,7 +1563,7 @@ async fn sixty_four_concurrent_joins_lose_no_member() {
     let v = show(app, &fed).await;
     assert_eq!(members(&v).len(), 64);
     assert_eq!(member_set(&v), expected);
-    let jobs = app.store.jobs_for(&fed).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&fed)).await.expect("jobs");
     let joined: BTreeSet<String> = jobs
         .iter()
         .filter(|(j, _)| j.operation.as_str() == "federation.update")

@@ -8,6 +8,7 @@ use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::helpers::id;
 use crate::helpers::{
     at, cluster_path as one, drain, fixture, spawn_pki, Backend, Resp, TestApp, CLUSTERS,
 };
@@ -519,7 +520,7 @@ async fn a_second_project_sees_and_touches_nothing_of_the_first_through_any_endp
     drain(&pki.conductor).await;
     let after = a_view(app, &a, &a_paths).await;
     assert_eq!(before, after);
-    let jobs = app.store.jobs_for(&cluster).await.expect("jobs");
+    let jobs = app.store.jobs_for(id(&cluster)).await.expect("jobs");
     assert!(
         jobs.iter()
             .all(|(j, _)| j.operation.as_str() != "cluster.delete"

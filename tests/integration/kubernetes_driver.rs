@@ -16,7 +16,6 @@ use fleetyard::domain::cluster::{Cluster, NodeGroup, Taint};
 use fleetyard::domain::federation::Federation;
 use fleetyard::domain::status::{ClusterStatus, FederationStatus};
 use fleetyard::domain::template::{ClusterTemplate, TemplateSpec};
-use fleetyard::domain::ResourceId;
 use fleetyard::drivers::kubernetes::KubernetesDriver;
 use fleetyard::drivers::{
     CaMaterial, CertKeyPair, ClusterContext, Driver, DriverError, FederationContext,
@@ -53,8 +52,8 @@ fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text)
 }
 
-fn uuid(text: &str) -> ResourceId {
-    ResourceId(Uuid::parse_str(text).expect("uuid"))
+fn uuid<I: From<Uuid>>(text: &str) -> I {
+    I::from(Uuid::parse_str(text).expect("uuid"))
 }
 
 /// The management cluster and a driver configured for it.
@@ -1160,8 +1159,8 @@ fn federation(status: FederationStatus, members: &[&str]) -> Federation {
         project_id: "p1".into(),
         user_id: "u1".into(),
         name: "fed".into(),
-        hostcluster_id: HOST.into(),
-        member_ids: members.iter().map(|m| m.to_string()).collect(),
+        hostcluster_id: uuid(HOST),
+        member_ids: members.iter().map(|m| uuid(m)).collect(),
         status,
         status_reason: None,
         properties,
@@ -1300,7 +1299,7 @@ async fn join_registers_the_member_on_both_sides() {
     let f = created_federation().await;
     let c = fed_ctx(FederationStatus::UpdateInProgress, &[M1], &[M1]);
     let change = MemberChange {
-        joined: vec![M1.into()],
+        joined: vec![uuid(M1)],
         unjoined: vec![],
     };
     assert_eq!(
@@ -1377,7 +1376,7 @@ async fn join_registers_the_member_on_both_sides() {
     // A member without CA data in its kubeconfig: the token Secret's ca.crt is used.
     let c2 = fed_ctx(FederationStatus::UpdateInProgress, &[M1, M2], &[M1, M2]);
     let change = MemberChange {
-        joined: vec![M2.into()],
+        joined: vec![uuid(M2)],
         unjoined: vec![],
     };
     f.env
@@ -1408,7 +1407,7 @@ async fn joined_federation() -> Fed {
     let f = created_federation().await;
     let c = fed_ctx(FederationStatus::UpdateInProgress, &[M1, M2], &[M1, M2]);
     let change = MemberChange {
-        joined: vec![M1.into(), M2.into()],
+        joined: vec![uuid(M1), uuid(M2)],
         unjoined: vec![],
     };
     f.env
@@ -1436,7 +1435,7 @@ async fn unjoin_of_a_reachable_member_removes_it_from_both_sides() {
     let c = fed_ctx(FederationStatus::UpdateInProgress, &[M2], &[M1, M2]);
     let change = MemberChange {
         joined: vec![],
-        unjoined: vec![M1.into()],
+        unjoined: vec![uuid(M1)],
     };
     assert_eq!(
         f.env
@@ -1491,7 +1490,7 @@ async fn unjoin_of_an_unreachable_member_finishes_with_a_note() {
     let c = fed_ctx(FederationStatus::UpdateInProgress, &[M2], &[M1, M2]);
     let change = MemberChange {
         joined: vec![],
-        unjoined: vec![M1.into()],
+        unjoined: vec![uuid(M1)],
     };
     let progress = f
         .env
@@ -1530,7 +1529,7 @@ async fn unjoin_of_an_unreachable_member_finishes_with_a_note() {
     let c = fed_ctx(FederationStatus::UpdateInProgress, &[], &[]);
     let change = MemberChange {
         joined: vec![],
-        unjoined: vec![M2.into()],
+        unjoined: vec![uuid(M2)],
     };
     let FederationProgress::DoneWithNote(note) = f
         .env
@@ -1632,7 +1631,7 @@ async fn a_join_with_a_vanished_member_joins_the_others_and_names_every_missing_
     // M1 and the fourth cluster no longer exist; M2 does.
     let c = fed_ctx(FederationStatus::UpdateInProgress, &[M1, M2, gone], &[M2]);
     let change = MemberChange {
-        joined: vec![M1.into(), M2.into(), gone.into()],
+        joined: vec![uuid(M1), uuid(M2), uuid(gone)],
         unjoined: vec![],
     };
     let err = f

@@ -10,6 +10,7 @@ use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::helpers::id;
 use crate::helpers::{
     at, conductor_from, drain_settled, keys, sorted, spawn_keeping, Api, Backend, Caller, Resp,
     TestApp,
@@ -138,7 +139,7 @@ impl Env {
     async fn jobs_of(&self, cluster: &str) -> Vec<(Operation, String)> {
         self.app
             .store
-            .jobs_for(cluster)
+            .jobs_for(id(cluster))
             .await
             .expect("jobs")
             .into_iter()

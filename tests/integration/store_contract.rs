@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use fleetyard::domain::labels::Labels;
+use fleetyard::domain::names::FederationName;
 use fleetyard::domain::template::{NewClusterTemplate, TemplateSpec};
-use fleetyard::domain::{Ident, ResourceId};
+use fleetyard::domain::{ClusterId, FederationId, Ident, TemplateId};
 use fleetyard::store::{NewEvent, PageRequest, Scope, SortDir, Store, StoreError};
 use serde_json::json;
 
@@ -47,7 +48,7 @@ fn spec(name: &str) -> TemplateSpec {
 
 fn new_template(project: &str, s: TemplateSpec) -> NewClusterTemplate {
     NewClusterTemplate {
-        uuid: ResourceId::new(),
+        uuid: TemplateId::new(),
         project_id: project.into(),
         user_id: "u".into(),
         spec: s,
@@ -338,16 +339,10 @@ contract!(
             .create_cluster_template(&new_template("p1", spec("ref")), &[])
             .await
             .expect("create");
-        assert!(!store
-            .template_in_use(&t.uuid.to_string())
-            .await
-            .expect("in use"));
+        assert!(!store.template_in_use(&t.uuid).await.expect("in use"));
         // Clusters arrive with their own API; the store's referential rule is checked here directly.
         insert_cluster(&url, &t.uuid.to_string()).await;
-        assert!(store
-            .template_in_use(&t.uuid.to_string())
-            .await
-            .expect("in use"));
+        assert!(store.template_in_use(&t.uuid).await.expect("in use"));
         let err = store
             .delete_cluster_template(t.id, &[])
             .await
@@ -431,7 +426,7 @@ contract!(
             .await
             .expect("the cluster is as read");
         let after = store
-            .find_cluster(&read.uuid.to_string())
+            .find_cluster(&read.uuid)
             .await
             .expect("find")
             .expect("exists");
@@ -481,18 +476,18 @@ contract!(
         let delete = [
             Write::update_cluster(&deleting),
             Write::RefuseIfFederated {
-                cluster_uuid: c.uuid.to_string(),
+                cluster_uuid: c.uuid,
             },
         ];
         store
             .commit(&[Write::InsertFederation {
                 federation: Box::new(NewFederation {
-                    uuid: ResourceId::new(),
+                    uuid: FederationId::new(),
                     project_id: "p1".into(),
                     user_id: "u".into(),
-                    name: "f".into(),
-                    hostcluster_id: "another-cluster".into(),
-                    member_ids: vec![c.uuid.to_string()],
+                    name: FederationName::parse("f").expect("a valid name"),
+                    hostcluster_id: ClusterId::new(),
+                    member_ids: vec![c.uuid],
                     properties: Default::default(),
                 }),
                 status: FederationStatus::CreateComplete,
@@ -505,7 +500,7 @@ contract!(
             .expect_err("a member cannot be deleted");
         assert!(err.is_constraint("federation_membership"), "{err:?}");
         let after = store
-            .find_cluster(&c.uuid.to_string())
+            .find_cluster(&c.uuid)
             .await
             .expect("find")
             .expect("exists");

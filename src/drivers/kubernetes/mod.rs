@@ -41,10 +41,9 @@ use super::{
 use client::Kube;
 use federation::{access_from_kubeconfig, ClusterAccess, FederationEngine, Karmada};
 use render::{
-    cluster_name, cluster_name_of, control_plane_name, deployment_name, kubeconfig_secret_name,
-    normalize_version, Overrides, Renderer, AUTOSCALER_MAX, AUTOSCALER_MIN, BOOTSTRAP_API_VERSION,
-    CAPI_API_VERSION, CAPI_CLUSTER_NAME_LABEL, CONTROL_PLANE_API_VERSION, DELETE_MACHINE,
-    LABEL_CLUSTER_UUID,
+    cluster_name, control_plane_name, deployment_name, kubeconfig_secret_name, normalize_version,
+    Overrides, Renderer, AUTOSCALER_MAX, AUTOSCALER_MIN, BOOTSTRAP_API_VERSION, CAPI_API_VERSION,
+    CAPI_CLUSTER_NAME_LABEL, CONTROL_PLANE_API_VERSION, DELETE_MACHINE, LABEL_CLUSTER_UUID,
 };
 use status::Observed;
 
@@ -706,12 +705,8 @@ impl Driver for KubernetesDriver {
         };
         let mut notes = Vec::new();
         for id in &change.unjoined {
-            let Some(member_name) = cluster_name_of(id) else {
-                return Err(DriverError::Permanent(format!(
-                    "{id} is not a cluster uuid."
-                )));
-            };
-            let access = match ctx.members.iter().find(|c| c.uuid.to_string() == *id) {
+            let member_name = cluster_name(id);
+            let access = match ctx.members.iter().find(|c| c.uuid == *id) {
                 Some(cluster) => self
                     .cluster_access(cluster)
                     .await
@@ -735,14 +730,15 @@ impl Driver for KubernetesDriver {
         // as much of its change as it can and then names every member it could not join.
         let mut missing = Vec::new();
         for id in &change.joined {
-            let Some(cluster) = ctx.members.iter().find(|c| c.uuid.to_string() == *id) else {
-                missing.push(id.as_str());
+            let Some(cluster) = ctx.members.iter().find(|c| c.uuid == *id) else {
+                missing.push(id.to_string());
                 continue;
             };
             let member = self.cluster_access(cluster).await?;
             self.engine.join(&host, fed, &member).await?;
         }
         if !missing.is_empty() {
+            let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
             return Err(DriverError::Permanent(super::missing_members(&missing)));
         }
         Ok(if notes.is_empty() {
@@ -776,10 +772,8 @@ impl Driver for KubernetesDriver {
         }
         let mut notes = Vec::new();
         for id in &fed.member_ids {
-            let Some(member_name) = cluster_name_of(id) else {
-                continue;
-            };
-            let access = match ctx.members.iter().find(|c| c.uuid.to_string() == *id) {
+            let member_name = cluster_name(id);
+            let access = match ctx.members.iter().find(|c| c.uuid == *id) {
                 Some(cluster) => self
                     .cluster_access(cluster)
                     .await

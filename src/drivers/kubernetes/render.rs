@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::config::KubernetesDriverSection;
 use crate::domain::cluster::NodeGroup;
 use crate::domain::template::ClusterTemplate;
-use crate::domain::ResourceId;
+use crate::domain::ClusterId;
 
 use crate::drivers::{CaMaterial, ClusterContext};
 
@@ -75,16 +75,9 @@ const DEFAULT_SUBNET_CIDR: &str = "10.0.0.0/24";
 
 /// The Cluster API name of a Fleetyard cluster (also its `stack_id`): `fy-` and the first 16
 /// hex digits of its uuid, short enough for every derived name to stay a DNS label.
-pub fn cluster_name(uuid: &ResourceId) -> String {
+pub fn cluster_name(uuid: &ClusterId) -> String {
     let hex = uuid.0.simple().to_string();
     format!("fy-{}", &hex[..16])
-}
-
-/// The Cluster API name of a cluster given as a uuid string (federation member lists).
-pub fn cluster_name_of(uuid: &str) -> Option<String> {
-    uuid::Uuid::parse_str(uuid)
-        .ok()
-        .map(|u| cluster_name(&ResourceId(u)))
 }
 
 pub fn control_plane_name(cluster: &str) -> String {
@@ -690,14 +683,10 @@ mod tests {
 
     #[test]
     fn names_are_dns_labels_derived_from_the_uuid() {
-        let id = ResourceId(
-            uuid::Uuid::parse_str("746e779a-751a-456b-a3e9-c883d734946f").expect("uuid"),
-        );
+        let id: ClusterId = "746e779a-751a-456b-a3e9-c883d734946f"
+            .parse()
+            .expect("uuid");
         assert_eq!(cluster_name(&id), "fy-746e779a751a456b");
-        assert_eq!(
-            cluster_name_of("746e779a-751a-456b-a3e9-c883d734946f").as_deref(),
-            Some("fy-746e779a751a456b")
-        );
         assert_eq!(dns_label("Default_Worker.Pool"), "default-worker-pool");
         assert_eq!(dns_label("--a--b--"), "a-b");
         assert_eq!(label_value("-my name!-"), "my-name");

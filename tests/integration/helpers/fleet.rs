@@ -342,3 +342,11 @@ pub fn template_path(ident: &str) -> String {
 pub fn cluster_path(ident: &str) -> String {
     format!("{CLUSTERS}/{ident}")
 }
+
+/// A uuid text (as responses carry it) parsed into the id type a store call takes.
+pub fn id<I: std::str::FromStr>(text: &str) -> I
+where
+    I::Err: std::fmt::Debug,
+{
+    text.parse().expect("a canonical uuid")
+}
