@@ -236,29 +236,12 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "cluster")?;
-    let ClusterCreate {
-        template_ident,
-        name,
-        keypair,
-        node_count,
-        master_count,
-        docker_volume_size,
-        labels,
-        merge_labels,
-        master_flavor_id,
-        flavor_id,
-        fixed_network,
-        fixed_subnet,
-        floating_ip_enabled,
-        master_lb_enabled,
-        create_timeout,
-        discovery_url,
-    } = Fields::new("cluster", obj).try_into()?;
-    if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
+    let request: ClusterCreate = Fields::new("cluster", obj).try_into()?;
+    ctx.authorize_own("cluster:create")?;
+    if request.node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
-
-    let template = match lookup::template(&state, &ctx, &template_ident).await {
+    let template = match lookup::template(&state, &ctx, &request.template_ident).await {
         Ok(t) => t,
         Err(ApiError::NotFound(msg)) if ctx.version < MISSING_TEMPLATE_IS_404 => {
             return Err(ApiError::BadRequest(msg))
@@ -266,96 +249,10 @@ async fn create(
         Err(e) => return Err(e),
     };
     let driver = driver_for(&state, &template)?;
-    let docker_volume_size = docker_volume_size.or(template.spec.docker_volume_size);
-    if template.spec.docker_storage_driver.as_deref() == Some("devicemapper")
-        && docker_volume_size.unwrap_or(0) < 3
-    {
-        return Err(ApiError::bad_request(
-            "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper.",
-        ));
-    }
-    driver
-        .validate_master_size(master_count)
-        .map_err(ApiError::BadRequest)?;
-    let master_lb_enabled = master_lb_enabled.unwrap_or(template.spec.master_lb_enabled);
-    if master_count > 1 && !master_lb_enabled {
-        return Err(ApiError::bad_request(
-            "master_count must be 1 when master_lb_enabled is False",
-        ));
-    }
-    ctx.authorize_own("cluster:create")?;
-    if template.spec.hidden && !ctx.is_admin {
-        return Err(ApiError::forbidden("Not authorized."));
-    }
-
-    let labels = effective_labels(labels, &template.spec.labels, merge_labels);
-    let master_flavor_id = master_flavor_id.or_else(|| template.spec.master_flavor_id.clone());
-    let flavor_id = flavor_id.or_else(|| template.spec.flavor_id.clone());
-    let nodegroups = default_nodegroups(
-        &ctx.project_id,
-        &labels,
-        &template.spec.image_id,
-        master_flavor_id.clone(),
-        flavor_id.clone(),
-        docker_volume_size,
-        master_count,
-        node_count,
-    );
-    let uuid = ClusterId::new();
-    let new = NewCluster {
-        uuid,
-        project_id: ctx.project_id.clone(),
-        user_id: ctx.user_id.clone(),
-        name,
-        cluster_template_id: template.uuid,
-        keypair: keypair.or_else(|| template.spec.keypair_id.clone()),
-        docker_volume_size,
-        labels,
-        master_flavor_id,
-        flavor_id,
-        create_timeout,
-        discovery_url,
-        fixed_network: fixed_network.or_else(|| template.spec.fixed_network.clone()),
-        fixed_subnet: fixed_subnet.or_else(|| template.spec.fixed_subnet.clone()),
-        floating_ip_enabled: floating_ip_enabled.unwrap_or(template.spec.floating_ip_enabled),
-        master_lb_enabled,
-        nodegroups,
-    };
-    // The event carries the row as it will be stored.
-    let now = Utc::now();
-    let provisional = provisional::cluster(&new, now);
-    let provisional_ngs: Vec<NodeGroup> = new
-        .nodegroups
-        .iter()
-        .map(|n| provisional::nodegroup(n, uuid, now))
-        .collect();
-    let event = events::cluster_event(
-        &state.settings.default.host,
-        Action::Create,
-        Outcome::Pending,
-        &provisional,
-        &provisional_ngs,
-        Some(&initiator(&ctx)),
-    );
-    let mut job = state.job(Operation::ClusterCreate, uuid, driver.name(), json!({}));
-    if create_timeout > 0 {
-        job.deadline_at = Some(now + chrono::Duration::minutes(i64::from(create_timeout)));
-    }
-    let writes = vec![
-        Write::CheckClusterQuota {
-            project_id: ctx.project_id.clone(),
-            default_limit: state.settings.quotas.max_clusters_per_project,
-        },
-        Write::GuardTemplate {
-            id: template.id,
-            version: template.version,
-        },
-        Write::InsertCluster(Box::new(new.clone())),
-        Write::job(job),
-        Write::event(event),
-    ];
+    let new = request.plan(&ctx, &template, driver.as_ref())?;
+    let writes = create_writes(&state, &ctx, &template, &new, driver.name());
     match state.store.commit(&writes).await {
-        Ok(()) => Ok(HttpResponse::Accepted().json(AcceptedView::new(uuid))),
+        Ok(()) => Ok(HttpResponse::Accepted().json(AcceptedView::new(new.uuid))),
         Err(StoreError::Stale) => Err(ApiError::conflict(format!(
             "ClusterTemplate {} changed while the cluster was being created. Please retry the request.",
             template.uuid
@@ -369,6 +266,117 @@ async fn create(
         ))),
         Err(e) => Err(e.into()),
     }
+}
+
+impl ClusterCreate {
+    /// The cluster to insert: the request over the template's defaults, checked against the
+    /// template and its driver.
+    fn plan(
+        self,
+        ctx: &RequestContext,
+        template: &ClusterTemplate,
+        driver: &dyn crate::drivers::Driver,
+    ) -> Result<NewCluster, ApiError> {
+        let spec = &template.spec;
+        let docker_volume_size = self.docker_volume_size.or(spec.docker_volume_size);
+        if spec.docker_storage_driver.as_deref() == Some("devicemapper")
+            && docker_volume_size.unwrap_or(0) < 3
+        {
+            return Err(ApiError::bad_request(
+                "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper.",
+            ));
+        }
+        driver
+            .validate_master_size(self.master_count)
+            .map_err(ApiError::BadRequest)?;
+        let master_lb_enabled = self.master_lb_enabled.unwrap_or(spec.master_lb_enabled);
+        if self.master_count > 1 && !master_lb_enabled {
+            return Err(ApiError::bad_request(
+                "master_count must be 1 when master_lb_enabled is False",
+            ));
+        }
+        if spec.hidden && !ctx.is_admin {
+            return Err(ApiError::forbidden("Not authorized."));
+        }
+        let labels = effective_labels(self.labels, &spec.labels, self.merge_labels);
+        let master_flavor_id = self
+            .master_flavor_id
+            .or_else(|| spec.master_flavor_id.clone());
+        let flavor_id = self.flavor_id.or_else(|| spec.flavor_id.clone());
+        let nodegroups = default_nodegroups(
+            &ctx.project_id,
+            &labels,
+            &spec.image_id,
+            master_flavor_id.clone(),
+            flavor_id.clone(),
+            docker_volume_size,
+            self.master_count,
+            self.node_count,
+        );
+        Ok(NewCluster {
+            uuid: ClusterId::new(),
+            project_id: ctx.project_id.clone(),
+            user_id: ctx.user_id.clone(),
+            name: self.name,
+            cluster_template_id: template.uuid,
+            keypair: self.keypair.or_else(|| spec.keypair_id.clone()),
+            docker_volume_size,
+            labels,
+            master_flavor_id,
+            flavor_id,
+            create_timeout: self.create_timeout,
+            discovery_url: self.discovery_url,
+            fixed_network: self.fixed_network.or_else(|| spec.fixed_network.clone()),
+            fixed_subnet: self.fixed_subnet.or_else(|| spec.fixed_subnet.clone()),
+            floating_ip_enabled: self.floating_ip_enabled.unwrap_or(spec.floating_ip_enabled),
+            master_lb_enabled,
+            nodegroups,
+        })
+    }
+}
+
+/// What a cluster create commits: the quota check, the template guard, the row with its node
+/// groups, the create job (with the cluster's `create_timeout` as its deadline) and the event,
+/// which carries the row as it will be stored.
+fn create_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    template: &ClusterTemplate,
+    new: &NewCluster,
+    driver: &str,
+) -> Vec<Write> {
+    let now = Utc::now();
+    let provisional = provisional::cluster(new, now);
+    let provisional_ngs: Vec<NodeGroup> = new
+        .nodegroups
+        .iter()
+        .map(|n| provisional::nodegroup(n, new.uuid, now))
+        .collect();
+    let event = events::cluster_event(
+        &state.settings.default.host,
+        Action::Create,
+        Outcome::Pending,
+        &provisional,
+        &provisional_ngs,
+        Some(&initiator(ctx)),
+    );
+    let mut job = state.job(Operation::ClusterCreate, new.uuid, driver, json!({}));
+    if new.create_timeout > 0 {
+        job.deadline_at = Some(now + chrono::Duration::minutes(i64::from(new.create_timeout)));
+    }
+    vec![
+        Write::CheckClusterQuota {
+            project_id: ctx.project_id.clone(),
+            default_limit: state.settings.quotas.max_clusters_per_project,
+        },
+        Write::GuardTemplate {
+            id: template.id,
+            version: template.version,
+        },
+        Write::InsertCluster(Box::new(new.clone())),
+        Write::job(job),
+        Write::event(event),
+    ]
 }
 
 async fn list(

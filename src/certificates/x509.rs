@@ -292,6 +292,33 @@ fn short_name(oid: &Oid<'_>) -> String {
 /// Parses and verifies a PEM CSR, checks its key against the policy and reads its subject.
 /// Whether a privileged subject may be signed is the caller's (policy) decision.
 pub fn check_csr(pem_text: &str, policy: &CsrPolicy) -> Result<CheckedCsr, CsrError> {
+    let der = csr_der(pem_text)?;
+    let (rest, csr) = X509CertificationRequest::from_der(&der)
+        .map_err(|_| CsrError::Invalid("it is not a valid PKCS#10 certificate request".into()))?;
+    if !rest.is_empty() {
+        return Err(CsrError::Invalid(
+            "trailing data after the certificate request".into(),
+        ));
+    }
+    let info = &csr.certification_request_info;
+    let spki = &info.subject_pki;
+    // The key first: its type and size decide whether the signature can be checked at all.
+    let key_type = key_type_of(spki, policy)?;
+    csr.verify_signature()
+        .map_err(|_| CsrError::Invalid("its signature does not verify with its own key".into()))?;
+    let subject = subject_of(&info.subject)?;
+    let privileged = privilege_of(policy, &subject.common_name, &subject.groups);
+    Ok(CheckedCsr {
+        subject: subject.attributes,
+        spki: spki.raw.to_vec(),
+        key_type,
+        subject_text: subject.shown.join(", "),
+        privileged,
+    })
+}
+
+/// The DER of a PEM certificate request block.
+fn csr_der(pem_text: &str) -> Result<Vec<u8>, CsrError> {
     let (label, der) = pem_block(pem_text)
         .ok_or_else(|| CsrError::Invalid("it is not a PEM-encoded certificate request".into()))?;
     if !matches!(
@@ -302,17 +329,15 @@ pub fn check_csr(pem_text: &str, policy: &CsrPolicy) -> Result<CheckedCsr, CsrEr
             "expected a PEM block of type CERTIFICATE REQUEST, got {label}"
         )));
     }
-    let (rest, csr) = X509CertificationRequest::from_der(&der)
-        .map_err(|_| CsrError::Invalid("it is not a valid PKCS#10 certificate request".into()))?;
-    if !rest.is_empty() {
-        return Err(CsrError::Invalid(
-            "trailing data after the certificate request".into(),
-        ));
-    }
-    let info = &csr.certification_request_info;
-    let spki = &info.subject_pki;
+    Ok(der)
+}
 
-    // The key first: its type and size decide whether the signature can be checked at all.
+/// The CSR key's type, if the policy accepts it (RSA within the size bounds, ECDSA on P-256 or
+/// P-384, Ed25519, as the policy allows).
+fn key_type_of(
+    spki: &x509_parser::x509::SubjectPublicKeyInfo<'_>,
+    policy: &CsrPolicy,
+) -> Result<KeyType, CsrError> {
     let alg = &spki.algorithm.algorithm;
     let found = |what: String| CsrError::KeyType {
         found: what,
@@ -350,30 +375,43 @@ pub fn check_csr(pem_text: &str, policy: &CsrPolicy) -> Result<CheckedCsr, CsrEr
         };
         return Err(found(what));
     }
-    csr.verify_signature()
-        .map_err(|_| CsrError::Invalid("its signature does not verify with its own key".into()))?;
+    Ok(key_type)
+}
 
-    // The subject: one value per attribute, as Kubernetes reads CN (user) and O (groups).
-    let mut subject: Vec<(Vec<u64>, String)> = Vec::new();
+/// A CSR's subject as it is signed and shown, with what Kubernetes reads from it.
+struct Subject {
+    /// (attribute OID components, value), in order.
+    attributes: Vec<(Vec<u64>, String)>,
+    /// `CN=...`, `O=...` in order.
+    shown: Vec<String>,
+    /// The user name.
+    common_name: String,
+    /// The groups (`O`).
+    groups: Vec<String>,
+}
+
+/// The subject: one value per attribute, as Kubernetes reads CN (user) and O (groups); a
+/// common name is required.
+fn subject_of(name: &x509_parser::x509::X509Name<'_>) -> Result<Subject, CsrError> {
+    let mut attributes: Vec<(Vec<u64>, String)> = Vec::new();
     let mut shown = Vec::new();
     let mut common_name = None;
     let mut groups = Vec::new();
-    for rdn in info.subject.iter() {
+    for rdn in name.iter() {
         let attrs: Vec<_> = rdn.iter().collect();
-        if attrs.len() != 1 {
+        let [attr] = attrs.as_slice() else {
             return Err(CsrError::Subject(
                 "multi-valued relative distinguished names (A=x+B=y) are not supported".into(),
             ));
-        }
-        let attr = attrs[0];
+        };
         let label = short_name(attr.attr_type());
         let value = attr
             .as_str()
             .map_err(|_| CsrError::Subject(format!("the {label} attribute is not a string")))?
             .to_string();
         let components = oid_components(attr.attr_type());
-        if subject.iter().any(|(o, _)| *o == components) {
-            let values: Vec<&str> = subject
+        if attributes.iter().any(|(o, _)| *o == components) {
+            let values: Vec<&str> = attributes
                 .iter()
                 .filter(|(o, _)| *o == components)
                 .map(|(_, v)| v.as_str())
@@ -390,17 +428,28 @@ pub fn check_csr(pem_text: &str, policy: &CsrPolicy) -> Result<CheckedCsr, CsrEr
             groups.push(value.clone());
         }
         shown.push(format!("{label}={value}"));
-        subject.push((components, value));
+        attributes.push((components, value));
     }
-    let Some(cn) = common_name else {
+    let Some(common_name) = common_name else {
         return Err(CsrError::Subject(
             "it has no common name (CN), which Kubernetes takes as the user name".into(),
         ));
     };
-    if cn.trim().is_empty() {
+    if common_name.trim().is_empty() {
         return Err(CsrError::Subject("its common name (CN) is empty".into()));
     }
-    let privileged = groups
+    Ok(Subject {
+        attributes,
+        shown,
+        common_name,
+        groups,
+    })
+}
+
+/// Why the subject is privileged (a privileged group, or a user name with a privileged
+/// prefix), if it is.
+fn privilege_of(policy: &CsrPolicy, cn: &str, groups: &[String]) -> Option<String> {
+    groups
         .iter()
         .find(|g| policy.privileged_groups.iter().any(|p| p == *g))
         .map(|g| format!("the privileged group {g} (O={g})"))
@@ -410,14 +459,7 @@ pub fn check_csr(pem_text: &str, policy: &CsrPolicy) -> Result<CheckedCsr, CsrEr
                 .iter()
                 .find(|p| cn.starts_with(p.as_str()))
                 .map(|p| format!("the privileged user {cn} (CN starting with {p})"))
-        });
-    Ok(CheckedCsr {
-        subject,
-        spki: spki.raw.to_vec(),
-        key_type,
-        subject_text: shown.join(", "),
-        privileged,
-    })
+        })
 }
 
 /// Signs a checked CSR with a CA: the CSR's subject, a client-authentication certificate

@@ -424,6 +424,20 @@ impl Conductor {
         }
     }
 
+    /// Ends the job this conductor holds the lease of.
+    fn finish(&self, job: &Job, failed: bool, error: Option<String>) -> Write {
+        Write::FinishJob {
+            id: job.id,
+            owner: self.owner.clone(),
+            failed,
+            error,
+        }
+    }
+
+    /// What a cluster job's attempt commits, by what the driver answered: a rotation of the
+    /// credential records only its outcome; a job with another one waiting behind it records
+    /// what the backend reported and leaves the status to the later job; otherwise the cluster
+    /// is deleted, completed, left in progress, retried or failed.
     fn cluster_result_writes(
         &self,
         job: &Job,
@@ -433,175 +447,200 @@ impl Conductor {
     ) -> (Vec<Write>, Outcome) {
         let op = job.operation;
         let resource = job.resource.to_string();
-        let verb = verb_of(op);
-        let mut c = ctx.cluster.clone();
-        let mut ngs = ctx.nodegroups.clone();
-        let finish = |failed: bool, error: Option<String>| Write::FinishJob {
-            id: job.id,
-            owner: self.owner.clone(),
-            failed,
-            error,
-        };
-        // A credential rotation changes no status (as in Magnum): the job records the outcome,
-        // a failure is logged.
         if op == Operation::CredentialRotate {
-            return match result {
-                Err(e) => match job.next_step(e.failure(), now()) {
-                    NextStep::Retry { run_after } => self.retry(job, run_after, e),
-                    NextStep::Fail { .. } => {
-                        tracing::error!(cluster = %resource, error = %e, "credential rotation failed");
-                        (
-                            vec![finish(true, Some(e.to_string()))],
-                            Outcome::Failed {
-                                operation: op,
-                                resource,
-                                reason: e.to_string(),
-                            },
-                        )
-                    }
-                },
-                Ok(_) => (
-                    vec![finish(false, None)],
-                    Outcome::Completed {
-                        operation: op,
-                        resource,
-                    },
-                ),
-            };
+            return self.credential_rotation_writes(job, result);
         }
-        // Another request's job is waiting (a delete during a create, a second resize): that
-        // later job decides the status; this one records what the backend reported.
         if others_pending && !matches!(result, Err(DriverError::Transient(_))) {
-            let error = match result {
-                Ok(Progress::Done(obs) | Progress::Started(obs)) => {
-                    if obs.phase != Phase::Gone {
-                        apply_observation(&mut c, &mut ngs, obs);
-                    }
-                    None
-                }
-                Err(e) => Some(e.to_string()),
-            };
-            let mut writes = cluster_writes(ctx, &c, &ngs);
-            let failed = error.is_some();
-            writes.push(finish(failed, error));
-            return (
-                writes,
-                Outcome::Completed {
-                    operation: op,
-                    resource,
-                },
-            );
+            return self.superseded_cluster_writes(job, ctx, result);
         }
+        let completed = |writes| {
+            let outcome = Outcome::Completed {
+                operation: op,
+                resource: resource.clone(),
+            };
+            (writes, outcome)
+        };
         match result {
             Ok(Progress::Done(obs))
                 if obs.phase == Phase::Gone || op == Operation::ClusterDelete =>
             {
-                c.status = Verb::Delete.complete();
-                let event = events::cluster_event(
-                    &self.host,
-                    Action::Delete,
-                    EventOutcome::Success,
-                    &c,
-                    &ngs,
-                    None,
-                );
-                let writes = vec![
-                    Write::DeleteCluster {
-                        uuid: ctx.cluster.uuid,
-                    },
-                    Write::event(event),
-                    finish(false, None),
-                ];
-                (
-                    writes,
-                    Outcome::Completed {
-                        operation: op,
-                        resource,
-                    },
-                )
+                completed(self.cluster_deleted_writes(job, ctx))
             }
-            Ok(Progress::Done(obs)) => {
-                apply_observation(&mut c, &mut ngs, obs);
-                if op == Operation::NodegroupDelete {
-                    if let Some(ng) = ngs.iter_mut().find(|n| {
-                        Some(n.uuid.to_string().as_str()) == payload_str(&job.payload, "nodegroup")
-                    }) {
-                        ng.status = Verb::Delete.complete();
-                    }
-                }
-                complete(&mut c, &mut ngs, verb);
-                let mut writes = cluster_writes(ctx, &c, &ngs);
-                writes.push(Write::event(events::cluster_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Success,
-                    &c,
-                    &ngs,
-                    None,
-                )));
-                writes.push(finish(false, None));
-                (
-                    writes,
-                    Outcome::Completed {
-                        operation: op,
-                        resource,
-                    },
-                )
-            }
+            Ok(Progress::Done(obs)) => completed(self.cluster_done_writes(job, ctx, obs)),
             Ok(Progress::Started(obs)) => {
+                let mut c = ctx.cluster.clone();
+                let mut ngs = ctx.nodegroups.clone();
                 apply_observation(&mut c, &mut ngs, obs);
                 let mut writes = cluster_writes(ctx, &c, &ngs);
-                writes.push(finish(false, None));
-                (
-                    writes,
-                    Outcome::Started {
-                        operation: op,
-                        resource,
-                    },
-                )
-            }
-            Err(e) => {
-                let reason = match job.next_step(e.failure(), now()) {
-                    NextStep::Retry { run_after } => return self.retry(job, run_after, e),
-                    NextStep::Fail { reason } => reason,
+                writes.push(self.finish(job, false, None));
+                let outcome = Outcome::Started {
+                    operation: op,
+                    resource,
                 };
-                // Undo what the request changed ahead of the driver.
-                if let (Some(uuid), Some(old)) = (
-                    payload_str(&job.payload, "nodegroup"),
-                    job.payload.get("old_node_count").and_then(Value::as_i64),
-                ) {
-                    if let Some(ng) = ngs.iter_mut().find(|n| n.uuid.to_string() == uuid) {
-                        ng.node_count = old as i32;
-                    }
-                }
-                if op == Operation::ClusterUpgrade {
-                    if let Some(old) = payload_str(&job.payload, "old_template")
-                        .and_then(|t| uuid::Uuid::try_parse(t).ok())
-                    {
-                        c.cluster_template_id = TemplateId(old);
-                    }
-                }
-                fail(&mut c, &mut ngs, verb, &reason);
-                let mut writes = cluster_writes(ctx, &c, &ngs);
-                writes.push(Write::event(events::cluster_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Failure,
-                    &c,
-                    &ngs,
-                    None,
-                )));
-                writes.push(finish(true, Some(reason.clone())));
-                (
-                    writes,
-                    Outcome::Failed {
+                (writes, outcome)
+            }
+            Err(e) => match job.next_step(e.failure(), now()) {
+                NextStep::Retry { run_after } => self.retry(job, run_after, e),
+                NextStep::Fail { reason } => {
+                    let writes = self.cluster_failed_writes(job, ctx, &reason);
+                    let outcome = Outcome::Failed {
                         operation: op,
                         resource,
                         reason,
-                    },
-                )
+                    };
+                    (writes, outcome)
+                }
+            },
+        }
+    }
+
+    /// A credential rotation changes no status (as in Magnum): the job records the outcome,
+    /// a failure is logged.
+    fn credential_rotation_writes(
+        &self,
+        job: &Job,
+        result: &Result<Progress, DriverError>,
+    ) -> (Vec<Write>, Outcome) {
+        let operation = job.operation;
+        let resource = job.resource.to_string();
+        let Err(e) = result else {
+            let outcome = Outcome::Completed {
+                operation,
+                resource,
+            };
+            return (vec![self.finish(job, false, None)], outcome);
+        };
+        match job.next_step(e.failure(), now()) {
+            NextStep::Retry { run_after } => self.retry(job, run_after, e),
+            NextStep::Fail { .. } => {
+                tracing::error!(cluster = %resource, error = %e, "credential rotation failed");
+                let outcome = Outcome::Failed {
+                    operation,
+                    resource,
+                    reason: e.to_string(),
+                };
+                (vec![self.finish(job, true, Some(e.to_string()))], outcome)
             }
         }
+    }
+
+    /// Another request's job is waiting (a delete during a create, a second resize): that
+    /// later job decides the status; this one records what the backend reported.
+    fn superseded_cluster_writes(
+        &self,
+        job: &Job,
+        ctx: &ClusterContext,
+        result: &Result<Progress, DriverError>,
+    ) -> (Vec<Write>, Outcome) {
+        let mut c = ctx.cluster.clone();
+        let mut ngs = ctx.nodegroups.clone();
+        let error = match result {
+            Ok(Progress::Done(obs) | Progress::Started(obs)) => {
+                if obs.phase != Phase::Gone {
+                    apply_observation(&mut c, &mut ngs, obs);
+                }
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        };
+        let mut writes = cluster_writes(ctx, &c, &ngs);
+        writes.push(self.finish(job, error.is_some(), error));
+        let outcome = Outcome::Completed {
+            operation: job.operation,
+            resource: job.resource.to_string(),
+        };
+        (writes, outcome)
+    }
+
+    /// The cluster is gone from the backend: its row goes, with the delete's success event.
+    fn cluster_deleted_writes(&self, job: &Job, ctx: &ClusterContext) -> Vec<Write> {
+        let mut c = ctx.cluster.clone();
+        c.status = Verb::Delete.complete();
+        let event = events::cluster_event(
+            &self.host,
+            Action::Delete,
+            EventOutcome::Success,
+            &c,
+            &ctx.nodegroups,
+            None,
+        );
+        vec![
+            Write::DeleteCluster {
+                uuid: ctx.cluster.uuid,
+            },
+            Write::event(event),
+            self.finish(job, false, None),
+        ]
+    }
+
+    /// The operation finished: the observation is applied and the status completes (a
+    /// deleted node group is marked for its row to go).
+    fn cluster_done_writes(
+        &self,
+        job: &Job,
+        ctx: &ClusterContext,
+        obs: &crate::drivers::ClusterObservation,
+    ) -> Vec<Write> {
+        let verb = verb_of(job.operation);
+        let mut c = ctx.cluster.clone();
+        let mut ngs = ctx.nodegroups.clone();
+        apply_observation(&mut c, &mut ngs, obs);
+        if job.operation == Operation::NodegroupDelete {
+            let target = payload_str(&job.payload, "nodegroup");
+            if let Some(ng) = ngs
+                .iter_mut()
+                .find(|n| Some(n.uuid.to_string().as_str()) == target)
+            {
+                ng.status = Verb::Delete.complete();
+            }
+        }
+        complete(&mut c, &mut ngs, verb);
+        let mut writes = cluster_writes(ctx, &c, &ngs);
+        writes.push(Write::event(events::cluster_event(
+            &self.host,
+            action_of(verb),
+            EventOutcome::Success,
+            &c,
+            &ngs,
+            None,
+        )));
+        writes.push(self.finish(job, false, None));
+        writes
+    }
+
+    /// The job failed for good: what the request changed ahead of the driver (a node count,
+    /// an upgrade's template) is undone and the status fails with `reason`.
+    fn cluster_failed_writes(&self, job: &Job, ctx: &ClusterContext, reason: &str) -> Vec<Write> {
+        let verb = verb_of(job.operation);
+        let mut c = ctx.cluster.clone();
+        let mut ngs = ctx.nodegroups.clone();
+        if let (Some(uuid), Some(old)) = (
+            payload_str(&job.payload, "nodegroup"),
+            job.payload.get("old_node_count").and_then(Value::as_i64),
+        ) {
+            if let Some(ng) = ngs.iter_mut().find(|n| n.uuid.to_string() == uuid) {
+                ng.node_count = i32::try_from(old).unwrap_or(ng.node_count);
+            }
+        }
+        if job.operation == Operation::ClusterUpgrade {
+            if let Some(old) = payload_str(&job.payload, "old_template")
+                .and_then(|t| uuid::Uuid::try_parse(t).ok())
+            {
+                c.cluster_template_id = TemplateId(old);
+            }
+        }
+        fail(&mut c, &mut ngs, verb, reason);
+        let mut writes = cluster_writes(ctx, &c, &ngs);
+        writes.push(Write::event(events::cluster_event(
+            &self.host,
+            action_of(verb),
+            EventOutcome::Failure,
+            &c,
+            &ngs,
+            None,
+        )));
+        writes.push(self.finish(job, true, Some(reason.to_string())));
+        writes
     }
 
     pub(crate) async fn federation_context(
@@ -657,34 +696,7 @@ impl Conductor {
             .copied()
             .collect();
         let ctx = self.federation_context(&f, &own).await?;
-        let result = if Self::deadline_passed(job) {
-            Err(DriverError::Permanent(
-                "The federation operation timed out.".into(),
-            ))
-        } else {
-            match self.drivers.get(&job.driver) {
-                None => Err(DriverError::Permanent(format!(
-                    "The cluster driver '{}' is not available in this conductor.",
-                    job.driver
-                ))),
-                Some(d) if !d.capabilities().federation => Err(DriverError::Permanent(format!(
-                    "The cluster driver '{}' does not support federations.",
-                    job.driver
-                ))),
-                Some(d) => {
-                    let span = tracing::info_span!("driver", driver = %job.driver, operation = op.as_str());
-                    match op {
-                        Operation::FederationCreate => {
-                            d.create_federation(&ctx).instrument(span).await
-                        }
-                        Operation::FederationUpdate => {
-                            d.update_federation(&ctx, &change).instrument(span).await
-                        }
-                        _ => d.delete_federation(&ctx).instrument(span).await,
-                    }
-                }
-            }
-        };
+        let result = self.call_federation_driver(job, &ctx, &change).await;
         let mut current = f;
         for _ in 0..5 {
             let others_pending = self.others_pending(job).await?;
@@ -719,6 +731,45 @@ impl Conductor {
         Err(StoreError::Stale)
     }
 
+    /// Runs a federation job's operation on its driver (unless its deadline has passed).
+    async fn call_federation_driver(
+        &self,
+        job: &Job,
+        ctx: &FederationContext,
+        change: &MemberChange,
+    ) -> Result<FederationProgress, DriverError> {
+        let op = job.operation;
+        if Self::deadline_passed(job) {
+            return Err(DriverError::Permanent(
+                "The federation operation timed out.".into(),
+            ));
+        }
+        let d = match self.drivers.get(&job.driver) {
+            None => {
+                return Err(DriverError::Permanent(format!(
+                    "The cluster driver '{}' is not available in this conductor.",
+                    job.driver
+                )))
+            }
+            Some(d) if !d.capabilities().federation => {
+                return Err(DriverError::Permanent(format!(
+                    "The cluster driver '{}' does not support federations.",
+                    job.driver
+                )))
+            }
+            Some(d) => d,
+        };
+        let span = tracing::info_span!("driver", driver = %job.driver, operation = op.as_str());
+        match op {
+            Operation::FederationCreate => d.create_federation(ctx).instrument(span).await,
+            Operation::FederationUpdate => d.update_federation(ctx, change).instrument(span).await,
+            _ => d.delete_federation(ctx).instrument(span).await,
+        }
+    }
+
+    /// What a federation job's attempt commits: with another job waiting, only its own end;
+    /// otherwise the federation is deleted, completed (with the driver's note), left in
+    /// progress, retried or failed, and the event carries the job's own member change.
     fn federation_result_writes(
         &self,
         job: &Job,
@@ -727,113 +778,101 @@ impl Conductor {
         result: &Result<FederationProgress, DriverError>,
         others_pending: bool,
     ) -> (Vec<Write>, Outcome) {
-        let op = job.operation;
+        let operation = job.operation;
         let resource = job.resource.to_string();
-        let verb = verb_of(op);
-        let finish = |failed: bool, error: Option<String>| Write::FinishJob {
-            id: job.id,
-            owner: self.owner.clone(),
-            failed,
-            error,
-        };
-        let change_ref = (op == Operation::FederationUpdate)
+        let verb = verb_of(operation);
+        let change = (operation == Operation::FederationUpdate)
             .then_some((change.joined.as_slice(), change.unjoined.as_slice()));
-        let mut next = f.clone();
-        if others_pending && !matches!(result, Err(DriverError::Transient(_))) {
-            let error = result.as_ref().err().map(|e| e.to_string());
-            let failed = error.is_some();
-            return (
-                vec![finish(failed, error)],
-                Outcome::Completed {
-                    operation: op,
-                    resource,
-                },
-            );
-        }
-        match result {
-            Ok(FederationProgress::Started) => (
-                vec![finish(false, None)],
-                Outcome::Started {
-                    operation: op,
-                    resource,
-                },
-            ),
+        let superseded = others_pending && !matches!(result, Err(DriverError::Transient(_)));
+        let (next, event_outcome, failure) = match result {
+            _ if superseded => {
+                let error = result.as_ref().err().map(|e| e.to_string());
+                let writes = vec![self.finish(job, error.is_some(), error)];
+                return (
+                    writes,
+                    Outcome::Completed {
+                        operation,
+                        resource,
+                    },
+                );
+            }
+            Ok(FederationProgress::Started) => {
+                let writes = vec![self.finish(job, false, None)];
+                return (
+                    writes,
+                    Outcome::Started {
+                        operation,
+                        resource,
+                    },
+                );
+            }
+            Ok(_) if verb == Verb::Delete => {
+                let mut gone = f.clone();
+                gone.status = FederationStatus::DeleteComplete;
+                let event = events::federation_event(
+                    &self.host,
+                    Action::Delete,
+                    EventOutcome::Success,
+                    &gone,
+                    None,
+                    None,
+                );
+                let writes = vec![
+                    Write::DeleteFederation { id: f.id },
+                    Write::event(event),
+                    self.finish(job, false, None),
+                ];
+                return (
+                    writes,
+                    Outcome::Completed {
+                        operation,
+                        resource,
+                    },
+                );
+            }
             Ok(done) => {
-                if verb == Verb::Delete {
-                    next.status = FederationStatus::DeleteComplete;
-                    let event = events::federation_event(
-                        &self.host,
-                        Action::Delete,
-                        EventOutcome::Success,
-                        &next,
-                        None,
-                        None,
-                    );
-                    return (
-                        vec![
-                            Write::DeleteFederation { id: f.id },
-                            Write::event(event),
-                            finish(false, None),
-                        ],
-                        Outcome::Completed {
-                            operation: op,
-                            resource,
-                        },
-                    );
-                }
+                let mut next = f.clone();
                 next.status = verb.federation_complete();
                 next.status_reason = match done {
                     FederationProgress::DoneWithNote(note) => Some(note.clone()),
                     _ => None,
                 };
-                let event = events::federation_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Success,
-                    &next,
-                    change_ref,
-                    None,
-                );
-                (
-                    vec![
-                        Write::update_federation(&next),
-                        Write::event(event),
-                        finish(false, None),
-                    ],
-                    Outcome::Completed {
-                        operation: op,
-                        resource,
-                    },
-                )
+                (next, EventOutcome::Success, None)
             }
-            Err(e) => {
-                let reason = match job.next_step(e.failure(), now()) {
-                    NextStep::Retry { run_after } => return self.retry(job, run_after, e),
-                    NextStep::Fail { reason } => reason,
-                };
-                next.status = verb.federation_failed();
-                next.status_reason = Some(reason.clone());
-                let event = events::federation_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Failure,
-                    &next,
-                    change_ref,
-                    None,
-                );
-                (
-                    vec![
-                        Write::update_federation(&next),
-                        Write::event(event),
-                        finish(true, Some(reason.clone())),
-                    ],
-                    Outcome::Failed {
-                        operation: op,
-                        resource,
-                        reason,
-                    },
-                )
-            }
-        }
+            Err(e) => match job.next_step(e.failure(), now()) {
+                NextStep::Retry { run_after } => return self.retry(job, run_after, e),
+                NextStep::Fail { reason } => {
+                    let mut next = f.clone();
+                    next.status = verb.federation_failed();
+                    next.status_reason = Some(reason.clone());
+                    (next, EventOutcome::Failure, Some(reason))
+                }
+            },
+        };
+        let event = events::federation_event(
+            &self.host,
+            action_of(verb),
+            event_outcome,
+            &next,
+            change,
+            None,
+        );
+        let writes = vec![
+            Write::update_federation(&next),
+            Write::event(event),
+            self.finish(job, failure.is_some(), failure.clone()),
+        ];
+        let outcome = match failure {
+            Some(reason) => Outcome::Failed {
+                operation,
+                resource,
+                reason,
+            },
+            None => Outcome::Completed {
+                operation,
+                resource,
+            },
+        };
+        (writes, outcome)
     }
 }
