@@ -866,20 +866,16 @@ async fn upgrade(
     }
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "upgrade")?;
-    let ClusterUpgrade {
-        template_ident,
-        max_batch_size,
-        nodegroup,
-    } = Fields::new("upgrade", obj).try_into()?;
+    let request: ClusterUpgrade = Fields::new("upgrade", obj).try_into()?;
     if ctx.is_admin {
         ctx.authorize_own("cluster:upgrade_all_projects")?;
     }
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:upgrade", &target(&c))?;
-        let new_template = lookup::template(&state, &ctx, &template_ident).await?;
+        let new_template = lookup::template(&state, &ctx, &request.template_ident).await?;
         let ngs = nodegroups_of(&state, &c).await?;
-        let ng = pick_nodegroup(&ngs, nodegroup.as_deref())?.clone();
+        let ng = pick_nodegroup(&ngs, request.nodegroup.as_deref())?;
         if !ng.is_default && new_template.uuid != c.cluster_template_id {
             return Err(ApiError::conflict(format!(
                 "Cluster Template is not valid for upgrade: Nodegroup {} can be upgraded only to match cluster's template ({}).",
@@ -899,17 +895,51 @@ async fn upgrade(
                 "Cluster upgrade is not supported by this driver.",
             ));
         }
+        let plan = UpgradePlan {
+            cluster: &c,
+            nodegroups: &ngs,
+            target: ng,
+            template: &new_template,
+            request: &request,
+        };
+        let writes = plan.writes(&state, &ctx, driver.name());
+        match state.store.commit(&writes).await {
+            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
+}
+
+/// An accepted upgrade of a cluster (or of one node group) to a template.
+struct UpgradePlan<'a> {
+    cluster: &'a Cluster,
+    nodegroups: &'a [NodeGroup],
+    /// The node group named by the request (the default worker group when none is named).
+    target: &'a NodeGroup,
+    template: &'a ClusterTemplate,
+    request: &'a ClusterUpgrade,
+}
+
+impl UpgradePlan<'_> {
+    /// The cluster (its template when a default group is upgraded) and the upgraded node
+    /// groups go `UPDATE_IN_PROGRESS` with the new image, with the upgrade job and its event.
+    fn writes(&self, state: &AppState, ctx: &RequestContext, driver: &str) -> Vec<Write> {
+        let (c, ng, new_template) = (self.cluster, self.target, self.template);
         let mut next = c.clone();
         next.status = ClusterStatus::UpdateInProgress;
         next.status_reason = None;
         if ng.is_default {
             next.cluster_template_id = new_template.uuid;
         }
-        let targets: Vec<NodeGroup> = ngs
+        let all = self.request.nodegroup.is_none();
+        let targets: Vec<NodeGroup> = self
+            .nodegroups
             .iter()
             .map(|n| {
                 let mut n = n.clone();
-                if nodegroup.is_none() || n.id == ng.id {
+                if all || n.id == ng.id {
                     n.status = ClusterStatus::UpdateInProgress;
                     n.image_id = Some(new_template.spec.image_id.clone());
                 }
@@ -919,18 +949,18 @@ async fn upgrade(
         let job = state.job(
             Operation::ClusterUpgrade,
             c.uuid,
-            driver.name(),
+            driver,
             json!({
                 "old_template": c.cluster_template_id.to_string(),
                 "template": new_template.uuid.to_string(),
-                "max_batch_size": max_batch_size,
-                "nodegroup": nodegroup.as_ref().map(|_| ng.uuid.to_string()),
+                "max_batch_size": self.request.max_batch_size,
+                "nodegroup": self.request.nodegroup.as_ref().map(|_| ng.uuid.to_string()),
             }),
         );
         let mut writes = vec![Write::update_cluster(&next)];
         for n in targets
             .iter()
-            .filter(|n| ngs.iter().find(|o| o.id == n.id) != Some(*n))
+            .filter(|n| self.nodegroups.iter().find(|o| o.id == n.id) != Some(*n))
         {
             writes.push(Write::update_nodegroup(n));
         }
@@ -941,13 +971,8 @@ async fn upgrade(
             Outcome::Pending,
             &next,
             &targets,
-            Some(&initiator(&ctx)),
+            Some(&initiator(ctx)),
         )));
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
-    })
-    .await
+        writes
+    }
 }

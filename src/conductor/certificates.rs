@@ -30,73 +30,11 @@ impl Conductor {
         cluster: &Cluster,
     ) -> Result<Option<CaMaterial>, DriverError> {
         let uuid = cluster.uuid;
-        let certs = &self.certificates;
         match job.operation {
             Operation::ClusterDelete => return Ok(None),
-            Operation::ClusterCreate => {
-                let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
-                if certificates::find(&rows, KeyPairKind::Ca).is_none() {
-                    if !certs.is_enabled() {
-                        tracing::warn!(cluster = %uuid, "no [certificates] key_file in this conductor: the cluster is created without a CA");
-                        return Ok(None);
-                    }
-                    let new = certs.new_cluster_pki(cluster, None).map_err(permanent)?;
-                    let writes: Vec<Write> = new
-                        .into_iter()
-                        .map(|k| Write::InsertKeypair(Box::new(k)))
-                        .collect();
-                    self.store.commit(&writes).await.map_err(transient)?;
-                    tracing::info!(cluster = %uuid, "made the cluster's CAs and client certificate");
-                }
-            }
-            Operation::CaRotate => {
-                let rotation = job
-                    .payload
-                    .get("rotation")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| job.uuid.to_string(), str::to_string);
-                let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
-                if certificates::find(&rows, KeyPairKind::Ca).map(|r| r.uuid.as_str())
-                    != Some(rotation.as_str())
-                {
-                    let new = certs
-                        .new_cluster_pki(cluster, Some(&rotation))
-                        .map_err(permanent)?;
-                    let mut writes = vec![Write::DeleteKeypairs {
-                        cluster_uuid: uuid,
-                        kind: None,
-                    }];
-                    writes.extend(new.into_iter().map(|k| Write::InsertKeypair(Box::new(k))));
-                    self.store.commit(&writes).await.map_err(transient)?;
-                    tracing::info!(cluster = %uuid, ca = %rotation, "replaced the cluster's CAs and client certificate");
-                }
-            }
-            Operation::CredentialRotate => {
-                let renewal = job
-                    .payload
-                    .get("client")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| job.uuid.to_string(), str::to_string);
-                let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
-                let client = certificates::find(&rows, KeyPairKind::Client);
-                if let (Some(ca), true) = (
-                    certificates::find(&rows, KeyPairKind::Ca),
-                    client.map(|c| c.uuid.as_str()) != Some(renewal.as_str()),
-                ) {
-                    let new = certs
-                        .new_client(cluster, ca, Some(&renewal))
-                        .map_err(permanent)?;
-                    let writes = vec![
-                        Write::DeleteKeypairs {
-                            cluster_uuid: uuid,
-                            kind: Some(KeyPairKind::Client.as_str().to_string()),
-                        },
-                        Write::InsertKeypair(Box::new(new)),
-                    ];
-                    self.store.commit(&writes).await.map_err(transient)?;
-                    tracing::info!(cluster = %uuid, "renewed the service's client certificate");
-                }
-            }
+            Operation::ClusterCreate if !self.make_cluster_pki(cluster).await? => return Ok(None),
+            Operation::CaRotate => self.rotate_cluster_pki(job, cluster).await?,
+            Operation::CredentialRotate => self.renew_client(job, cluster).await?,
             _ => {}
         }
         let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
@@ -117,6 +55,91 @@ impl Conductor {
                 Ok(None)
             }
         }
+    }
+
+    /// A create's CAs and client certificate, made once (a retried create finds them). False
+    /// when this conductor has no `[certificates]` key: the cluster is created without a CA.
+    async fn make_cluster_pki(&self, cluster: &Cluster) -> Result<bool, DriverError> {
+        let uuid = cluster.uuid;
+        let certs = &self.certificates;
+        let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
+        if certificates::find(&rows, KeyPairKind::Ca).is_some() {
+            return Ok(true);
+        }
+        if !certs.is_enabled() {
+            tracing::warn!(cluster = %uuid, "no [certificates] key_file in this conductor: the cluster is created without a CA");
+            return Ok(false);
+        }
+        let new = certs.new_cluster_pki(cluster, None).map_err(permanent)?;
+        let writes: Vec<Write> = new
+            .into_iter()
+            .map(|k| Write::InsertKeypair(Box::new(k)))
+            .collect();
+        self.store.commit(&writes).await.map_err(transient)?;
+        tracing::info!(cluster = %uuid, "made the cluster's CAs and client certificate");
+        Ok(true)
+    }
+
+    /// A CA rotation replaces every key pair once: the new CA's uuid is the rotation's id
+    /// (the job's `rotation`, else its own uuid), so a retry finds the work done.
+    async fn rotate_cluster_pki(&self, job: &Job, cluster: &Cluster) -> Result<(), DriverError> {
+        let uuid = cluster.uuid;
+        let rotation = job
+            .payload
+            .get("rotation")
+            .and_then(Value::as_str)
+            .map_or_else(|| job.uuid.to_string(), str::to_string);
+        let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
+        if certificates::find(&rows, KeyPairKind::Ca).map(|r| r.uuid.as_str())
+            == Some(rotation.as_str())
+        {
+            return Ok(());
+        }
+        let new = self
+            .certificates
+            .new_cluster_pki(cluster, Some(&rotation))
+            .map_err(permanent)?;
+        let mut writes = vec![Write::DeleteKeypairs {
+            cluster_uuid: uuid,
+            kind: None,
+        }];
+        writes.extend(new.into_iter().map(|k| Write::InsertKeypair(Box::new(k))));
+        self.store.commit(&writes).await.map_err(transient)?;
+        tracing::info!(cluster = %uuid, ca = %rotation, "replaced the cluster's CAs and client certificate");
+        Ok(())
+    }
+
+    /// A credential rotation renews the service's client certificate once under the current
+    /// CA (the renewal's id is the job's `client`, else its own uuid).
+    async fn renew_client(&self, job: &Job, cluster: &Cluster) -> Result<(), DriverError> {
+        let uuid = cluster.uuid;
+        let renewal = job
+            .payload
+            .get("client")
+            .and_then(Value::as_str)
+            .map_or_else(|| job.uuid.to_string(), str::to_string);
+        let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
+        let client = certificates::find(&rows, KeyPairKind::Client);
+        let Some(ca) = certificates::find(&rows, KeyPairKind::Ca) else {
+            return Ok(());
+        };
+        if client.map(|c| c.uuid.as_str()) == Some(renewal.as_str()) {
+            return Ok(());
+        }
+        let new = self
+            .certificates
+            .new_client(cluster, ca, Some(&renewal))
+            .map_err(permanent)?;
+        let writes = vec![
+            Write::DeleteKeypairs {
+                cluster_uuid: uuid,
+                kind: Some(KeyPairKind::Client.as_str().to_string()),
+            },
+            Write::InsertKeypair(Box::new(new)),
+        ];
+        self.store.commit(&writes).await.map_err(transient)?;
+        tracing::info!(cluster = %uuid, "renewed the service's client certificate");
+        Ok(())
     }
 
     /// The stored CAs in clear, for the driver. `Ok(None)` when the cluster has none.

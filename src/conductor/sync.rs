@@ -145,36 +145,25 @@ impl Conductor {
         };
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
-        let writes = match &obs.phase {
-            Phase::Gone if verb == Verb::Delete => {
-                c.status = ClusterStatus::DeleteComplete;
-                let e = events::cluster_event(
-                    &self.host,
-                    Action::Delete,
-                    EventOutcome::Success,
-                    &c,
-                    &ngs,
-                    None,
-                );
-                vec![Write::DeleteCluster { uuid: c.uuid }, Write::event(e)]
-            }
+        if obs.phase == Phase::Gone && verb == Verb::Delete {
+            c.status = ClusterStatus::DeleteComplete;
+            let e = events::cluster_event(
+                &self.host,
+                Action::Delete,
+                EventOutcome::Success,
+                &c,
+                &ngs,
+                None,
+            );
+            return self
+                .commit_sync(vec![Write::DeleteCluster { uuid: c.uuid }, Write::event(e)])
+                .await;
+        }
+        let ended = match &obs.phase {
             Phase::Gone => {
-                fail(
-                    &mut c,
-                    &mut ngs,
-                    verb,
-                    "The backend no longer has this cluster.",
-                );
-                let mut w = cluster_writes(&ctx, &c, &ngs);
-                w.push(Write::event(events::cluster_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Failure,
-                    &c,
-                    &ngs,
-                    None,
-                )));
-                w
+                let reason = "The backend no longer has this cluster.";
+                fail(&mut c, &mut ngs, verb, reason);
+                Some(EventOutcome::Failure)
             }
             Phase::Complete => {
                 apply_observation(&mut c, &mut ngs, &obs);
@@ -185,42 +174,40 @@ impl Conductor {
                     ng.status = ClusterStatus::DeleteComplete;
                 }
                 complete(&mut c, &mut ngs, verb);
-                let mut w = cluster_writes(&ctx, &c, &ngs);
-                w.push(Write::event(events::cluster_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Success,
-                    &c,
-                    &ngs,
-                    None,
-                )));
-                w
+                Some(EventOutcome::Success)
             }
             Phase::Failed(reason) => {
                 apply_observation(&mut c, &mut ngs, &obs);
                 fail(&mut c, &mut ngs, verb, reason);
-                let mut w = cluster_writes(&ctx, &c, &ngs);
-                w.push(Write::event(events::cluster_event(
-                    &self.host,
-                    action_of(verb),
-                    EventOutcome::Failure,
-                    &c,
-                    &ngs,
-                    None,
-                )));
-                w
+                Some(EventOutcome::Failure)
             }
             Phase::InProgress => {
                 apply_observation(&mut c, &mut ngs, &obs);
-                cluster_writes(&ctx, &c, &ngs)
+                None
             }
         };
+        let mut writes = cluster_writes(&ctx, &c, &ngs);
+        if let Some(outcome) = ended {
+            writes.push(Write::event(events::cluster_event(
+                &self.host,
+                action_of(verb),
+                outcome,
+                &c,
+                &ngs,
+                None,
+            )));
+        }
+        self.commit_sync(writes).await
+    }
+
+    /// Commits what a status poll found; false when there was nothing to write or the row
+    /// changed meanwhile (a request or another conductor: the next round sees it).
+    async fn commit_sync(&self, writes: Vec<Write>) -> StoreResult<bool> {
         if writes.is_empty() {
             return Ok(false);
         }
         match self.store.commit(&writes).await {
             Ok(()) => Ok(true),
-            // Changed meanwhile (a request or another conductor): next round sees it.
             Err(StoreError::Stale) => Ok(false),
             Err(e) => Err(e),
         }

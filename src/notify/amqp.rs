@@ -25,6 +25,8 @@ use lapin::{
     BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
 };
 
+use lapin::PublisherConfirm;
+
 use crate::store::OutboxEvent;
 
 /// The broker's default port (oslo's too).
@@ -456,9 +458,40 @@ impl AmqpPublisher {
                 .map(|_| Delivery::Failed(reason.clone()))
                 .collect();
         }
+        let (confirms, mut broken) = self.send_all(events, &mut results).await;
+        let mut confirmed = vec![false; events.len()];
+        for i in self
+            .await_confirms(confirms, &mut results, &mut broken)
+            .await
+        {
+            confirmed[i] = true;
+        }
+        for (r, confirmed) in results.iter_mut().zip(confirmed) {
+            if *r == Delivery::Confirmed && !confirmed {
+                *r = Delivery::Failed(
+                    broken
+                        .clone()
+                        .unwrap_or_else(|| "not published".to_string()),
+                );
+            }
+        }
+        if let Some(reason) = broken {
+            tracing::warn!(reason = %reason, "notification broker connection dropped; reconnecting");
+            self.disconnect().await;
+        }
+        results
+    }
+
+    /// Publishes every event to every topic's queue (declared first); returns the pending
+    /// confirms (event index, routing key) and, when the connection broke, why. An event that
+    /// cannot be serialised fails alone.
+    async fn send_all(
+        &mut self,
+        events: &[&OutboxEvent],
+        results: &mut [Delivery],
+    ) -> (Vec<(usize, String, PublisherConfirm)>, Option<String>) {
         let mut confirms = Vec::with_capacity(events.len() * self.settings.topics.len());
-        let mut broken: Option<String> = None;
-        'events: for (i, event) in events.iter().enumerate() {
+        for (i, event) in events.iter().enumerate() {
             let body = match serde_json::to_vec(&super::relay::envelope(event)) {
                 Ok(b) => b,
                 Err(e) => {
@@ -470,12 +503,10 @@ impl AmqpPublisher {
             for topic in self.settings.topics.clone() {
                 let key = format!("{topic}.{priority}");
                 if let Err(e) = self.ensure_queue(&key).await {
-                    broken = Some(format!("declaring queue {key}: {e}"));
-                    break 'events;
+                    return (confirms, Some(format!("declaring queue {key}: {e}")));
                 }
                 let Some(live) = self.live.as_ref() else {
-                    broken = Some("not connected".into());
-                    break 'events;
+                    return (confirms, Some("not connected".into()));
                 };
                 let published = live
                     .channel
@@ -495,21 +526,28 @@ impl AmqpPublisher {
                     .await;
                 match published {
                     Ok(confirm) => confirms.push((i, key, confirm)),
-                    Err(e) => {
-                        broken = Some(format!("publishing to {key}: {e}"));
-                        break 'events;
-                    }
+                    Err(e) => return (confirms, Some(format!("publishing to {key}: {e}"))),
                 }
             }
         }
-        let mut confirmed = vec![false; events.len()];
-        let mut sent_any = vec![false; events.len()];
+        (confirms, None)
+    }
+
+    /// Waits (until `confirm_timeout` in all) for the broker's confirms; returns the indexes of
+    /// events with at least one confirm, records every refusal in `results` and, when the
+    /// channel is no longer usable, why in `broken`.
+    async fn await_confirms(
+        &mut self,
+        confirms: Vec<(usize, String, PublisherConfirm)>,
+        results: &mut [Delivery],
+        broken: &mut Option<String>,
+    ) -> Vec<usize> {
+        let mut acked = Vec::with_capacity(confirms.len());
         let timeout = self.settings.confirm_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         for (i, key, confirm) in confirms {
-            sent_any[i] = true;
             match tokio::time::timeout_at(deadline, confirm).await {
-                Ok(Ok(Confirmation::Ack(None))) => confirmed[i] = true,
+                Ok(Ok(Confirmation::Ack(None))) => acked.push(i),
                 Ok(Ok(Confirmation::Ack(Some(returned)))) => {
                     results[i] = Delivery::Failed(format!(
                         "returned by the broker ({} {}): nothing is bound to {key}",
@@ -537,20 +575,7 @@ impl AmqpPublisher {
                 }
             }
         }
-        for (i, r) in results.iter_mut().enumerate() {
-            if *r == Delivery::Confirmed && !(confirmed[i] && sent_any[i]) {
-                *r = Delivery::Failed(
-                    broken
-                        .clone()
-                        .unwrap_or_else(|| "not published".to_string()),
-                );
-            }
-        }
-        if let Some(reason) = broken {
-            tracing::warn!(reason = %reason, "notification broker connection dropped; reconnecting");
-            self.disconnect().await;
-        }
-        results
+        acked
     }
 }
 

@@ -122,6 +122,62 @@ enum Sink {
     Amqp(Box<AmqpPublisher>),
 }
 
+/// Where each claimed event of a round ended: confirmed, refused, or held back behind an
+/// earlier refused event of its resource.
+#[derive(Debug, Default)]
+struct Deliveries {
+    sent: Vec<i64>,
+    failed: Vec<i64>,
+    held: Vec<i64>,
+}
+
+impl Deliveries {
+    fn all_sent(events: &[OutboxEvent]) -> Deliveries {
+        Deliveries {
+            sent: events.iter().map(|e| e.id).collect(),
+            ..Deliveries::default()
+        }
+    }
+}
+
+/// Publishes the events in rounds that keep each resource's order; once an event of a
+/// resource fails, the resource's later events are held for the next claim.
+async fn publish_in_rounds(publisher: &mut AmqpPublisher, events: &[OutboxEvent]) -> Deliveries {
+    let mut out = Deliveries::default();
+    let mut stopped: HashSet<&str> = HashSet::new();
+    let mut first_failure: Option<String> = None;
+    for round in rounds(events) {
+        let (go, wait): (Vec<usize>, Vec<usize>) = round
+            .into_iter()
+            .partition(|i| !stopped.contains(events[*i].resource_uuid.as_str()));
+        out.held.extend(wait.iter().map(|i| events[*i].id));
+        if go.is_empty() {
+            continue;
+        }
+        let batch: Vec<&OutboxEvent> = go.iter().map(|i| &events[*i]).collect();
+        let results = publisher.publish(&batch).await;
+        for (event, result) in batch.iter().zip(results) {
+            match result {
+                Delivery::Confirmed => out.sent.push(event.id),
+                Delivery::Failed(reason) => {
+                    out.failed.push(event.id);
+                    stopped.insert(event.resource_uuid.as_str());
+                    first_failure.get_or_insert(reason);
+                }
+            }
+        }
+    }
+    if let Some(reason) = first_failure {
+        tracing::warn!(
+            failed = out.failed.len(),
+            held = out.held.len(),
+            reason = %reason,
+            "notifications not confirmed by the broker stay in the outbox"
+        );
+    }
+    out
+}
+
 /// One relay over one outbox.
 pub struct Relay {
     store: Arc<dyn Store>,
@@ -195,10 +251,7 @@ impl Relay {
         }
         tracing::Span::current().record("claimed", events.len());
         let claimed = started.elapsed();
-        let mut sent = Vec::with_capacity(events.len());
-        let mut failed = Vec::new();
-        let mut held = Vec::new();
-        match &mut self.sink {
+        let Deliveries { sent, failed, held } = match &mut self.sink {
             Sink::Log => {
                 for e in &events {
                     tracing::info!(
@@ -209,44 +262,12 @@ impl Relay {
                         "{}",
                         envelope(e)
                     );
-                    sent.push(e.id);
                 }
+                Deliveries::all_sent(&events)
             }
-            Sink::Noop => sent.extend(events.iter().map(|e| e.id)),
-            Sink::Amqp(publisher) => {
-                let mut stopped: HashSet<&str> = HashSet::new();
-                let mut first_failure: Option<String> = None;
-                for round in rounds(&events) {
-                    let (go, wait): (Vec<usize>, Vec<usize>) = round
-                        .into_iter()
-                        .partition(|i| !stopped.contains(events[*i].resource_uuid.as_str()));
-                    held.extend(wait.iter().map(|i| events[*i].id));
-                    if go.is_empty() {
-                        continue;
-                    }
-                    let batch: Vec<&OutboxEvent> = go.iter().map(|i| &events[*i]).collect();
-                    let results = publisher.publish(&batch).await;
-                    for (event, result) in batch.iter().zip(results) {
-                        match result {
-                            Delivery::Confirmed => sent.push(event.id),
-                            Delivery::Failed(reason) => {
-                                failed.push(event.id);
-                                stopped.insert(event.resource_uuid.as_str());
-                                first_failure.get_or_insert(reason);
-                            }
-                        }
-                    }
-                }
-                if let Some(reason) = first_failure {
-                    tracing::warn!(
-                        failed = failed.len(),
-                        held = held.len(),
-                        reason = %reason,
-                        "notifications not confirmed by the broker stay in the outbox"
-                    );
-                }
-            }
-        }
+            Sink::Noop => Deliveries::all_sent(&events),
+            Sink::Amqp(publisher) => publish_in_rounds(publisher, &events).await,
+        };
         report.sent = sent.len();
         report.failed = failed.len();
         report.held = held.len();

@@ -168,64 +168,12 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
             .map(str::to_string)
     });
     for ng in &ctx.nodegroups {
-        let (obj, machines): (Option<&Value>, Vec<&Value>) = if ng.is_master() {
-            (
-                kcp,
-                observed
-                    .machines
-                    .iter()
-                    .filter(|m| is_control_plane_machine(m))
-                    .collect(),
-            )
-        } else {
-            let md = deployment_name(&name, ng);
-            (
-                observed.deployments.get(&md),
-                observed
-                    .machines
-                    .iter()
-                    .filter(|m| machine_deployment(m) == Some(md.as_str()))
-                    .collect(),
-            )
-        };
-        for m in &machines {
-            let machine = m["metadata"]["name"].as_str().unwrap_or_default();
-            if let Some(f) = failure(
-                m,
-                &format!("the machine {machine} of node group {}", ng.name),
-            ) {
-                failures.push(f);
-            }
-        }
-        let Some(obj) = obj else {
-            // A node group being deleted is done once its MachineDeployment is gone.
-            if ng.status != ClusterStatus::DeleteInProgress {
-                all_settled = false;
-            }
-            continue;
-        };
-        if ng.status == ClusterStatus::DeleteInProgress {
-            all_settled = false;
-        }
-        if let Some(f) = failure(obj, &format!("node group {}", ng.name)) {
-            failures.push(f);
-        }
-        let ready = settled(obj);
+        let (observation, ready) =
+            observe_nodegroup(&name, ng, observed, coe_version.as_ref(), &mut failures);
         all_settled &= ready;
-        let version = if ng.is_master() {
-            coe_version.clone()
-        } else {
-            text(&obj["spec"]["template"]["spec"]["version"]).map(str::to_string)
-        };
-        nodegroups.insert(
-            ng.uuid.to_string(),
-            NodeGroupObservation {
-                node_count: int(&obj["spec"]["replicas"]).map(|n| n as i32),
-                node_addresses: addresses(&machines),
-                ready,
-                version,
-            },
-        );
+        if let Some(o) = observation {
+            nodegroups.insert(ng.uuid.to_string(), o);
+        }
     }
 
     let api_address = api_address(cluster);
@@ -249,6 +197,67 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
         container_version: None,
         nodegroups,
     }
+}
+
+/// One node group as the management cluster shows it: its observation (none while its object
+/// is missing), whether it has settled, and the failures its objects and machines report.
+fn observe_nodegroup(
+    name: &str,
+    ng: &crate::domain::cluster::NodeGroup,
+    observed: &Observed,
+    coe_version: Option<&String>,
+    failures: &mut Vec<String>,
+) -> (Option<NodeGroupObservation>, bool) {
+    let (obj, machines): (Option<&Value>, Vec<&Value>) = if ng.is_master() {
+        (
+            observed.control_plane.as_ref(),
+            observed
+                .machines
+                .iter()
+                .filter(|m| is_control_plane_machine(m))
+                .collect(),
+        )
+    } else {
+        let md = deployment_name(name, ng);
+        (
+            observed.deployments.get(&md),
+            observed
+                .machines
+                .iter()
+                .filter(|m| machine_deployment(m) == Some(md.as_str()))
+                .collect(),
+        )
+    };
+    for m in &machines {
+        let machine = m["metadata"]["name"].as_str().unwrap_or_default();
+        if let Some(f) = failure(
+            m,
+            &format!("the machine {machine} of node group {}", ng.name),
+        ) {
+            failures.push(f);
+        }
+    }
+    let deleting = ng.status == ClusterStatus::DeleteInProgress;
+    let Some(obj) = obj else {
+        // A node group being deleted is done once its MachineDeployment is gone.
+        return (None, deleting);
+    };
+    if let Some(f) = failure(obj, &format!("node group {}", ng.name)) {
+        failures.push(f);
+    }
+    let ready = settled(obj);
+    let version = if ng.is_master() {
+        coe_version.cloned()
+    } else {
+        text(&obj["spec"]["template"]["spec"]["version"]).map(str::to_string)
+    };
+    let observation = NodeGroupObservation {
+        node_count: int(&obj["spec"]["replicas"]).map(|n| n as i32),
+        node_addresses: addresses(&machines),
+        ready,
+        version,
+    };
+    (Some(observation), ready && !deleting)
 }
 
 /// Health in Magnum's shape: `api` plus `<node>.Ready` per machine.
