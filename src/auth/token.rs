@@ -226,89 +226,105 @@ impl fmt::Debug for TokenVerifier {
     }
 }
 
+/// Claim names must not be empty; the leeway is bounded.
+fn check_claims_and_leeway(s: &JwtSettings) -> Result<(), TokenConfigError> {
+    let claim_names = [
+        ("user_id_claim", &s.user_id_claim),
+        ("project_id_claim", &s.project_id_claim),
+        ("roles_claim", &s.roles_claim),
+        ("domain_id_claim", &s.domain_id_claim),
+    ];
+    for (option, name) in claim_names {
+        if name.trim().is_empty() {
+            return Err(TokenConfigError::EmptyClaimName { option });
+        }
+    }
+    if s.leeway > MAX_LEEWAY_SECS {
+        return Err(TokenConfigError::LeewayTooLarge {
+            value: s.leeway,
+            max: MAX_LEEWAY_SECS,
+        });
+    }
+    Ok(())
+}
+
+/// The `key_file` key and the `jwks_file` keys; every pinned algorithm needs a key that can
+/// verify it, and a `key_file` key must verify at least one of them.
+fn load_keys(
+    s: &JwtSettings,
+    algorithms: &[Algorithm],
+) -> Result<(Option<VerifierKey>, Vec<VerifierKey>), TokenConfigError> {
+    let key_file = non_empty_path(s.key_file.as_deref());
+    let jwks_file = non_empty_path(s.jwks_file.as_deref());
+    if key_file.is_none() && jwks_file.is_none() {
+        return Err(TokenConfigError::NoKey);
+    }
+    let file_key = key_file.map(load_key_file).transpose()?;
+    let jwks_keys = match jwks_file {
+        Some(path) => load_jwks(path)?,
+        None => Vec::new(),
+    };
+    if let (Some(key), Some(path)) = (&file_key, key_file) {
+        if !algorithms.iter().any(|alg| key.can_verify(*alg)) {
+            return Err(TokenConfigError::InvalidKey {
+                option: "key_file",
+                path: path.to_path_buf(),
+                reason: format!(
+                    "it holds an {} which cannot verify any configured algorithm ({})",
+                    key.kind.describe(),
+                    names(algorithms)
+                ),
+            });
+        }
+    }
+    for alg in algorithms {
+        let usable = file_key
+            .iter()
+            .chain(jwks_keys.iter())
+            .any(|k| k.can_verify(*alg));
+        if !usable {
+            return Err(TokenConfigError::NoKeyForAlgorithm(
+                algorithm_name(*alg).to_string(),
+            ));
+        }
+    }
+    Ok((file_key, jwks_keys))
+}
+
+/// What jsonwebtoken checks: `exp` always, `nbf` when present, `iss` and `aud` when
+/// configured (then also required), with the configured leeway.
+fn validation(s: &JwtSettings, algorithms: &[Algorithm]) -> Validation {
+    let issuer = non_empty_string(s.issuer.as_deref());
+    let audience = non_empty_string(s.audience.as_deref());
+    let mut validation = Validation::new(algorithms[0]);
+    validation.leeway = s.leeway;
+    validation.validate_exp = true;
+    validation.validate_nbf = true;
+    let mut required: HashSet<String> = HashSet::from(["exp".to_string()]);
+    if let Some(iss) = &issuer {
+        validation.set_issuer(&[iss.as_str()]);
+        required.insert("iss".to_string());
+    }
+    match &audience {
+        Some(aud) => {
+            validation.set_audience(&[aud.as_str()]);
+            validation.validate_aud = true;
+            required.insert("aud".to_string());
+        }
+        None => validation.validate_aud = false,
+    }
+    validation.required_spec_claims = required;
+    validation
+}
+
 impl TokenVerifier {
     /// Builds a verifier, loading and checking the configured keys.
     pub fn from_settings(s: &JwtSettings) -> Result<TokenVerifier, TokenConfigError> {
         let algorithms = parse_algorithms(&s.algorithms)?;
 
-        let claim_names = [
-            ("user_id_claim", &s.user_id_claim),
-            ("project_id_claim", &s.project_id_claim),
-            ("roles_claim", &s.roles_claim),
-            ("domain_id_claim", &s.domain_id_claim),
-        ];
-        for (option, name) in claim_names {
-            if name.trim().is_empty() {
-                return Err(TokenConfigError::EmptyClaimName { option });
-            }
-        }
-
-        if s.leeway > MAX_LEEWAY_SECS {
-            return Err(TokenConfigError::LeewayTooLarge {
-                value: s.leeway,
-                max: MAX_LEEWAY_SECS,
-            });
-        }
-
-        let key_file = non_empty_path(s.key_file.as_deref());
-        let jwks_file = non_empty_path(s.jwks_file.as_deref());
-        if key_file.is_none() && jwks_file.is_none() {
-            return Err(TokenConfigError::NoKey);
-        }
-
-        let file_key = key_file.map(load_key_file).transpose()?;
-        let jwks_keys = match jwks_file {
-            Some(path) => load_jwks(path)?,
-            None => Vec::new(),
-        };
-
-        if let (Some(key), Some(path)) = (&file_key, key_file) {
-            if !algorithms.iter().any(|alg| key.can_verify(*alg)) {
-                return Err(TokenConfigError::InvalidKey {
-                    option: "key_file",
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "it holds an {} which cannot verify any configured algorithm ({})",
-                        key.kind.describe(),
-                        names(&algorithms)
-                    ),
-                });
-            }
-        }
-        for alg in &algorithms {
-            let usable = file_key
-                .iter()
-                .chain(jwks_keys.iter())
-                .any(|k| k.can_verify(*alg));
-            if !usable {
-                return Err(TokenConfigError::NoKeyForAlgorithm(
-                    algorithm_name(*alg).to_string(),
-                ));
-            }
-        }
-
-        let issuer = non_empty_string(s.issuer.as_deref());
-        let audience = non_empty_string(s.audience.as_deref());
-
-        let mut validation = Validation::new(algorithms[0]);
-        validation.leeway = s.leeway;
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
-        let mut required: HashSet<String> = HashSet::from(["exp".to_string()]);
-        if let Some(iss) = &issuer {
-            validation.set_issuer(&[iss.as_str()]);
-            required.insert("iss".to_string());
-        }
-        match &audience {
-            Some(aud) => {
-                validation.set_audience(&[aud.as_str()]);
-                validation.validate_aud = true;
-                required.insert("aud".to_string());
-            }
-            None => validation.validate_aud = false,
-        }
-        validation.required_spec_claims = required;
-
+        check_claims_and_leeway(s)?;
+        let (file_key, jwks_keys) = load_keys(s, &algorithms)?;
+        let validation = validation(s, &algorithms);
         Ok(TokenVerifier {
             algorithms,
             file_key,

@@ -95,9 +95,29 @@ pub fn parse_transport_url(url: &str) -> Result<TransportUrl, TransportUrlError>
         v if v.is_empty() => "/".to_string(),
         v => v,
     };
+    let (durable, auto_delete) = queue_options(query.unwrap_or("")).map_err(err)?;
+    let hosts = netloc
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|host| broker_uri(host, &vhost))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(err)?;
+    if hosts.is_empty() {
+        return Err(err("no broker host given".into()));
+    }
+    Ok(TransportUrl {
+        hosts,
+        durable,
+        auto_delete,
+    })
+}
+
+/// The query options that change what is declared: `amqp_durable_queues` and
+/// `amqp_auto_delete`; `ssl=true` is refused.
+fn queue_options(query: &str) -> Result<(bool, bool), String> {
     let mut durable = false;
     let mut auto_delete = false;
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let truthy = || {
             matches!(
@@ -109,56 +129,45 @@ pub fn parse_transport_url(url: &str) -> Result<TransportUrl, TransportUrlError>
             "amqp_durable_queues" => durable = truthy(),
             "amqp_auto_delete" => auto_delete = truthy(),
             "ssl" if truthy() => {
-                return Err(err(
-                    "TLS (ssl=true) is not supported; use a plain rabbit:// URL".into(),
-                ))
+                return Err("TLS (ssl=true) is not supported; use a plain rabbit:// URL".into())
             }
             // oslo reads many more options from the URL; none of them changes what is sent.
             _ => {}
         }
     }
-    let mut hosts = Vec::new();
-    for host in netloc.split(',').filter(|h| !h.is_empty()) {
-        let (userinfo, hostport) = match host.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, host),
-        };
-        // Like kombu: a host without credentials logs in as guest/guest.
-        let (username, password) = match userinfo {
-            Some(u) => {
-                let (user, pass) = u.split_once(':').unwrap_or((u, ""));
-                (
-                    percent_decode(user).map_err(err)?,
-                    percent_decode(pass).map_err(err)?,
-                )
-            }
-            None => ("guest".to_string(), "guest".to_string()),
-        };
-        let (hostname, port) = split_host_port(hostport).map_err(err)?;
-        if hostname.is_empty() {
-            return Err(err(format!("no host name in '{hostport}'")));
+    Ok((durable, auto_delete))
+}
+
+/// One `[user[:pass]@]host[:port]` of the URL as lapin's URI.
+fn broker_uri(host: &str, vhost: &str) -> Result<AMQPUri, String> {
+    let (userinfo, hostport) = match host.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, host),
+    };
+    // Like kombu: a host without credentials logs in as guest/guest.
+    let (username, password) = match userinfo {
+        Some(u) => {
+            let (user, pass) = u.split_once(':').unwrap_or((u, ""));
+            (percent_decode(user)?, percent_decode(pass)?)
         }
-        hosts.push(AMQPUri {
-            scheme: AMQPScheme::AMQP,
-            authority: AMQPAuthority {
-                userinfo: AMQPUserInfo { username, password },
-                host: hostname,
-                port: port.unwrap_or(DEFAULT_PORT),
-            },
-            vhost: vhost.clone(),
-            query: AMQPQueryString {
-                connection_timeout: Some(CONNECT_TIMEOUT.as_millis() as u64),
-                ..AMQPQueryString::default()
-            },
-        });
+        None => ("guest".to_string(), "guest".to_string()),
+    };
+    let (hostname, port) = split_host_port(hostport)?;
+    if hostname.is_empty() {
+        return Err(format!("no host name in '{hostport}'"));
     }
-    if hosts.is_empty() {
-        return Err(err("no broker host given".into()));
-    }
-    Ok(TransportUrl {
-        hosts,
-        durable,
-        auto_delete,
+    Ok(AMQPUri {
+        scheme: AMQPScheme::AMQP,
+        authority: AMQPAuthority {
+            userinfo: AMQPUserInfo { username, password },
+            host: hostname,
+            port: port.unwrap_or(DEFAULT_PORT),
+        },
+        vhost: vhost.to_string(),
+        query: AMQPQueryString {
+            connection_timeout: Some(CONNECT_TIMEOUT.as_millis() as u64),
+            ..AMQPQueryString::default()
+        },
     })
 }
 
