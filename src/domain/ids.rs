@@ -1,4 +1,5 @@
-//! Identifiers: uuids and the "uuid or name" form every path accepts.
+//! Identifiers: one uuid newtype per resource ([`ClusterId`], [`TemplateId`], ...) and the "uuid
+//! or name" form every path accepts.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
