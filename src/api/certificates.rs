@@ -79,6 +79,7 @@ async fn keypair(
 }
 
 /// `GET /v1/certificates/{cluster_ident}[?ca_cert_type=T]`: the CA certificate (never a key).
+#[tracing::instrument(name = "certificates.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(
     req: HttpRequest,
     ctx: RequestContext,
@@ -121,6 +122,7 @@ impl TryFrom<Fields> for CertificateSigning {
 }
 
 /// `POST /v1/certificates`: signs a CSR with the cluster's CA, under the subject policy.
+#[tracing::instrument(name = "certificates.sign", skip_all, fields(project = %ctx.project_id))]
 async fn sign(
     req: HttpRequest,
     ctx: RequestContext,
@@ -176,6 +178,7 @@ async fn sign(
 
 /// `PATCH /v1/certificates/{cluster_ident}` (no body): replaces the cluster's CAs through its
 /// driver; the cluster goes `UPDATE_IN_PROGRESS` and the conductor makes the new CAs.
+#[tracing::instrument(name = "certificates.rotate", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn rotate(
     req: HttpRequest,
     ctx: RequestContext,

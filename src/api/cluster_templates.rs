@@ -211,6 +211,7 @@ fn target(t: &ClusterTemplate) -> Map<String, Value> {
     m
 }
 
+#[tracing::instrument(name = "cluster_templates.create", skip_all, fields(project = %ctx.project_id))]
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -263,6 +264,7 @@ async fn create(
         .json(ClusterTemplateView::new(&base, &created)))
 }
 
+#[tracing::instrument(name = "cluster_templates.list", skip_all, fields(project = %ctx.project_id))]
 async fn list(
     req: HttpRequest,
     ctx: RequestContext,
@@ -318,6 +320,7 @@ async fn list(
     }))
 }
 
+#[tracing::instrument(name = "cluster_templates.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(
     req: HttpRequest,
     ctx: RequestContext,
@@ -335,6 +338,7 @@ async fn show(
     Ok(HttpResponse::Ok().json(ClusterTemplateView::new(&app_url(&req), &t)))
 }
 
+#[tracing::instrument(name = "cluster_templates.update", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn update(
     req: HttpRequest,
     ctx: RequestContext,
@@ -405,6 +409,7 @@ async fn update(
     .await
 }
 
+#[tracing::instrument(name = "cluster_templates.delete", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn delete(
     req: HttpRequest,
     ctx: RequestContext,

@@ -228,6 +228,7 @@ impl TryFrom<Fields> for ClusterUpgrade {
     }
 }
 
+#[tracing::instrument(name = "clusters.create", skip_all, fields(project = %ctx.project_id))]
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -379,6 +380,7 @@ fn create_writes(
     ]
 }
 
+#[tracing::instrument(name = "clusters.list", skip_all, fields(project = %ctx.project_id))]
 async fn list(
     req: HttpRequest,
     ctx: RequestContext,
@@ -458,6 +460,7 @@ async fn list(
     }
 }
 
+#[tracing::instrument(name = "clusters.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(
     req: HttpRequest,
     ctx: RequestContext,
@@ -514,6 +517,7 @@ fn patch_document(
     }
 }
 
+#[tracing::instrument(name = "clusters.update", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn update(
     req: HttpRequest,
     ctx: RequestContext,
@@ -656,6 +660,7 @@ async fn update(
     .await
 }
 
+#[tracing::instrument(name = "clusters.delete", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn delete(
     req: HttpRequest,
     ctx: RequestContext,
@@ -748,6 +753,7 @@ fn pick_nodegroup<'a>(
     }
 }
 
+#[tracing::instrument(name = "clusters.resize", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn resize(
     req: HttpRequest,
     ctx: RequestContext,
@@ -849,6 +855,7 @@ async fn resize(
     .await
 }
 
+#[tracing::instrument(name = "clusters.upgrade", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn upgrade(
     req: HttpRequest,
     ctx: RequestContext,

@@ -24,6 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[tracing::instrument(name = "credentials.rotate", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn rotate(
     req: HttpRequest,
     ctx: RequestContext,

@@ -259,6 +259,7 @@ impl TryFrom<Fields> for FederationCreate {
     }
 }
 
+#[tracing::instrument(name = "federations.create", skip_all, fields(project = %ctx.project_id))]
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -361,6 +362,7 @@ async fn create(
     .await
 }
 
+#[tracing::instrument(name = "federations.list", skip_all, fields(project = %ctx.project_id))]
 async fn list(
     req: HttpRequest,
     ctx: RequestContext,
@@ -411,6 +413,7 @@ async fn list(
     }
 }
 
+#[tracing::instrument(name = "federations.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(
     req: HttpRequest,
     ctx: RequestContext,
@@ -563,6 +566,7 @@ async fn apply_member_ops(
     Ok(members)
 }
 
+#[tracing::instrument(name = "federations.update", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn update(
     req: HttpRequest,
     ctx: RequestContext,
@@ -658,6 +662,7 @@ async fn update(
     .await
 }
 
+#[tracing::instrument(name = "federations.delete", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn delete(
     req: HttpRequest,
     ctx: RequestContext,

@@ -31,6 +31,7 @@ pub fn is_up(s: &ServiceRecord, now: DateTime<Utc>, down_time: u64) -> bool {
     elapsed_ms <= down_time.saturating_mul(1000)
 }
 
+#[tracing::instrument(name = "mservices.get_all", skip_all, fields(project = %ctx.project_id))]
 async fn get_all(
     req: HttpRequest,
     ctx: RequestContext,

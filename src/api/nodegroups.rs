@@ -210,6 +210,7 @@ fn job(state: &AppState, op: Operation, c: &Cluster, driver: &str, ng: &NodeGrou
     Write::job(job)
 }
 
+#[tracing::instrument(name = "nodegroups.list", skip_all, fields(project = %ctx.project_id, cluster = %path.as_str()))]
 async fn list(
     req: HttpRequest,
     ctx: RequestContext,
@@ -261,6 +262,7 @@ async fn list(
     }
 }
 
+#[tracing::instrument(name = "nodegroups.show", skip_all, fields(project = %ctx.project_id, cluster = %path.0, nodegroup = %path.1))]
 async fn show(
     req: HttpRequest,
     ctx: RequestContext,
@@ -329,6 +331,7 @@ impl TryFrom<Fields> for NodeGroupCreate {
     }
 }
 
+#[tracing::instrument(name = "nodegroups.create", skip_all, fields(project = %ctx.project_id, cluster = %path.as_str()))]
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -471,6 +474,7 @@ fn patch_document(ng: &NodeGroup) -> Map<String, Value> {
     m
 }
 
+#[tracing::instrument(name = "nodegroups.update", skip_all, fields(project = %ctx.project_id, cluster = %path.0, nodegroup = %path.1))]
 async fn update(
     req: HttpRequest,
     ctx: RequestContext,
@@ -557,6 +561,7 @@ async fn update(
     .await
 }
 
+#[tracing::instrument(name = "nodegroups.delete", skip_all, fields(project = %ctx.project_id, cluster = %path.0, nodegroup = %path.1))]
 async fn delete(
     req: HttpRequest,
     ctx: RequestContext,

@@ -72,6 +72,7 @@ fn parse_document(
     })
 }
 
+#[tracing::instrument(name = "quotas.list", skip_all, fields(project = %ctx.project_id))]
 async fn list(
     req: HttpRequest,
     ctx: RequestContext,
@@ -123,6 +124,7 @@ async fn list(
     }))
 }
 
+#[tracing::instrument(name = "quotas.show", skip_all, fields(project = %ctx.project_id, quota_project = %path.0, resource = %path.1))]
 async fn show(
     req: HttpRequest,
     ctx: RequestContext,
@@ -147,6 +149,7 @@ async fn show(
     Ok(HttpResponse::Ok().json(body))
 }
 
+#[tracing::instrument(name = "quotas.create", skip_all, fields(project = %ctx.project_id))]
 async fn create(
     req: HttpRequest,
     ctx: RequestContext,
@@ -175,6 +178,7 @@ async fn create(
     }
 }
 
+#[tracing::instrument(name = "quotas.update", skip_all, fields(project = %ctx.project_id, quota_project = %path.0, resource = %path.1))]
 async fn update(
     req: HttpRequest,
     ctx: RequestContext,
@@ -198,6 +202,7 @@ async fn update(
     }
 }
 
+#[tracing::instrument(name = "quotas.delete", skip_all, fields(project = %ctx.project_id, quota_project = %path.0, resource = %path.1))]
 async fn delete(
     req: HttpRequest,
     ctx: RequestContext,

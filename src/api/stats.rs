@@ -21,6 +21,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[tracing::instrument(name = "stats.get_all", skip_all, fields(project = %ctx.project_id))]
 async fn get_all(
     req: HttpRequest,
     ctx: RequestContext,
