@@ -57,6 +57,7 @@ pub struct Settings {
     pub cors: CorsSection,
     pub jwt: JwtSettings,
     pub noauth: NoauthSection,
+    pub cluster: ClusterSection,
     pub cluster_template: ClusterTemplateSection,
     pub drivers: DriversSection,
     pub fake_driver: FakeDriverSection,
@@ -261,6 +262,27 @@ impl Default for NoauthSection {
             user_id: "admin".into(),
             project_id: "admin".into(),
             roles: "admin,member,reader".into(),
+        }
+    }
+}
+
+/// The largest `[cluster] max_node_count` accepted.
+pub const MAX_NODE_LIMIT: i32 = 100_000;
+
+/// Limits on what one request may ask of a cluster.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The most nodes one node group may have: `node_count`, `master_count`,
+    /// `min_node_count` and `max_node_count` above it are refused with 400, and no driver
+    /// works on a larger group.
+    pub max_node_count: i32,
+}
+
+impl Default for ClusterSection {
+    fn default() -> Self {
+        ClusterSection {
+            max_node_count: 1000,
         }
     }
 }
@@ -667,6 +689,11 @@ impl Settings {
                 "[database] connection: expected a postgres:// or sqlite:// URL".into(),
             ));
         }
+        if !(1..=MAX_NODE_LIMIT).contains(&self.cluster.max_node_count) {
+            return Err(ConfigError::Invalid(format!(
+                "[cluster] max_node_count: must be between 1 and {MAX_NODE_LIMIT}"
+            )));
+        }
         if self.api.max_limit == 0 {
             return Err(ConfigError::Invalid(
                 "[api] max_limit: must be at least 1".into(),
@@ -836,6 +863,19 @@ mod tests {
         let err = load_text("[api]\nport = many\n").expect_err("must fail");
         let text = err.to_string();
         assert!(text.contains("[api] port"), "{text}");
+    }
+
+    #[test]
+    fn a_node_limit_below_one_is_refused_with_its_name() {
+        let err = load_text("[cluster]\nmax_node_count = 0\n").expect_err("must fail");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: [cluster] max_node_count: must be between 1 and 100000"
+        );
+        assert!(load_text("[cluster]\nmax_node_count = 100001\n").is_err());
+        let s = load_text("[cluster]\nmax_node_count = 50\n").expect("valid");
+        assert_eq!(s.cluster.max_node_count, 50);
+        assert_eq!(Settings::default().cluster.max_node_count, 1000);
     }
 
     #[test]

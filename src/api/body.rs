@@ -91,11 +91,29 @@ pub fn parse_bool(value: &Value) -> Option<bool> {
 pub struct Fields {
     argument: &'static str,
     obj: Map<String, Value>,
+    node_limit: i32,
 }
 
 impl Fields {
     pub fn new(argument: &'static str, obj: Map<String, Value>) -> Self {
-        Fields { argument, obj }
+        Fields {
+            argument,
+            obj,
+            node_limit: i32::MAX,
+        }
+    }
+
+    /// The most nodes a node group may have (`[cluster] max_node_count`): [`Fields::nodes`]
+    /// refuses more.
+    pub fn with_node_limit(mut self, limit: i32) -> Self {
+        self.node_limit = limit;
+        self
+    }
+
+    /// A node count: an integer from `min` to the node limit.
+    pub fn nodes(&mut self, key: &str, min: i64) -> Result<Option<i32>, ApiError> {
+        let limit = i64::from(self.node_limit);
+        self.int32(key, Some(min), Some(limit))
     }
 
     /// Refuses read-only attributes that are present.
@@ -370,6 +388,22 @@ mod tests {
             "Invalid input for field/attribute b. Value: '1000'. Value should be greater or equal to 1024."
         );
         assert!(f.int("c", None, None).is_err());
+    }
+
+    #[test]
+    fn node_counts_stop_at_the_node_limit() {
+        let mut f =
+            fields(json!({"a": 1000, "b": 1001, "c": "2147483648", "d": -1})).with_node_limit(1000);
+        assert_eq!(f.nodes("a", 0).expect("at the limit"), Some(1000));
+        assert_eq!(
+            f.nodes("b", 0).expect_err("past it").to_string(),
+            "Invalid input for field/attribute b. Value: '1001'. Value should be less or equal to 1000."
+        );
+        assert_eq!(
+            f.nodes("c", 0).expect_err("past i32").to_string(),
+            "Invalid input for field/attribute c. Value: '2147483648'. Value should be less or equal to 1000."
+        );
+        assert!(f.nodes("d", 0).is_err());
     }
 
     #[test]

@@ -168,8 +168,8 @@ impl TryFrom<Fields> for ClusterCreate {
             template_ident,
             name,
             keypair: f.string("keypair", 1, 255)?,
-            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
-            master_count: f.int32("master_count", Some(1), None)?.unwrap_or(1),
+            node_count: f.nodes("node_count", 0)?.unwrap_or(1),
+            master_count: f.nodes("master_count", 1)?.unwrap_or(1),
             docker_volume_size: f.int32("docker_volume_size", Some(1), None)?,
             labels: f.labels("labels")?,
             merge_labels: f.bool("merge_labels")?.unwrap_or(false),
@@ -200,7 +200,7 @@ impl TryFrom<Fields> for ClusterResize {
     fn try_from(mut f: Fields) -> Result<Self, ApiError> {
         let parsed = ClusterResize {
             node_count: f
-                .int32("node_count", Some(0), None)?
+                .nodes("node_count", 0)?
                 .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?,
             nodes_to_remove: f.string_list("nodes_to_remove")?.unwrap_or_default(),
             nodegroup: f.string("nodegroup", 1, 255)?,
@@ -256,7 +256,9 @@ async fn create(
         master_lb_enabled,
         create_timeout,
         discovery_url,
-    } = Fields::new("cluster", obj).try_into()?;
+    } = Fields::new("cluster", obj)
+        .with_node_limit(state.node_limit())
+        .try_into()?;
     if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
@@ -304,6 +306,16 @@ async fn create(
         master_count,
         node_count,
     );
+    if let Some(max) = nodegroups
+        .iter()
+        .filter_map(|n| n.max_node_count)
+        .find(|m| *m > state.node_limit())
+    {
+        return Err(ApiError::bad_request(format!(
+            "The max_node_count label ({max}) is more than the {} nodes a node group may have.",
+            state.node_limit()
+        )));
+    }
     let uuid = ResourceId::new();
     let new = NewCluster {
         uuid,
@@ -608,6 +620,13 @@ async fn update(
                     "Value should be a non-negative integer.",
                 )
             })?;
+            if count > state.node_limit() {
+                return Err(invalid(
+                    "node_count",
+                    &json!(count),
+                    &format!("Value should be less or equal to {}.", state.node_limit()),
+                ));
+            }
             if count == 0 && ctx.version < ZERO_NODE_COUNT {
                 return Err(zero_not_supported());
             }
@@ -771,7 +790,15 @@ async fn resize(
         node_count,
         nodes_to_remove,
         nodegroup,
-    } = Fields::new("resize", obj).try_into()?;
+    } = Fields::new("resize", obj)
+        .with_node_limit(state.node_limit())
+        .try_into()?;
+    if nodes_to_remove.len() > state.node_limit() as usize {
+        return Err(ApiError::bad_request(format!(
+            "A resize may name at most {} nodes_to_remove.",
+            state.node_limit()
+        )));
+    }
     if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }

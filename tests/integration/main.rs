@@ -14,6 +14,7 @@ mod federations;
 mod isolation;
 mod kubernetes_driver;
 mod noauth_identity;
+mod node_limit;
 mod nodegroups;
 mod notify;
 mod openapi;
