@@ -10,7 +10,7 @@ use super::error::ApiError;
 use crate::domain::labels::{labels_from_object, Labels};
 
 /// Parses a request body as JSON. A non-empty body must be `application/json` (415 otherwise);
-/// malformed JSON is a 400.
+/// malformed JSON, or a string or key holding a NUL character, is a 400.
 pub fn json_body(req: &HttpRequest, body: &Bytes) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("The request body is empty."));
@@ -31,9 +31,18 @@ pub fn json_body(req: &HttpRequest, body: &Bytes) -> Result<Value, ApiError> {
             )));
         }
     }
-    serde_json::from_slice(body)
-        .map_err(|_| ApiError::bad_request("Request is not in valid JSON format."))
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|_| ApiError::bad_request("Request is not in valid JSON format."))?;
+    if crate::api::pyliteral::holds_nul(&value) {
+        return Err(ApiError::bad_request(NUL_IN_BODY));
+    }
+    Ok(value)
 }
+
+/// No stored field can hold a NUL character (PostgreSQL's text cannot), so no request may
+/// carry one.
+const NUL_IN_BODY: &str =
+    "The request body holds a NUL character (\\u0000), which no field accepts.";
 
 /// The body as an object, else 400.
 pub fn json_object(
@@ -308,7 +317,7 @@ pub fn labels_value(key: &str, v: &Value) -> Result<Labels, ApiError> {
     let obj = match v {
         Value::Object(map) => map,
         Value::String(s) => {
-            parsed = crate::api::pyliteral::parse_literal(s)
+            parsed = crate::api::pyliteral::parse_request_literal(s)
                 .map_err(|e| invalid(key, v, &format!("Value should be a dictionary ({e}).")))?;
             match &parsed {
                 Value::Object(map) => map,

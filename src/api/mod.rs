@@ -119,8 +119,13 @@ pub fn normalized_path(path: &str) -> String {
     }
 }
 
-/// Outermost middleware: request id and root span, path normalisation, and Magnum's error body
-/// on errors produced outside the handlers (payload limits, ...).
+/// No name, id or parameter can hold a NUL character (PostgreSQL's text cannot).
+const NUL_IN_URL: &str =
+    "The request URL holds a NUL character (%00), which no name, id or parameter accepts.";
+
+/// Outermost middleware: request id and root span, path normalisation, a URL holding `%00`
+/// refused before anything reads it, and Magnum's error body on errors produced outside the
+/// handlers (payload limits, ...).
 pub async fn request_middleware(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -150,8 +155,13 @@ pub async fn request_middleware(
         status = tracing::field::Empty,
     );
     let started = std::time::Instant::now();
+    let nul_in_url = req.path().contains("%00") || req.query_string().contains("%00");
     async move {
-        let mut resp = next.call(req).await?.map_into_boxed_body();
+        let mut resp = if nul_in_url {
+            req.into_response(ApiError::bad_request(NUL_IN_URL).error_response())
+        } else {
+            next.call(req).await?.map_into_boxed_body()
+        };
         let status = resp.status();
         let is_json = resp
             .headers()

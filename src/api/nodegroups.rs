@@ -22,7 +22,7 @@ use super::views::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
 };
 use super::{initiator, provisional};
-use crate::api::pyliteral::parse_literal;
+use crate::api::pyliteral::parse_request_literal;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
@@ -167,7 +167,7 @@ fn taint_items(v: &Value) -> Result<Vec<Value>, ApiError> {
     match v {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items.clone()),
-        Value::String(s) => match parse_literal(s) {
+        Value::String(s) => match parse_request_literal(s) {
             Ok(Value::Array(items)) => Ok(items),
             _ => Err(wrong()),
         },

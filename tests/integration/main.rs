@@ -11,6 +11,7 @@ mod conductor;
 mod conventions;
 mod federation_jobs;
 mod federations;
+mod input_edge;
 mod isolation;
 mod kubernetes_driver;
 mod noauth_identity;
