@@ -133,6 +133,12 @@ pub struct DatabaseSection {
     pub max_pool_size: u32,
     /// Run pending migrations when the service starts (`fleetyard db upgrade` does it explicitly).
     pub auto_migrate: bool,
+    /// Seconds a request waits for a PostgreSQL connection (an idle one, or a new one: TCP
+    /// connect and authentication included) before it is answered 503.
+    pub pool_timeout: f64,
+    /// Seconds one PostgreSQL statement, a commit included, may take before the request is
+    /// answered 503; the server cancels it too, and ends a transaction idle for half as long.
+    pub statement_timeout: f64,
 }
 
 impl Default for DatabaseSection {
@@ -141,6 +147,8 @@ impl Default for DatabaseSection {
             connection: Secret::new("sqlite://fleetyard.sqlite"),
             max_pool_size: 16,
             auto_migrate: true,
+            pool_timeout: 2.0,
+            statement_timeout: 5.0,
         }
     }
 }
@@ -689,6 +697,16 @@ impl Settings {
                 "[database] connection: expected a postgres:// or sqlite:// URL".into(),
             ));
         }
+        for (option, seconds) in [
+            ("pool_timeout", self.database.pool_timeout),
+            ("statement_timeout", self.database.statement_timeout),
+        ] {
+            if !(seconds.is_finite() && (0.01..=3600.0).contains(&seconds)) {
+                return Err(ConfigError::Invalid(format!(
+                    "[database] {option}: must be a number of seconds from 0.01 to 3600"
+                )));
+            }
+        }
         if !(1..=MAX_NODE_LIMIT).contains(&self.cluster.max_node_count) {
             return Err(ConfigError::Invalid(format!(
                 "[cluster] max_node_count: must be between 1 and {MAX_NODE_LIMIT}"
@@ -863,6 +881,26 @@ mod tests {
         let err = load_text("[api]\nport = many\n").expect_err("must fail");
         let text = err.to_string();
         assert!(text.contains("[api] port"), "{text}");
+    }
+
+    #[test]
+    fn database_timeouts_are_read_and_checked() {
+        let s =
+            load_text("[database]\npool_timeout = 0.5\nstatement_timeout = 3\n").expect("valid");
+        assert_eq!(s.database.pool_timeout, 0.5);
+        assert_eq!(s.database.statement_timeout, 3.0);
+        for text in [
+            "pool_timeout = 0",
+            "statement_timeout = -1",
+            "statement_timeout = inf",
+        ] {
+            let err = load_text(&format!("[database]\n{text}\n")).expect_err(text);
+            assert!(
+                err.to_string()
+                    .contains("must be a number of seconds from 0.01 to 3600"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -33,10 +33,19 @@ pub fn check_settings(settings: &Settings) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The pool `[database]` asks for: its size and timeouts.
+pub fn pool_settings(db: &crate::config::DatabaseSection) -> store::PoolSettings {
+    store::PoolSettings {
+        max_connections: db.max_pool_size,
+        pool_timeout: std::time::Duration::from_secs_f64(db.pool_timeout),
+        statement_timeout: std::time::Duration::from_secs_f64(db.statement_timeout),
+    }
+}
+
 /// Opens the configured store, migrating it when `[database] auto_migrate` is on.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
     let url = settings.database.connection.expose();
-    let store = store::connect(url, settings.database.max_pool_size)
+    let store = store::connect_with(url, &pool_settings(&settings.database))
         .await
         .context("[database] connection: cannot open the database")?;
     if settings.database.auto_migrate {

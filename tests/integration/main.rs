@@ -9,6 +9,7 @@ mod cluster_templates;
 mod clusters;
 mod conductor;
 mod conventions;
+mod db_outage;
 mod federation_jobs;
 mod federations;
 mod input_edge;
