@@ -26,6 +26,7 @@ mod state;
 pub mod stats;
 pub mod versions;
 pub mod views;
+pub mod wire;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};

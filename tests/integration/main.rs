@@ -22,3 +22,4 @@ mod notify;
 mod openapi;
 mod quotas_stats_services;
 mod store_contract;
+mod wire;
