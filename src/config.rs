@@ -57,6 +57,7 @@ pub struct Settings {
     pub cors: CorsSection,
     pub jwt: JwtSettings,
     pub noauth: NoauthSection,
+    pub cluster: ClusterSection,
     pub cluster_template: ClusterTemplateSection,
     pub drivers: DriversSection,
     pub fake_driver: FakeDriverSection,
@@ -132,6 +133,12 @@ pub struct DatabaseSection {
     pub max_pool_size: u32,
     /// Run pending migrations when the service starts (`fleetyard db upgrade` does it explicitly).
     pub auto_migrate: bool,
+    /// Seconds a request waits for a PostgreSQL connection (an idle one, or a new one: TCP
+    /// connect and authentication included) before it is answered 503.
+    pub pool_timeout: f64,
+    /// Seconds one PostgreSQL statement, a commit included, may take before the request is
+    /// answered 503; the server cancels it too, and ends a transaction idle for half as long.
+    pub statement_timeout: f64,
 }
 
 impl Default for DatabaseSection {
@@ -140,6 +147,8 @@ impl Default for DatabaseSection {
             connection: Secret::new("sqlite://fleetyard.sqlite"),
             max_pool_size: 16,
             auto_migrate: true,
+            pool_timeout: 2.0,
+            statement_timeout: 5.0,
         }
     }
 }
@@ -261,6 +270,27 @@ impl Default for NoauthSection {
             user_id: "admin".into(),
             project_id: "admin".into(),
             roles: "admin,member,reader".into(),
+        }
+    }
+}
+
+/// The largest `[cluster] max_node_count` accepted.
+pub const MAX_NODE_LIMIT: i32 = 100_000;
+
+/// Limits on what one request may ask of a cluster.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The most nodes one node group may have: `node_count`, `master_count`,
+    /// `min_node_count` and `max_node_count` above it are refused with 400, and no driver
+    /// works on a larger group.
+    pub max_node_count: i32,
+}
+
+impl Default for ClusterSection {
+    fn default() -> Self {
+        ClusterSection {
+            max_node_count: 1000,
         }
     }
 }
@@ -667,6 +697,21 @@ impl Settings {
                 "[database] connection: expected a postgres:// or sqlite:// URL".into(),
             ));
         }
+        for (option, seconds) in [
+            ("pool_timeout", self.database.pool_timeout),
+            ("statement_timeout", self.database.statement_timeout),
+        ] {
+            if !(seconds.is_finite() && (0.01..=3600.0).contains(&seconds)) {
+                return Err(ConfigError::Invalid(format!(
+                    "[database] {option}: must be a number of seconds from 0.01 to 3600"
+                )));
+            }
+        }
+        if !(1..=MAX_NODE_LIMIT).contains(&self.cluster.max_node_count) {
+            return Err(ConfigError::Invalid(format!(
+                "[cluster] max_node_count: must be between 1 and {MAX_NODE_LIMIT}"
+            )));
+        }
         if self.api.max_limit == 0 {
             return Err(ConfigError::Invalid(
                 "[api] max_limit: must be at least 1".into(),
@@ -836,6 +881,39 @@ mod tests {
         let err = load_text("[api]\nport = many\n").expect_err("must fail");
         let text = err.to_string();
         assert!(text.contains("[api] port"), "{text}");
+    }
+
+    #[test]
+    fn database_timeouts_are_read_and_checked() {
+        let s =
+            load_text("[database]\npool_timeout = 0.5\nstatement_timeout = 3\n").expect("valid");
+        assert_eq!(s.database.pool_timeout, 0.5);
+        assert_eq!(s.database.statement_timeout, 3.0);
+        for text in [
+            "pool_timeout = 0",
+            "statement_timeout = -1",
+            "statement_timeout = inf",
+        ] {
+            let err = load_text(&format!("[database]\n{text}\n")).expect_err(text);
+            assert!(
+                err.to_string()
+                    .contains("must be a number of seconds from 0.01 to 3600"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_limit_below_one_is_refused_with_its_name() {
+        let err = load_text("[cluster]\nmax_node_count = 0\n").expect_err("must fail");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: [cluster] max_node_count: must be between 1 and 100000"
+        );
+        assert!(load_text("[cluster]\nmax_node_count = 100001\n").is_err());
+        let s = load_text("[cluster]\nmax_node_count = 50\n").expect("valid");
+        assert_eq!(s.cluster.max_node_count, 50);
+        assert_eq!(Settings::default().cluster.max_node_count, 1000);
     }
 
     #[test]

@@ -6,10 +6,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use actix_cors::Cors;
+use actix_http::error::DispatchError;
+use actix_http::HttpService;
+use actix_service::{fn_service, map_config, IntoServiceFactory, ServiceFactoryExt};
+use actix_web::dev::AppConfig;
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, App};
 use anyhow::Context;
+use std::future::ready;
 
 use crate::api::{self, AppState};
 use crate::config::{split_list, ConfigError, Settings};
@@ -33,10 +38,19 @@ pub fn check_settings(settings: &Settings) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The pool `[database]` asks for: its size and timeouts.
+pub fn pool_settings(db: &crate::config::DatabaseSection) -> store::PoolSettings {
+    store::PoolSettings {
+        max_connections: db.max_pool_size,
+        pool_timeout: std::time::Duration::from_secs_f64(db.pool_timeout),
+        statement_timeout: std::time::Duration::from_secs_f64(db.statement_timeout),
+    }
+}
+
 /// Opens the configured store, migrating it when `[database] auto_migrate` is on.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
     let url = settings.database.connection.expose();
-    let store = store::connect(url, settings.database.max_pool_size)
+    let store = store::connect_with(url, &pool_settings(&settings.database))
         .await
         .context("[database] connection: cannot open the database")?;
     if settings.database.auto_migrate {
@@ -69,7 +83,7 @@ impl Application {
         };
         let cors = state.settings.cors.clone();
         let state = web::Data::new(state);
-        let server = HttpServer::new(move || {
+        let app = move || {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(1024 * 1024))
@@ -77,10 +91,30 @@ impl Application {
                 .wrap(cors_middleware(&cors))
                 .wrap(from_fn(api::keystone::challenge_middleware))
                 .wrap(from_fn(api::request_middleware))
-        })
-        .workers(workers)
-        .listen(listener)?
-        .run();
+        };
+        // actix-web's HttpServer, assembled by hand so that each connection is wrapped in
+        // `api::wire::ErrorBodies`: the errors actix-http's dispatcher answers itself (a
+        // request head past its limits, one that is not HTTP) get Magnum's body too.
+        let server = actix_server::Server::build()
+            .workers(workers)
+            .listen("fleetyard-api", listener, move || {
+                // HttpServer's defaults.
+                let http = HttpService::build()
+                    .client_disconnect_timeout(std::time::Duration::from_secs(1))
+                    .h1(map_config(
+                        app().into_factory().map_err(|e| e.error_response()),
+                        |()| AppConfig::default(),
+                    ));
+                fn_service(|io: tokio::net::TcpStream| {
+                    let peer = io.peer_addr().ok();
+                    ready(Ok::<_, DispatchError>((
+                        api::wire::ErrorBodies::new(io),
+                        peer,
+                    )))
+                })
+                .and_then(http)
+            })?
+            .run();
         Ok(Application { port, server })
     }
 

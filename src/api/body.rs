@@ -10,7 +10,7 @@ use super::error::ApiError;
 use crate::domain::labels::{labels_from_object, Labels};
 
 /// Parses a request body as JSON. A non-empty body must be `application/json` (415 otherwise);
-/// malformed JSON is a 400.
+/// malformed JSON, or a string or key holding a NUL character, is a 400.
 pub fn json_body(req: &HttpRequest, body: &Bytes) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("The request body is empty."));
@@ -31,9 +31,18 @@ pub fn json_body(req: &HttpRequest, body: &Bytes) -> Result<Value, ApiError> {
             )));
         }
     }
-    serde_json::from_slice(body)
-        .map_err(|_| ApiError::bad_request("Request is not in valid JSON format."))
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|_| ApiError::bad_request("Request is not in valid JSON format."))?;
+    if crate::api::pyliteral::holds_nul(&value) {
+        return Err(ApiError::bad_request(NUL_IN_BODY));
+    }
+    Ok(value)
 }
+
+/// No stored field can hold a NUL character (PostgreSQL's text cannot), so no request may
+/// carry one.
+const NUL_IN_BODY: &str =
+    "The request body holds a NUL character (\\u0000), which no field accepts.";
 
 /// The body as an object, else 400.
 pub fn json_object(
@@ -91,11 +100,29 @@ pub fn parse_bool(value: &Value) -> Option<bool> {
 pub struct Fields {
     argument: &'static str,
     obj: Map<String, Value>,
+    node_limit: i32,
 }
 
 impl Fields {
     pub fn new(argument: &'static str, obj: Map<String, Value>) -> Self {
-        Fields { argument, obj }
+        Fields {
+            argument,
+            obj,
+            node_limit: i32::MAX,
+        }
+    }
+
+    /// The most nodes a node group may have (`[cluster] max_node_count`): [`Fields::nodes`]
+    /// refuses more.
+    pub fn with_node_limit(mut self, limit: i32) -> Self {
+        self.node_limit = limit;
+        self
+    }
+
+    /// A node count: an integer from `min` to the node limit.
+    pub fn nodes(&mut self, key: &str, min: i64) -> Result<Option<i32>, ApiError> {
+        let limit = i64::from(self.node_limit);
+        self.int32(key, Some(min), Some(limit))
     }
 
     /// Refuses read-only attributes that are present.
@@ -290,7 +317,7 @@ pub fn labels_value(key: &str, v: &Value) -> Result<Labels, ApiError> {
     let obj = match v {
         Value::Object(map) => map,
         Value::String(s) => {
-            parsed = crate::api::pyliteral::parse_literal(s)
+            parsed = crate::api::pyliteral::parse_request_literal(s)
                 .map_err(|e| invalid(key, v, &format!("Value should be a dictionary ({e}).")))?;
             match &parsed {
                 Value::Object(map) => map,
@@ -370,6 +397,22 @@ mod tests {
             "Invalid input for field/attribute b. Value: '1000'. Value should be greater or equal to 1024."
         );
         assert!(f.int("c", None, None).is_err());
+    }
+
+    #[test]
+    fn node_counts_stop_at_the_node_limit() {
+        let mut f =
+            fields(json!({"a": 1000, "b": 1001, "c": "2147483648", "d": -1})).with_node_limit(1000);
+        assert_eq!(f.nodes("a", 0).expect("at the limit"), Some(1000));
+        assert_eq!(
+            f.nodes("b", 0).expect_err("past it").to_string(),
+            "Invalid input for field/attribute b. Value: '1001'. Value should be less or equal to 1000."
+        );
+        assert_eq!(
+            f.nodes("c", 0).expect_err("past i32").to_string(),
+            "Invalid input for field/attribute c. Value: '2147483648'. Value should be less or equal to 1000."
+        );
+        assert!(f.nodes("d", 0).is_err());
     }
 
     #[test]

@@ -165,8 +165,8 @@ impl TryFrom<Fields> for ClusterCreate {
             template_ident,
             name,
             keypair: f.string("keypair", 1, 255)?,
-            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
-            master_count: f.int32("master_count", Some(1), None)?.unwrap_or(1),
+            node_count: f.nodes("node_count", 0)?.unwrap_or(1),
+            master_count: f.nodes("master_count", 1)?.unwrap_or(1),
             docker_volume_size: f.int32("docker_volume_size", Some(1), None)?,
             labels: f.labels("labels")?,
             merge_labels: f.bool("merge_labels")?.unwrap_or(false),
@@ -197,7 +197,7 @@ impl TryFrom<Fields> for ClusterResize {
     fn try_from(mut f: Fields) -> Result<Self, ApiError> {
         let parsed = ClusterResize {
             node_count: f
-                .int32("node_count", Some(0), None)?
+                .nodes("node_count", 0)?
                 .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?,
             nodes_to_remove: f.string_list("nodes_to_remove")?.unwrap_or_default(),
             nodegroup: f.string("nodegroup", 1, 255)?,
@@ -237,7 +237,9 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "cluster")?;
-    let request: ClusterCreate = Fields::new("cluster", obj).try_into()?;
+    let request: ClusterCreate = Fields::new("cluster", obj)
+        .with_node_limit(state.node_limit())
+        .try_into()?;
     ctx.authorize_own("cluster:create")?;
     if request.node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
@@ -250,7 +252,7 @@ async fn create(
         Err(e) => return Err(e),
     };
     let driver = driver_for(&state, &template)?;
-    let new = request.plan(&ctx, &template, driver.as_ref())?;
+    let new = request.plan(&ctx, &template, driver.as_ref(), state.node_limit())?;
     let writes = create_writes(&state, &ctx, &template, &new, driver.name());
     match state.store.commit(&writes).await {
         Ok(()) => Ok(HttpResponse::Accepted().json(AcceptedView::new(new.uuid))),
@@ -277,6 +279,7 @@ impl ClusterCreate {
         ctx: &RequestContext,
         template: &ClusterTemplate,
         driver: &dyn crate::drivers::Driver,
+        node_limit: i32,
     ) -> Result<NewCluster, ApiError> {
         let spec = &template.spec;
         let docker_volume_size = self.docker_volume_size.or(spec.docker_volume_size);
@@ -314,6 +317,15 @@ impl ClusterCreate {
             self.master_count,
             self.node_count,
         );
+        if let Some(max) = nodegroups
+            .iter()
+            .filter_map(|n| n.max_node_count)
+            .find(|m| *m > node_limit)
+        {
+            return Err(ApiError::bad_request(format!(
+                "The max_node_count label ({max}) is more than the {node_limit} nodes a node group may have."
+            )));
+        }
         Ok(NewCluster {
             uuid: ClusterId::new(),
             project_id: ctx.project_id.clone(),
@@ -605,6 +617,13 @@ async fn update(
                     "Value should be a non-negative integer.",
                 )
             })?;
+            if count > state.node_limit() {
+                return Err(invalid(
+                    "node_count",
+                    &json!(count),
+                    &format!("Value should be less or equal to {}.", state.node_limit()),
+                ));
+            }
             if count == 0 && ctx.version < ZERO_NODE_COUNT {
                 return Err(zero_not_supported());
             }
@@ -770,7 +789,15 @@ async fn resize(
         node_count,
         nodes_to_remove,
         nodegroup,
-    } = Fields::new("resize", obj).try_into()?;
+    } = Fields::new("resize", obj)
+        .with_node_limit(state.node_limit())
+        .try_into()?;
+    if nodes_to_remove.len() > state.node_limit() as usize {
+        return Err(ApiError::bad_request(format!(
+            "A resize may name at most {} nodes_to_remove.",
+            state.node_limit()
+        )));
+    }
     if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }

@@ -130,6 +130,9 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
                 IdentifyError::Malformed(why) => ApiError::bad_request(why),
             })?,
     };
+    if let Some(why) = identity.refusal() {
+        return Err(ApiError::bad_request(why));
+    }
     let mut creds = Credentials {
         user_id: Some(identity.user_id.clone()),
         // A system-scoped token has no project.

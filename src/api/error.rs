@@ -70,7 +70,7 @@ impl From<StoreError> for ApiError {
     /// expect into resource-specific sentences first.
     fn from(err: StoreError) -> Self {
         match err {
-            StoreError::Unavailable(_) => ApiError::Unavailable(err),
+            StoreError::Unavailable(_) | StoreError::TimedOut(_) => ApiError::Unavailable(err),
             StoreError::Conflict { ref constraint } => ApiError::Conflict(format!(
                 "The request conflicts with existing data ({constraint})."
             )),

@@ -26,6 +26,7 @@ mod state;
 pub mod stats;
 pub mod versions;
 pub mod views;
+pub mod wire;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -83,8 +84,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .default_service(web::to(not_found));
 }
 
+/// The longest `/healthcheck` waits for the database: a load balancer hears of an outage
+/// within a second, whatever the pool and statement timeouts.
+const HEALTH_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(800);
+
 async fn healthcheck(state: web::Data<AppState>) -> HttpResponse {
-    match state.store.ping().await {
+    let probe = tokio::time::timeout(HEALTH_PROBE_TIMEOUT, state.store.ping()).await;
+    match probe.unwrap_or(Err(crate::store::StoreError::TimedOut(
+        HEALTH_PROBE_TIMEOUT,
+    ))) {
         Ok(()) => HttpResponse::Ok().content_type("text/plain").body("OK"),
         Err(e) => {
             tracing::warn!(error = %e, "health check: database unreachable");
@@ -119,8 +127,13 @@ pub fn normalized_path(path: &str) -> String {
     }
 }
 
-/// Outermost middleware: request id and root span, path normalisation, and Magnum's error body
-/// on errors produced outside the handlers (payload limits, ...).
+/// No name, id or parameter can hold a NUL character (PostgreSQL's text cannot).
+const NUL_IN_URL: &str =
+    "The request URL holds a NUL character (%00), which no name, id or parameter accepts.";
+
+/// Outermost middleware: request id and root span, path normalisation, a URL holding `%00`
+/// refused before anything reads it, and Magnum's error body on errors produced outside the
+/// handlers (payload limits, ...).
 pub async fn request_middleware(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -150,8 +163,13 @@ pub async fn request_middleware(
         status = tracing::field::Empty,
     );
     let started = std::time::Instant::now();
+    let nul_in_url = req.path().contains("%00") || req.query_string().contains("%00");
     async move {
-        let mut resp = next.call(req).await?.map_into_boxed_body();
+        let mut resp = if nul_in_url {
+            req.into_response(ApiError::bad_request(NUL_IN_URL).error_response())
+        } else {
+            next.call(req).await?.map_into_boxed_body()
+        };
         let status = resp.status();
         let is_json = resp
             .headers()

@@ -22,7 +22,7 @@ use super::views::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
 };
 use super::{initiator, provisional};
-use crate::api::pyliteral::parse_literal;
+use crate::api::pyliteral::parse_request_literal;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
@@ -167,7 +167,7 @@ fn taint_items(v: &Value) -> Result<Vec<Value>, ApiError> {
     match v {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items.clone()),
-        Value::String(s) => match parse_literal(s) {
+        Value::String(s) => match parse_request_literal(s) {
             Ok(Value::Array(items)) => Ok(items),
             _ => Err(wrong()),
         },
@@ -306,9 +306,9 @@ impl TryFrom<Fields> for NodeGroupCreate {
         f.ignore(IGNORED);
         let parsed = NodeGroupCreate {
             name: f.required_string("name", 1, 255)?,
-            node_count: f.int32("node_count", Some(0), None)?.unwrap_or(1),
-            min_node_count: f.int32("min_node_count", Some(0), None)?.unwrap_or(0),
-            max_node_count: f.int32("max_node_count", Some(0), None)?,
+            node_count: f.nodes("node_count", 0)?.unwrap_or(1),
+            min_node_count: f.nodes("min_node_count", 0)?.unwrap_or(0),
+            max_node_count: f.nodes("max_node_count", 0)?,
             role: f
                 .string("role", 1, 255)?
                 .unwrap_or_else(|| ROLE_WORKER.into()),
@@ -355,7 +355,9 @@ async fn create(
         merge_labels,
         node_labels,
         taints,
-    } = Fields::new("nodegroup", obj).try_into()?;
+    } = Fields::new("nodegroup", obj)
+        .with_node_limit(state.node_limit())
+        .try_into()?;
 
     ctx.authorize_own("nodegroup:create")?;
     if ctx.is_admin {
@@ -496,9 +498,9 @@ async fn update(
         let mut after = patch::apply(&patch_document(&ng), &ops, &PATCH_RULES)?;
         let raw_labels = after.remove("node_labels").unwrap_or(Value::Null);
         let raw_taints = after.remove("node_taints").unwrap_or(Value::Null);
-        let mut f = Fields::new("nodegroup", after);
-        let min_node_count = f.int32("min_node_count", Some(0), None)?.unwrap_or(0);
-        let max_node_count = f.int32("max_node_count", Some(0), None)?;
+        let mut f = Fields::new("nodegroup", after).with_node_limit(state.node_limit());
+        let min_node_count = f.nodes("min_node_count", 0)?.unwrap_or(0);
+        let max_node_count = f.nodes("max_node_count", 0)?;
         f.finish()?;
         let node_labels = node_labels_value(&raw_labels)?;
         let taints = taint_items(&raw_taints)?;

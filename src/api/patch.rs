@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use crate::api::pyliteral::parse_literal;
+use crate::api::pyliteral::parse_request_literal;
 
 /// Attributes no patch may touch, on every resource.
 pub const INTERNAL: &[&str] = &[
@@ -187,7 +187,7 @@ pub fn apply(
         }
         if top_level && rules.literal.contains(&op.path.as_str()) {
             if let Some(Value::String(text)) = &op.value {
-                let parsed = parse_literal(text).map_err(|e| {
+                let parsed = parse_request_literal(text).map_err(|e| {
                     ApiError::bad_request(format!(
                         "Couldn't apply patch '{}'. Reason: {e}",
                         Value::Array(ops.iter().map(PatchOp::to_json).collect())

@@ -73,6 +73,67 @@ pub fn parse_literal(text: &str) -> Result<Value, LiteralError> {
     }
 }
 
+/// [`parse_literal`] for text a client sent: a value holding a NUL character anywhere (in a
+/// string or a key, written raw or as an escape) is refused, since no stored field can hold
+/// one. The position is that of the first NUL or escape of one.
+pub fn parse_request_literal(text: &str) -> Result<Value, LiteralError> {
+    let value = parse_literal(text)?;
+    if holds_nul(&value) {
+        return Err(LiteralError::new(
+            format!(
+                "a NUL character is not allowed, at position {}",
+                nul_position(text)
+            ),
+            nul_position(text),
+        ));
+    }
+    Ok(value)
+}
+
+/// Whether any string or key of `value` holds a NUL character (without recursion).
+pub fn holds_nul(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) if s.contains('\0') => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.contains('\0')) {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The character position of the first NUL of `text`, raw or escaped (`\x00`, `\u0000`,
+/// `\U00000000`); 0 when there is none.
+fn nul_position(text: &str) -> usize {
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\0' => return i,
+            '\\' => {
+                let rest: String = chars[i + 1..].iter().take(9).collect();
+                if rest.starts_with("x00")
+                    || rest.starts_with("u0000")
+                    || rest.starts_with("U00000000")
+                {
+                    return i;
+                }
+                // Skips the escaped character (an escaped backslash included).
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    0
+}
+
 /// Render `value` the way Python's `str()` renders the equivalent object:
 /// `{'a': 'b', 'n': 1, 't': True, 'x': None}`, strings quoted as Python's
 /// `repr` quotes them, floats as Python writes them (`1.0`, `1e+16`). A
@@ -597,6 +658,33 @@ mod tests {
             Ok(value) => panic!("{text:?} should be rejected, got {value}"),
             Err(error) => error,
         }
+    }
+
+    #[test]
+    fn request_literals_refuse_nul_characters_wherever_they_are_written() {
+        for (text, position) in [
+            (r"{'k': 'v\x00'}", 8),
+            (r"{'k\u0000': 'v'}", 3),
+            (r"['a', '\U00000000']", 7),
+            (r#"{"k": "\u0000"}"#, 7),
+            (r"{'a\\': 'b\x00'}", 10),
+            ("['\u{0}']", 2),
+        ] {
+            let err = parse_request_literal(text).expect_err(text);
+            assert_eq!(err.position, position, "{text}");
+            assert_eq!(
+                err.message,
+                format!("a NUL character is not allowed, at position {position}"),
+                "{text}"
+            );
+        }
+        // An escaped backslash before x00 is no NUL.
+        assert_eq!(
+            parse_request_literal(r"{'k': 'a\\x00'}").expect("no NUL"),
+            json!({"k": "a\\x00"})
+        );
+        assert!(holds_nul(&json!([{"a": ["\u{0}"]}])));
+        assert!(!holds_nul(&json!([{"a": ["b"]}])));
     }
 
     fn float(value: f64) -> Value {

@@ -38,6 +38,11 @@ impl AppState {
         job
     }
 
+    /// The most nodes one node group may have (`[cluster] max_node_count`).
+    pub fn node_limit(&self) -> i32 {
+        self.settings.cluster.max_node_count
+    }
+
     /// Validates the policy, auth and driver settings and assembles the state around a store.
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
         let enforcer = match &settings.oslo_policy.policy_file {
@@ -62,7 +67,8 @@ impl AppState {
             let kubernetes = crate::drivers::kubernetes::KubernetesDriver::new(
                 settings.kubernetes_driver.clone(),
             )
-            .map_err(|e| anyhow::anyhow!(e))?;
+            .map_err(|e| anyhow::anyhow!(e))?
+            .with_node_limit(settings.cluster.max_node_count);
             drivers.insert(Arc::new(kubernetes));
         }
         let template_rules = TemplateRules {

@@ -30,6 +30,36 @@ pub struct Identity {
     pub is_admin_project: bool,
 }
 
+impl Identity {
+    /// Why the service cannot take this identity as it is, if it cannot: an id longer than
+    /// the columns holding it, or a control character (NUL among them, which PostgreSQL's text
+    /// cannot hold) in an id or a role. Whatever the auth strategy, every backend alike.
+    pub fn refusal(&self) -> Option<String> {
+        let ids = [
+            ("user id", Some(&self.user_id)),
+            ("project id", Some(&self.project_id)),
+            ("domain id", self.domain_id.as_ref()),
+        ];
+        for (what, value) in ids {
+            let Some(value) = value else { continue };
+            if value.chars().count() > MAX_ID_LENGTH {
+                return Some(format!(
+                    "The caller's {what} is longer than {MAX_ID_LENGTH} characters."
+                ));
+            }
+            if value.chars().any(char::is_control) {
+                return Some(format!(
+                    "The caller's {what} must not hold control characters."
+                ));
+            }
+        }
+        if self.roles.iter().any(|r| r.chars().any(char::is_control)) {
+            return Some("The caller's roles must not hold control characters.".into());
+        }
+        None
+    }
+}
+
 /// Why a request has no identity: a sentence for the answer, never holding a token.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum IdentifyError {

@@ -7,6 +7,9 @@
 //! `upgrade`, `delete`, `rotate_ca`, `rotate_credential`, `federation`) makes that operation
 //! fail permanently; `fake_transient_failures=N` makes the first N attempts of each operation
 //! fail transiently.
+//!
+//! Nothing it builds grows with a count a client chose: a group lists the addresses (and the
+//! health reports) of its first [`LISTED_NODES`] nodes, whatever its node count.
 
 use std::collections::BTreeMap;
 
@@ -110,6 +113,15 @@ impl FakeDriver {
     }
 }
 
+/// The most nodes of one group the simulator lists addresses and health reports for: the
+/// distinct addresses one group's octet holds.
+pub const LISTED_NODES: i32 = 240;
+
+/// The nodes of a group the simulator lists.
+fn listed(ng: &NodeGroup) -> std::ops::Range<i32> {
+    0..ng.node_count.clamp(0, LISTED_NODES)
+}
+
 /// A deterministic private address for node `index` of a group.
 fn address(ctx: &ClusterContext, group: usize, index: i32) -> String {
     let b = ctx.cluster.uuid.0.as_bytes();
@@ -117,7 +129,7 @@ fn address(ctx: &ClusterContext, group: usize, index: i32) -> String {
         "10.{}.{}.{}",
         b[0] % 250,
         (b[1] as usize + group * 16) % 250,
-        10 + index.clamp(0, 240)
+        10 + index.clamp(0, LISTED_NODES - 1)
     )
 }
 
@@ -125,7 +137,7 @@ fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
     let mut nodegroups = BTreeMap::new();
     let mut api_address = None;
     for (i, ng) in ctx.nodegroups.iter().enumerate() {
-        let addresses: Vec<String> = (0..ng.node_count).map(|n| address(ctx, i, n)).collect();
+        let addresses: Vec<String> = listed(ng).map(|n| address(ctx, i, n)).collect();
         if ng.role == ROLE_MASTER && api_address.is_none() {
             api_address = addresses.first().map(|a| format!("https://{a}:6443"));
         }
@@ -271,7 +283,7 @@ impl Driver for FakeDriver {
         let mut reason = BTreeMap::new();
         reason.insert("api".to_string(), "ok".to_string());
         for ng in &ctx.nodegroups {
-            for n in 0..ng.node_count {
+            for n in listed(ng) {
                 reason.insert(
                     format!("{}-{}-node-{n}.Ready", ctx.cluster.name, ng.name),
                     "True".into(),

@@ -167,8 +167,10 @@ pub fn cluster_content(
     ngs: &[crate::domain::cluster::NodeGroup],
 ) -> Value {
     let (masters, workers): (Vec<_>, Vec<_>) = ngs.iter().partition(|n| n.is_master());
-    let count =
-        |v: &[&crate::domain::cluster::NodeGroup]| v.iter().map(|n| n.node_count).sum::<i32>();
+    let count = |v: &[&crate::domain::cluster::NodeGroup]| {
+        v.iter()
+            .fold(0i32, |sum, n| sum.saturating_add(n.node_count))
+    };
     let addresses = |v: &[&crate::domain::cluster::NodeGroup]| {
         v.iter()
             .flat_map(|n| n.node_addresses.iter().cloned())

@@ -3,6 +3,8 @@
 //! table module writes its SQL once against these; the match on the backend happens here and
 //! nowhere else.
 
+use std::time::Duration;
+
 use crate::domain::Id;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgPool, PgRow, Postgres};
@@ -31,16 +33,16 @@ pub(crate) trait Row:
 impl<T> Row for T where T: for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
 {}
 
-/// A connection pool of either backend.
+/// A connection pool of either backend; PostgreSQL's with its statement timeout.
 #[derive(Debug, Clone)]
 pub(crate) enum Pool {
-    Pg(PgPool),
+    Pg(PgPool, Duration),
     Lite(SqlitePool),
 }
 
 /// A write transaction; dropped without [`Tx::commit`], it rolls back.
 pub(crate) enum Tx {
-    Pg(sqlx::Transaction<'static, Postgres>),
+    Pg(sqlx::Transaction<'static, Postgres>, Duration),
     Lite(sqlx::Transaction<'static, Sqlite>),
 }
 
@@ -66,6 +68,24 @@ fn pg_err(e: sqlx::Error) -> StoreError {
     map_sqlx(e, postgres::constraint_name)
 }
 
+/// A PostgreSQL operation, given `limit` to finish: past it the caller gets
+/// [`StoreError::TimedOut`] at once (a partitioned network never answers; the server, told the
+/// same timeout, cancels the statement or ends the idle transaction on its side).
+async fn bounded<T>(
+    limit: Duration,
+    op: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+) -> StoreResult<T> {
+    match tokio::time::timeout(limit, op).await {
+        Ok(done) => done.map_err(pg_err),
+        Err(_) => Err(StoreError::TimedOut(limit)),
+    }
+}
+
+/// The time a statement on the pool may take: waiting for a connection, then the statement.
+fn pool_limit(pool: &PgPool, statement: Duration) -> Duration {
+    pool.options().get_acquire_timeout() + statement
+}
+
 fn lite_err(e: sqlx::Error) -> StoreError {
     map_sqlx(e, sqlite::constraint_name)
 }
@@ -73,7 +93,7 @@ fn lite_err(e: sqlx::Error) -> StoreError {
 impl Pool {
     pub fn dialect(&self) -> Dialect {
         match self {
-            Pool::Pg(_) => Dialect::Postgres,
+            Pool::Pg(..) => Dialect::Postgres,
             Pool::Lite(_) => Dialect::Sqlite,
         }
     }
@@ -87,7 +107,9 @@ impl Pool {
     /// the database lock instead of failing when a read transaction upgrades.
     pub async fn begin_write(&self) -> StoreResult<Tx> {
         match self {
-            Pool::Pg(p) => p.begin().await.map(Tx::Pg).map_err(pg_err),
+            Pool::Pg(p, limit) => bounded(pool_limit(p, *limit), p.begin())
+                .await
+                .map(|tx| Tx::Pg(tx, *limit)),
             Pool::Lite(p) => p
                 .begin_with("BEGIN IMMEDIATE")
                 .await
@@ -99,7 +121,22 @@ impl Pool {
     /// Applies pending migrations of the backend's migration folder.
     pub async fn migrate(&self) -> StoreResult<()> {
         match self {
-            Pool::Pg(p) => postgres::migrator().run(p).await?,
+            // Migrations may run long: on a connection of their own without the timeouts,
+            // closed afterwards rather than returned to the pool.
+            Pool::Pg(p, _) => {
+                let mut conn = p.acquire().await.map_err(pg_err)?.detach();
+                for unbounded in [
+                    "SET statement_timeout = 0",
+                    "SET idle_in_transaction_session_timeout = 0",
+                ] {
+                    sqlx::query(unbounded)
+                        .execute(&mut conn)
+                        .await
+                        .map_err(pg_err)?;
+                }
+                postgres::migrator().run_direct(&mut conn).await?;
+                sqlx::Connection::close(conn).await.map_err(pg_err)?;
+            }
             Pool::Lite(p) => sqlite::migrator().run(p).await?,
         }
         Ok(())
@@ -109,7 +146,7 @@ impl Pool {
 impl Tx {
     pub fn dialect(&self) -> Dialect {
         match self {
-            Tx::Pg(_) => Dialect::Postgres,
+            Tx::Pg(..) => Dialect::Postgres,
             Tx::Lite(_) => Dialect::Sqlite,
         }
     }
@@ -121,7 +158,7 @@ impl Tx {
 
     pub async fn commit(self) -> StoreResult<()> {
         match self {
-            Tx::Pg(t) => t.commit().await.map_err(pg_err),
+            Tx::Pg(t, limit) => bounded(limit, t.commit()).await,
             Tx::Lite(t) => t.commit().await.map_err(lite_err),
         }
     }
@@ -192,14 +229,16 @@ impl<'q> Stmt<'q> {
             .args
             .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
         match (conn.into(), args) {
-            (Conn::Pool(Pool::Pg(p)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
-                .fetch_all(p)
+            (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => {
+                bounded(
+                    pool_limit(p, *limit),
+                    sqlx::query_as_with(self.sql, a).fetch_all(p),
+                )
                 .await
-                .map_err(pg_err),
-            (Conn::Tx(Tx::Pg(t)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
-                .fetch_all(&mut **t)
-                .await
-                .map_err(pg_err),
+            }
+            (Conn::Tx(Tx::Pg(t, limit)), Args::Pg(a)) => {
+                bounded(*limit, sqlx::query_as_with(self.sql, a).fetch_all(&mut **t)).await
+            }
             (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
                 .fetch_all(p)
                 .await
@@ -221,14 +260,20 @@ impl<'q> Stmt<'q> {
             .args
             .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
         match (conn.into(), args) {
-            (Conn::Pool(Pool::Pg(p)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
-                .fetch_optional(p)
+            (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => {
+                bounded(
+                    pool_limit(p, *limit),
+                    sqlx::query_as_with(self.sql, a).fetch_optional(p),
+                )
                 .await
-                .map_err(pg_err),
-            (Conn::Tx(Tx::Pg(t)), Args::Pg(a)) => sqlx::query_as_with(self.sql, a)
-                .fetch_optional(&mut **t)
+            }
+            (Conn::Tx(Tx::Pg(t, limit)), Args::Pg(a)) => {
+                bounded(
+                    *limit,
+                    sqlx::query_as_with(self.sql, a).fetch_optional(&mut **t),
+                )
                 .await
-                .map_err(pg_err),
+            }
             (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
                 .fetch_optional(p)
                 .await
@@ -252,16 +297,17 @@ impl<'q> Stmt<'q> {
             .args
             .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
         match (conn.into(), args) {
-            (Conn::Pool(Pool::Pg(p)), Args::Pg(a)) => sqlx::query_with(self.sql, a)
-                .execute(p)
-                .await
-                .map(|done| done.rows_affected())
-                .map_err(pg_err),
-            (Conn::Tx(Tx::Pg(t)), Args::Pg(a)) => sqlx::query_with(self.sql, a)
-                .execute(&mut **t)
-                .await
-                .map(|done| done.rows_affected())
-                .map_err(pg_err),
+            (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => bounded(
+                pool_limit(p, *limit),
+                sqlx::query_with(self.sql, a).execute(p),
+            )
+            .await
+            .map(|done| done.rows_affected()),
+            (Conn::Tx(Tx::Pg(t, limit)), Args::Pg(a)) => {
+                bounded(*limit, sqlx::query_with(self.sql, a).execute(&mut **t))
+                    .await
+                    .map(|done| done.rows_affected())
+            }
             (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_with(self.sql, a)
                 .execute(p)
                 .await

@@ -72,6 +72,10 @@ pub enum StoreError {
     /// The database is unreachable or the pool is exhausted.
     #[error("database unavailable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    /// The database did not answer within the statement timeout (a network partition, an
+    /// overloaded server).
+    #[error("the database did not answer within {0:?}")]
+    TimedOut(std::time::Duration),
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
     #[error("migration failed: {0}")]
@@ -311,14 +315,55 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)>;
 }
 
-/// Opens the store named by a connection URL.
+/// How a PostgreSQL pool connects and how long it waits (SQLite, local, ignores the timeouts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    /// The most a caller waits for a connection: an idle one, or a new one (TCP connect and
+    /// authentication included; sqlx retries a refused connection until then).
+    pub pool_timeout: std::time::Duration,
+    /// The most one statement (a commit included) may take, on the client's side and the
+    /// server's; the server also ends a transaction left idle for half as long.
+    pub statement_timeout: std::time::Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: 16,
+            pool_timeout: std::time::Duration::from_secs(2),
+            statement_timeout: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
+/// Opens the store named by a connection URL, with the default timeouts.
 pub async fn connect(url: &str, max_connections: u32) -> StoreResult<std::sync::Arc<dyn Store>> {
+    let settings = PoolSettings {
+        max_connections,
+        ..PoolSettings::default()
+    };
+    connect_with(url, &settings).await
+}
+
+/// Opens the store named by a connection URL.
+pub async fn connect_with(
+    url: &str,
+    settings: &PoolSettings,
+) -> StoreResult<std::sync::Arc<dyn Store>> {
     let store: SqlStore = if url.starts_with("sqlite:") {
         SqliteStore::connect(url).await?.into()
     } else {
-        PgStore::connect(url, max_connections).await?.into()
+        PgStore::connect(url, settings).await?.into()
     };
     Ok(std::sync::Arc::new(store))
+}
+
+/// PostgreSQL's codes for a server that cannot serve now: a connection exception (class 08),
+/// too many connections, a statement cancelled by `statement_timeout`, a transaction ended by
+/// `idle_in_transaction_session_timeout`, a server shutting down or starting up.
+fn unavailable_code(code: &str) -> bool {
+    code.starts_with("08") || ["53300", "57014", "25P03", "57P01", "57P02", "57P03"].contains(&code)
 }
 
 /// Maps a sqlx error to a store error; constraint names come from `constraint_name`.
@@ -328,7 +373,11 @@ pub(crate) fn map_sqlx(
 ) -> StoreError {
     match err {
         sqlx::Error::RowNotFound => StoreError::NotFound,
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(err),
+        sqlx::Error::Database(ref db) if db.code().is_some_and(|c| unavailable_code(&c)) => {
             StoreError::Unavailable(err)
         }
         sqlx::Error::Database(ref db) => {

@@ -6,24 +6,46 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::ConnectOptions;
 
 use super::db::Pool;
-use super::{map_sqlx, SqlStore, StoreError, StoreResult};
+use super::{map_sqlx, PoolSettings, SqlStore, StoreError, StoreResult};
 
 /// A pooled connection idle longer than this is pinged before it is handed out.
 const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
+
+/// TCP keepalive on the server's side of every connection (sqlx 0.8 sets no socket option on
+/// its side): a PostgreSQL server probes a connection silent for 30 s every 10 s and drops it
+/// after 3 unanswered probes, so the transaction and locks of a service cut off by a network
+/// partition are released.
+const SERVER_KEEPALIVE: [(&str, &str); 3] = [
+    ("tcp_keepalives_idle", "30"),
+    ("tcp_keepalives_interval", "10"),
+    ("tcp_keepalives_count", "3"),
+];
 
 /// The store on PostgreSQL: a [`SqlStore`] over a PostgreSQL pool.
 pub struct PgStore(SqlStore);
 
 impl PgStore {
-    pub async fn connect(url: &str, max_connections: u32) -> StoreResult<PgStore> {
+    /// Connects with the settings' pool size and timeouts. Every connection asks the server
+    /// to cancel a statement after `statement_timeout` and to end a transaction left idle for
+    /// half as long: a commit held up by a network partition past the client's own timeout is
+    /// then never applied after the client was answered 503.
+    pub async fn connect(url: &str, settings: &PoolSettings) -> StoreResult<PgStore> {
+        let statement_ms = settings.statement_timeout.as_millis().max(1);
+        let idle_ms = (statement_ms / 2).max(1);
+        let mut server_options = vec![
+            ("statement_timeout", statement_ms.to_string()),
+            ("idle_in_transaction_session_timeout", idle_ms.to_string()),
+        ];
+        server_options.extend(SERVER_KEEPALIVE.map(|(k, v)| (k, v.to_string())));
         let options: PgConnectOptions = url
             .parse::<PgConnectOptions>()
             .map_err(|e| map_sqlx(e, constraint_name))?
+            .options(server_options)
             .log_statements(tracing::log::LevelFilter::Trace)
             .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_millis(500));
         let pool = PgPoolOptions::new()
-            .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(10))
+            .max_connections(settings.max_connections.max(1))
+            .acquire_timeout(settings.pool_timeout)
             // sqlx pings every connection it hands out by default: one extra round trip per
             // request to the database. Ping only connections that sat idle for a while (those are the ones a server restart or a failover leaves
             // dead); a busy connection proves itself with every query it runs.
@@ -42,12 +64,13 @@ impl PgStore {
                 sqlx::Error::Database(_) => map_sqlx(e, constraint_name),
                 other => StoreError::Unavailable(other),
             })?;
-        Ok(PgStore::from_pool(pool))
+        Ok(PgStore::from_pool(pool, settings.statement_timeout))
     }
 
-    pub fn from_pool(pool: PgPool) -> PgStore {
+    /// The store over `pool`, each statement bounded by `statement_timeout`.
+    pub fn from_pool(pool: PgPool, statement_timeout: Duration) -> PgStore {
         PgStore(SqlStore {
-            pool: Pool::Pg(pool),
+            pool: Pool::Pg(pool, statement_timeout),
         })
     }
 

@@ -3,9 +3,11 @@
 //! module of the suite that names the application's start-up types.
 
 mod api;
+mod db_proxy;
 mod fleet;
 
 pub(crate) use api::{join_ops, unjoin_ops, Api, Caller, CLUSTERS, FEDERATIONS, QUOTAS};
+pub use db_proxy::{DbProxy, Link};
 pub use fleet::*;
 
 use std::sync::Arc;
@@ -21,6 +23,17 @@ use serde_json::Value;
 pub fn pg_admin_url() -> String {
     std::env::var("FLEETYARD_TEST_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// `host:port` of the test PostgreSQL server.
+pub fn pg_host_port() -> String {
+    let url = pg_admin_url();
+    let after_scheme = url.split_once("://").map(|(_, r)| r).unwrap_or(&url);
+    let host_part = after_scheme
+        .rsplit_once('@')
+        .map(|(_, h)| h)
+        .unwrap_or(after_scheme);
+    host_part.split('/').next().unwrap_or(host_part).to_string()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

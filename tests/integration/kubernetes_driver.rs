@@ -874,6 +874,49 @@ async fn resize_sets_replicas_and_marks_the_named_machines_for_deletion() {
 }
 
 #[tokio::test]
+async fn no_group_past_the_node_limit_reaches_the_management_cluster() {
+    let mut env = env().await;
+    env.driver = KubernetesDriver::new(KubernetesDriverSection {
+        kubeconfig: env.dir.0.join("kubeconfig").display().to_string(),
+        request_timeout: 5,
+        ..KubernetesDriverSection::default()
+    })
+    .expect("driver")
+    .with_node_limit(4);
+    let c = ctx(ClusterStatus::CreateComplete);
+    // The worker group's autoscaling bound (5) is past the limit: create refuses it.
+    assert_eq!(
+        permanent(env.driver.create_cluster(&c).await),
+        "Node group default-worker of cluster web asks for 5 nodes; a node group may have at most 4 ([cluster] max_node_count)."
+    );
+    assert!(env.mgmt.writes().is_empty(), "{:?}", env.mgmt.writes());
+
+    let mut small = ctx(ClusterStatus::CreateComplete);
+    small.nodegroups[1].max_node_count = Some(3);
+    env.driver.create_cluster(&small).await.expect("create");
+    env.mgmt.clear_requests();
+    let huge = Resize {
+        nodegroup: WORKER_NG.into(),
+        node_count: i32::MAX,
+        nodes_to_remove: vec![],
+    };
+    assert_eq!(
+        permanent(env.driver.resize_cluster(&small, &huge).await),
+        "Node group default-worker of cluster web asks for 2147483647 nodes; a node group may have at most 4 ([cluster] max_node_count)."
+    );
+    let mut grown = small.clone();
+    grown.nodegroups[1].node_count = 1_000_000;
+    assert!(permanent(env.driver.update_cluster(&grown).await).contains("asks for 1000000 nodes"));
+    assert!(permanent(
+        env.driver
+            .update_nodegroup(&grown, &grown.nodegroups[1])
+            .await
+    )
+    .contains("asks for 1000000 nodes"));
+    assert!(env.mgmt.writes().is_empty(), "{:?}", env.mgmt.writes());
+}
+
+#[tokio::test]
 async fn upgrade_bumps_versions_and_the_machine_image_and_lets_cluster_api_roll() {
     let env = env().await;
     let c = ctx(ClusterStatus::CreateComplete);

@@ -23,13 +23,14 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// Worker and master node counts only: what a summary shows (no address is copied).
+    /// Worker and master node counts only: what a summary shows (no address is copied). The
+    /// sums saturate rather than overflow.
     pub fn totals(ngs: &[&NodeGroup]) -> (i32, i32) {
-        ngs.iter().fold((0, 0), |(nodes, masters), ng| {
+        ngs.iter().fold((0i32, 0i32), |(nodes, masters), ng| {
             if ng.is_master() {
-                (nodes, masters + ng.node_count)
+                (nodes, masters.saturating_add(ng.node_count))
             } else {
-                (nodes + ng.node_count, masters)
+                (nodes.saturating_add(ng.node_count), masters)
             }
         })
     }
@@ -43,10 +44,10 @@ impl Counts {
         };
         for ng in ngs {
             if ng.is_master() {
-                c.master_count += ng.node_count;
+                c.master_count = c.master_count.saturating_add(ng.node_count);
                 c.master_addresses.extend(ng.node_addresses.iter().cloned());
             } else {
-                c.node_count += ng.node_count;
+                c.node_count = c.node_count.saturating_add(ng.node_count);
                 c.node_addresses.extend(ng.node_addresses.iter().cloned());
             }
         }

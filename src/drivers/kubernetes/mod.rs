@@ -12,6 +12,10 @@
 //! * federations run on the host cluster through a [`federation::FederationEngine`]; members'
 //!   and host's credentials are the `<cluster>-kubeconfig` Secrets Cluster API keeps.
 //!
+//! No group larger than the service's node limit (`[cluster] max_node_count`) is ever sent to
+//! the management cluster: a job asking for one (queued before the limit was lowered, say)
+//! fails with a sentence instead of having Cluster API make the machines.
+//!
 //! Every operation is idempotent: objects have deterministic names and are applied, deletes
 //! tolerate 404. Unreachable servers, conflicts and 5xx answers are transient (the conductor
 //! retries); refusals are permanent with the server's message.
@@ -70,6 +74,8 @@ pub struct KubernetesDriver {
     kubeconfig: kube::config::Kubeconfig,
     management: OnceCell<Kube>,
     engine: Box<dyn FederationEngine>,
+    /// The most nodes one group may have (`[cluster] max_node_count`).
+    node_limit: i32,
 }
 
 impl std::fmt::Debug for KubernetesDriver {
@@ -118,7 +124,26 @@ impl KubernetesDriver {
             kubeconfig,
             management: OnceCell::new(),
             engine,
+            node_limit: crate::config::ClusterSection::default().max_node_count,
         })
+    }
+
+    /// The driver with the service's node limit (`[cluster] max_node_count`).
+    pub fn with_node_limit(mut self, limit: i32) -> KubernetesDriver {
+        self.node_limit = limit;
+        self
+    }
+
+    /// Refuses a node group of `count` nodes (or autoscaling bound) past the node limit.
+    fn within_limit(&self, ctx: &ClusterContext, ng: &NodeGroup, count: i32) -> DriverResult<()> {
+        let asked = count.max(ng.max_node_count.unwrap_or(0));
+        if asked <= self.node_limit {
+            return Ok(());
+        }
+        Err(DriverError::Permanent(format!(
+            "Node group {} of cluster {} asks for {asked} nodes; a node group may have at most {} ([cluster] max_node_count).",
+            ng.name, ctx.cluster.name, self.node_limit
+        )))
     }
 
     fn timeout(&self) -> Duration {
@@ -225,6 +250,7 @@ impl KubernetesDriver {
 
     /// Sets a node group's replicas (and autoscaler bounds) on its KCP or MachineDeployment.
     async fn scale(&self, ctx: &ClusterContext, ng: &NodeGroup, count: i32) -> DriverResult<()> {
+        self.within_limit(ctx, ng, count)?;
         let mgmt = self.management().await?;
         let cluster = cluster_name(&ctx.cluster.uuid);
         let (api, kind, name, patch) = if ng.is_master() {
@@ -485,6 +511,9 @@ impl Driver for KubernetesDriver {
     }
 
     async fn create_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
+        for ng in &ctx.nodegroups {
+            self.within_limit(ctx, ng, ng.node_count)?;
+        }
         let renderer = Renderer::new(&self.settings, ctx);
         let mut objects = ctx
             .ca
@@ -497,11 +526,14 @@ impl Driver for KubernetesDriver {
     }
 
     async fn update_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
-        for ng in ctx
+        let groups = ctx
             .nodegroups
             .iter()
-            .filter(|ng| ng.status != ClusterStatus::DeleteInProgress)
-        {
+            .filter(|ng| ng.status != ClusterStatus::DeleteInProgress);
+        for ng in groups.clone() {
+            self.within_limit(ctx, ng, ng.node_count)?;
+        }
+        for ng in groups {
             self.scale(ctx, ng, ng.node_count).await?;
         }
         Ok(Self::started(ctx))
@@ -513,6 +545,7 @@ impl Driver for KubernetesDriver {
         resize: &Resize,
     ) -> DriverResult<Progress> {
         let ng = Self::find_group(ctx, &resize.nodegroup)?;
+        self.within_limit(ctx, ng, resize.node_count)?;
         if ng.is_master() {
             self.validate_master_size(resize.node_count)
                 .map_err(DriverError::Permanent)?;
@@ -551,6 +584,9 @@ impl Driver for KubernetesDriver {
             Some(id) => vec![Self::find_group(ctx, id)?],
             None => ctx.nodegroups.iter().collect(),
         };
+        for ng in &groups {
+            self.within_limit(ctx, ng, ng.node_count)?;
+        }
         if !groups.iter().any(|ng| ng.is_master()) {
             // Workers may not run a newer kubelet than the control plane.
             let control_plane = self.live_control_plane_version(ctx).await?;
@@ -610,6 +646,7 @@ impl Driver for KubernetesDriver {
                 "The kubernetes driver runs one control plane per cluster (the KubeadmControlPlane of the master node group); add worker node groups only.".into(),
             ));
         }
+        self.within_limit(ctx, nodegroup, nodegroup.node_count)?;
         let version = self.live_control_plane_version(ctx).await?;
         let objects = Renderer::new(&self.settings, ctx)
             .worker(nodegroup, &Overrides::default(), version.as_deref())

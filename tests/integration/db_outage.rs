@@ -1,0 +1,178 @@
+//! Database outages, drilled with a TCP proxy in front of PostgreSQL: a refused database and a
+//! network partition get 503 with Magnum's body within the configured timeouts (never a hang),
+//! `/healthcheck` reports them within a second, a commit held up by the partition is never
+//! applied after its client was answered 503, and requests succeed again seconds after the
+//! heal.
+
+use std::time::{Duration, Instant};
+
+use fleetyard::config::Secret;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    pg_host_port, spawn_with, template_body, Backend, DbProxy, Link, Resp, TestApp,
+};
+
+const UNAVAILABLE: &str = "The service is temporarily unavailable; try again shortly.";
+
+/// The app on a fresh PostgreSQL database reached through a proxy, with the given
+/// `[database]` timeouts.
+async fn app_behind_proxy(pool_timeout: f64, statement_timeout: f64) -> (TestApp, DbProxy) {
+    let upstream = pg_host_port();
+    let proxy = DbProxy::start(&upstream).await;
+    let app = spawn_with(Backend::Postgres, |s| {
+        let url = proxy.url_for(s.database.connection.expose(), &upstream);
+        s.database.connection = Secret::new(url);
+        s.database.pool_timeout = pool_timeout;
+        s.database.statement_timeout = statement_timeout;
+    })
+    .await;
+    (app, proxy)
+}
+
+/// A request with a client that gives up after 20 s (a hang fails the test, it does not
+/// stall it), and how long the answer took.
+async fn timed(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (Resp, Duration) {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
+    let mut req = client
+        .request(method, app.url(path))
+        .headers(app.headers.clone());
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let started = Instant::now();
+    let resp = req
+        .send()
+        .await
+        .expect("answered before the client gave up");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.expect("body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    (
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        },
+        started.elapsed(),
+    )
+}
+
+/// `/healthcheck` answers 503 within a second.
+async fn assert_health_reports_the_outage(app: &TestApp) {
+    let (r, took) = timed(app, Method::GET, "/healthcheck", None).await;
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.text, "DATABASE UNAVAILABLE");
+    assert!(took < Duration::from_secs(1), "healthcheck took {took:?}");
+}
+
+/// Requests succeed again within `within` of the heal; the time they took.
+async fn recovers(app: &TestApp, within: Duration) -> Duration {
+    let healed = Instant::now();
+    loop {
+        let (list, _) = timed(app, Method::GET, "/v1/clustertemplates", None).await;
+        let (health, _) = timed(app, Method::GET, "/healthcheck", None).await;
+        if list.status == 200 && health.status == 200 {
+            return healed.elapsed();
+        }
+        assert!(
+            healed.elapsed() < within,
+            "still failing {:?} after the heal: {} / {}",
+            healed.elapsed(),
+            list.text,
+            health.text
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn template_names(r: &Resp) -> Vec<String> {
+    r.body["clustertemplates"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_refused_database_gets_503_with_the_body_at_once_and_the_service_recovers() {
+    let (app, proxy) = app_behind_proxy(2.0, 5.0).await;
+    let made = app
+        .post("/v1/clustertemplates", &template_body("before"))
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+
+    proxy.set(Link::Refused);
+    // Let the pooled connections go idle long enough to be checked before reuse.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (list, took) = timed(&app, Method::GET, "/v1/clustertemplates", None).await;
+    list.assert_error(503, UNAVAILABLE);
+    assert!(took < Duration::from_secs(3), "a GET took {took:?}");
+    let body = template_body("during");
+    let (post, took) = timed(&app, Method::POST, "/v1/clustertemplates", Some(&body)).await;
+    post.assert_error(503, UNAVAILABLE);
+    assert!(took < Duration::from_secs(3), "a POST took {took:?}");
+    assert_health_reports_the_outage(&app).await;
+
+    proxy.set(Link::Up);
+    let took = recovers(&app, Duration::from_secs(5)).await;
+    assert!(took < Duration::from_secs(5), "recovered after {took:?}");
+    let list = app.get("/v1/clustertemplates").await;
+    assert_eq!(template_names(&list), ["before"], "{}", list.text);
+}
+
+#[tokio::test]
+async fn a_partition_gets_503_within_the_timeouts_and_commits_nothing_behind_the_clients_back() {
+    let (app, proxy) = app_behind_proxy(1.0, 2.0).await;
+    let made = app
+        .post("/v1/clustertemplates", &template_body("before"))
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+
+    // The partition starts between the create's last statement and its commit: the request is
+    // in flight, its commit held by the network.
+    proxy.set(Link::PartitionAtCommit);
+    let body = template_body("in-flight");
+    let (post, took) = timed(&app, Method::POST, "/v1/clustertemplates", Some(&body)).await;
+    assert_eq!(proxy.link(), Link::Partitioned, "the commit was held");
+    post.assert_error(503, UNAVAILABLE);
+    assert!(
+        took < Duration::from_millis(2500),
+        "the in-flight POST took {took:?} (statement timeout 2 s)"
+    );
+
+    // A request arriving during the partition: waiting for a connection, then a statement.
+    let (list, took) = timed(&app, Method::GET, "/v1/clustertemplates", None).await;
+    list.assert_error(503, UNAVAILABLE);
+    assert!(took < Duration::from_millis(3500), "a GET took {took:?}");
+    assert_health_reports_the_outage(&app).await;
+
+    // The held commit reaches the server at the heal: it must not apply.
+    proxy.set(Link::Up);
+    let took = recovers(&app, Duration::from_secs(5)).await;
+    assert!(took < Duration::from_secs(5), "recovered after {took:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let list = app.get("/v1/clustertemplates").await;
+    assert_eq!(template_names(&list), ["before"], "{}", list.text);
+    let again = app
+        .post(
+            "/v1/clustertemplates",
+            &json!({"name": "after", "coe": "kubernetes", "image_id": "img"}),
+        )
+        .await;
+    assert_eq!(again.status, 201, "{}", again.text);
+}
