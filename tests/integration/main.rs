@@ -14,6 +14,7 @@ mod federation_jobs;
 mod federations;
 mod input_edge;
 mod isolation;
+mod jwt_attacks;
 mod kubernetes_driver;
 mod noauth_identity;
 mod node_limit;
