@@ -561,122 +561,193 @@ async fn update(
         let worker = ngs.iter().find(|n| n.is_default && !n.is_master()).cloned();
         let before = patch_document(&c, worker.as_ref(), &ngs);
         let after = patch::apply(&before, &ops, &PATCH_RULES)?;
-        let mut changed: Vec<&str> = before
-            .iter()
-            .filter(|(k, v)| after.get(*k).unwrap_or(&Value::Null) != *v)
-            .map(|(k, _)| k.as_str())
-            .collect();
-        changed.sort();
-        let forbidden: Vec<&str> = changed
-            .iter()
-            .copied()
-            .filter(|k| !["node_count", "health_status", "health_status_reason"].contains(k))
-            .collect();
-        if !forbidden.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "cannot change cluster property(ies) {}.",
-                forbidden.join(", ")
-            )));
-        }
+        let changed = patched_fields(&before, &after)?;
         let mut next = c.clone();
-        if changed.contains(&"health_status") {
-            next.health_status = match after.get("health_status") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(HealthStatus::parse(s).ok_or_else(|| {
-                    invalid(
-                        "health_status",
-                        &json!(s),
-                        "Value should be one of: HEALTHY, UNHEALTHY, UNKNOWN.",
-                    )
-                })?),
-                Some(other) => {
-                    return Err(invalid("health_status", other, "Value should be string."))
-                }
-            };
-        }
-        if changed.contains(&"health_status_reason") {
-            next.health_status_reason = match after.get("health_status_reason") {
-                None | Some(Value::Null) => BTreeMap::new(),
-                Some(v) => super::body::labels_value("health_status_reason", v)?,
-            };
-        }
+        apply_health(&mut next, &after, &changed)?;
         let mut writes = Vec::new();
         let mut new_count = None;
         if changed.contains(&"node_count") {
-            let count = match after.get("node_count") {
-                Some(Value::Number(n)) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
-                Some(Value::String(s)) => s.parse::<i32>().ok(),
-                None | Some(Value::Null) => Some(1),
-                _ => None,
-            }
-            .filter(|n| *n >= 0)
-            .ok_or_else(|| {
-                invalid(
-                    "node_count",
-                    after.get("node_count").unwrap_or(&Value::Null),
-                    "Value should be a non-negative integer.",
-                )
+            let count = patched_node_count(&after, state.node_limit(), &ctx)?;
+            let worker = worker.clone().ok_or_else(|| {
+                ApiError::bad_request("The cluster has no default worker node group to resize.")
             })?;
-            if count > state.node_limit() {
-                return Err(invalid(
-                    "node_count",
-                    &json!(count),
-                    &format!("Value should be less or equal to {}.", state.node_limit()),
-                ));
-            }
-            if count == 0 && ctx.version < ZERO_NODE_COUNT {
-                return Err(zero_not_supported());
-            }
-            let Some(mut w) = worker.clone() else {
-                return Err(ApiError::bad_request(
-                    "The cluster has no default worker node group to resize.",
-                ));
-            };
             if !c.status.is_complete_like() {
                 return Err(not_in_state("Updating", &c));
             }
-            check_counts(&w.name, count, w.min_node_count, w.max_node_count)
-                .map_err(ApiError::BadRequest)?;
+            check_counts(
+                &worker.name,
+                count,
+                worker.min_node_count,
+                worker.max_node_count,
+            )
+            .map_err(ApiError::BadRequest)?;
             let template = template_of(&state, &c).await?;
             let driver = driver_for(&state, &template)?;
-            let old = w.node_count;
-            w.node_count = count;
-            w.status = ClusterStatus::UpdateInProgress;
-            next.status = ClusterStatus::UpdateInProgress;
-            next.status_reason = None;
+            let resize = WorkerResize {
+                cluster: &c,
+                nodegroups: &ngs,
+                worker,
+                count,
+                rollback,
+            };
+            writes = resize.writes(&state, &ctx, &mut next, driver.name());
             new_count = Some(count);
-            let job = state.job(
-                Operation::ClusterUpdate,
-                c.uuid,
-                driver.name(),
-                json!({"nodegroup": w.uuid.to_string(), "old_node_count": old, "node_count": count, "rollback": rollback}),
-            );
-            let mut event_ngs = ngs.clone();
-            if let Some(slot) = event_ngs.iter_mut().find(|n| n.id == w.id) {
-                *slot = w.clone();
-            }
-            writes.push(Write::update_nodegroup(&w));
-            writes.push(Write::job(job));
-            writes.push(Write::event(events::cluster_event(
-                &state.settings.default.host,
-                Action::Update,
-                Outcome::Pending,
-                &next,
-                &event_ngs,
-                Some(&initiator(&ctx)),
-            )));
         }
         if next == c && new_count.is_none() {
-            return Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid))));
+            return Ok(Attempt::Done(
+                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
+            ));
         }
         writes.insert(0, Write::update_cluster(&next));
         match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
+            Ok(()) => Ok(Attempt::Done(
+                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
+            )),
             Err(StoreError::Stale) => Ok(Attempt::Retry),
             Err(e) => Err(e.into()),
         }
     })
     .await
+}
+
+/// The cluster fields a PATCH changed, sorted; only `node_count` and the health fields may
+/// change.
+fn patched_fields<'a>(
+    before: &'a Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Result<Vec<&'a str>, ApiError> {
+    let mut changed: Vec<&str> = before
+        .iter()
+        .filter(|(k, v)| after.get(*k).unwrap_or(&Value::Null) != *v)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    changed.sort();
+    let forbidden: Vec<&str> = changed
+        .iter()
+        .copied()
+        .filter(|k| !["node_count", "health_status", "health_status_reason"].contains(k))
+        .collect();
+    if !forbidden.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "cannot change cluster property(ies) {}.",
+            forbidden.join(", ")
+        )));
+    }
+    Ok(changed)
+}
+
+/// Applies a PATCH's `health_status` and `health_status_reason` to `next`.
+fn apply_health(
+    next: &mut Cluster,
+    after: &Map<String, Value>,
+    changed: &[&str],
+) -> Result<(), ApiError> {
+    if changed.contains(&"health_status") {
+        next.health_status = match after.get("health_status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(HealthStatus::parse(s).ok_or_else(|| {
+                invalid(
+                    "health_status",
+                    &json!(s),
+                    "Value should be one of: HEALTHY, UNHEALTHY, UNKNOWN.",
+                )
+            })?),
+            Some(other) => return Err(invalid("health_status", other, "Value should be string.")),
+        };
+    }
+    if changed.contains(&"health_status_reason") {
+        next.health_status_reason = match after.get("health_status_reason") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(v) => super::body::labels_value("health_status_reason", v)?,
+        };
+    }
+    Ok(())
+}
+
+/// A PATCH's `node_count`: a non-negative integer (a numeric string too; removed means 1),
+/// at most the node limit, 0 only from microversion 1.10.
+fn patched_node_count(
+    after: &Map<String, Value>,
+    limit: i32,
+    ctx: &RequestContext,
+) -> Result<i32, ApiError> {
+    let value = after.get("node_count").unwrap_or(&Value::Null);
+    let count = match value {
+        Value::Number(n) => n.as_i64().and_then(|n| i32::try_from(n).ok()),
+        Value::String(s) => s.parse::<i32>().ok(),
+        Value::Null => Some(1),
+        _ => None,
+    }
+    .filter(|n| *n >= 0)
+    .ok_or_else(|| {
+        invalid(
+            "node_count",
+            value,
+            "Value should be a non-negative integer.",
+        )
+    })?;
+    if count > limit {
+        return Err(invalid(
+            "node_count",
+            &json!(count),
+            &format!("Value should be less or equal to {limit}."),
+        ));
+    }
+    if count == 0 && ctx.version < ZERO_NODE_COUNT {
+        return Err(zero_not_supported());
+    }
+    Ok(count)
+}
+
+/// A node-count PATCH of a cluster: its default worker group goes to `count`.
+struct WorkerResize<'a> {
+    cluster: &'a Cluster,
+    nodegroups: &'a [NodeGroup],
+    worker: NodeGroup,
+    count: i32,
+    rollback: bool,
+}
+
+impl WorkerResize<'_> {
+    /// The worker group and `next` go `UPDATE_IN_PROGRESS`; the update job (with the old
+    /// count, to undo on failure) and its event. `next`'s own write is the caller's.
+    fn writes(
+        self,
+        state: &AppState,
+        ctx: &RequestContext,
+        next: &mut Cluster,
+        driver: &str,
+    ) -> Vec<Write> {
+        let mut w = self.worker;
+        let old = w.node_count;
+        w.node_count = self.count;
+        w.status = ClusterStatus::UpdateInProgress;
+        next.status = ClusterStatus::UpdateInProgress;
+        next.status_reason = None;
+        let job = state.job(
+            Operation::ClusterUpdate,
+            self.cluster.uuid,
+            driver,
+            json!({"nodegroup": w.uuid.to_string(), "old_node_count": old, "node_count": self.count, "rollback": self.rollback}),
+        );
+        let event_ngs: Vec<NodeGroup> = self
+            .nodegroups
+            .iter()
+            .map(|n| if n.id == w.id { w.clone() } else { n.clone() })
+            .collect();
+        vec![
+            Write::update_nodegroup(&w),
+            Write::job(job),
+            Write::event(events::cluster_event(
+                &state.settings.default.host,
+                Action::Update,
+                Outcome::Pending,
+                next,
+                &event_ngs,
+                Some(&initiator(ctx)),
+            )),
+        ]
+    }
 }
 
 #[tracing::instrument(name = "clusters.delete", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
@@ -808,35 +879,7 @@ async fn resize(
         let ng = pick_nodegroup(&ngs, nodegroup.as_deref())?.clone();
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
-        if ng.is_master() {
-            if !driver.capabilities().master_resize {
-                return Err(ApiError::bad_request(
-                    "Resizing the master nodegroup is not supported by this driver.",
-                ));
-            }
-            driver
-                .validate_master_size(node_count)
-                .map_err(ApiError::BadRequest)?;
-        } else if node_count < ng.min_node_count
-            || ng.max_node_count.is_some_and(|m| node_count > m)
-        {
-            return Err(ApiError::bad_request(format!(
-                "Resizing {} outside the allowed range: min_node_count = {}, max_node_count = {}",
-                ng.name,
-                ng.min_node_count,
-                ng.max_node_count
-                    .map(|m| m.to_string())
-                    .unwrap_or_else(|| "None".into())
-            )));
-        }
-        if !(c.status.is_complete_like()
-            || matches!(
-                c.status,
-                ClusterStatus::UpdateFailed | ClusterStatus::UpdateInProgress
-            ))
-        {
-            return Err(not_in_state("Resizing", &c));
-        }
+        check_resize(&c, &ng, node_count, driver.as_ref())?;
         let mut next = c.clone();
         next.status = ClusterStatus::UpdateInProgress;
         next.status_reason = None;
@@ -852,13 +895,7 @@ async fn resize(
         );
         let event_ngs: Vec<NodeGroup> = ngs
             .iter()
-            .map(|n| {
-                if n.id == ng.id {
-                    ng_next.clone()
-                } else {
-                    n.clone()
-                }
-            })
+            .map(|n| if n.id == ng.id { ng_next.clone() } else { n.clone() })
             .collect();
         let writes = vec![
             Write::update_cluster(&next),
@@ -880,6 +917,45 @@ async fn resize(
         }
     })
     .await
+}
+
+/// Whether node group `ng` of `c` may go to `node_count` now: a master group only where the
+/// driver resizes masters (to a size it accepts), a worker group within its bounds, the
+/// cluster complete or in (or after) an update.
+fn check_resize(
+    c: &Cluster,
+    ng: &NodeGroup,
+    node_count: i32,
+    driver: &dyn crate::drivers::Driver,
+) -> Result<(), ApiError> {
+    if ng.is_master() {
+        if !driver.capabilities().master_resize {
+            return Err(ApiError::bad_request(
+                "Resizing the master nodegroup is not supported by this driver.",
+            ));
+        }
+        driver
+            .validate_master_size(node_count)
+            .map_err(ApiError::BadRequest)?;
+    } else if node_count < ng.min_node_count || ng.max_node_count.is_some_and(|m| node_count > m) {
+        return Err(ApiError::bad_request(format!(
+            "Resizing {} outside the allowed range: min_node_count = {}, max_node_count = {}",
+            ng.name,
+            ng.min_node_count,
+            ng.max_node_count
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "None".into())
+        )));
+    }
+    let resizable = c.status.is_complete_like()
+        || matches!(
+            c.status,
+            ClusterStatus::UpdateFailed | ClusterStatus::UpdateInProgress
+        );
+    if !resizable {
+        return Err(not_in_state("Resizing", c));
+    }
+    Ok(())
 }
 
 #[tracing::instrument(name = "clusters.upgrade", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
