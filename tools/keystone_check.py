@@ -3,15 +3,16 @@
 
 Bootstraps Keystone (installed from PyPI into .tox/keystone) on SQLite with fernet tokens in a
 temporary directory, serves it with gunicorn on a free 127.0.0.1 port, creates a service
-project with Fleetyard's service user (role `service`), two projects A and B with a reader, a
-member and an admin each, registers service type `container-infra` in the catalog with the
-`openstack service create` / `endpoint create` recipe, and starts `fleetyard serve` with
-`auth_strategy = keystone` and a `[keystone_authtoken]` section. Then the real `openstack` CLI,
-with password auth from a clouds.yaml and no --os-endpoint, and openstacksdk through the
-catalog, drive it: templates, clusters, node groups and federations (clients/osc-plugin,
-installed into the clients venv), cross-project 404s, a reader's 403, a
-token revoked in Keystone refused once `token_cache_time` passes, and with Keystone stopped an
-uncached token answered 503 while a cached one is still served.
+project with Fleetyard's service user (roles `service` and `admin`), two projects A and B
+with a reader, a member and an admin each, registers service type `container-infra` in the
+catalog with the `openstack service create` / `endpoint create` recipe, and starts
+`fleetyard serve` with `auth_strategy = keystone` and a `[keystone_authtoken]` section. Then
+the real `openstack` CLI, with password auth from a clouds.yaml and no --os-endpoint, and
+openstacksdk through the catalog, drive it: templates, clusters, node groups and federations
+(clients/osc-plugin, installed into the clients venv), cross-project 404s, a reader's 403,
+quotas for a project Keystone does not know refused with Magnum's 404, a token revoked in
+Keystone refused once `token_cache_time` passes, and with Keystone stopped an uncached token
+answered 503 while a cached one is still served.
 
 Every check prints `ok - ...` or `FAIL - ...`; the last line is
 `keystone-check: N passed, N failed`, and the exit status is 1 when anything failed.
@@ -277,6 +278,9 @@ def create_identities(ks: Keystone) -> dict[str, str]:
         projects[name] = ident.create_project(name=name, domain_id="default")
     svc = ident.create_user(name="fleetyard", password=SERVICE_PASSWORD, domain_id="default")
     ident.assign_project_role_to_user(projects["service"], svc, roles["service"])
+    # Reading any project (quota create checks its project exists) takes admin, as Magnum's
+    # install guide gives its service user.
+    ident.assign_project_role_to_user(projects["service"], svc, roles["admin"])
     for user, project, role in USERS:
         u = ident.create_user(name=user, password=PASSWORD, domain_id="default")
         ident.assign_project_role_to_user(projects[project], u, roles[role])
@@ -478,6 +482,27 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
             raise CheckFailed("expected 200, got %d %s" % (status, body))
 
     rep.check("the same Keystone token works as Authorization: Bearer", bearer)
+
+    def quota_project() -> None:
+        admin = {"X-Auth-Token": issue_token(ks, "admin", "admin", ADMIN_PASSWORD)}
+        r = expect_ok(coe("admin", "quotas", "create", "--project-id", projects["proj-b"],
+                          "--resource", "Cluster", "--hard-limit", "5"))
+        status, _, body = http("GET", srv.endpoint + "/quotas/%s/Cluster" % projects["proj-b"], admin)
+        if status != 200 or body.get("hard_limit") != 5 or "id" not in body:
+            raise CheckFailed("project B's quota was not stored: %d %s\n%s" % (status, body, r.describe()))
+        unknown = "0123456789abcdef0123456789abcdef"
+        # The CLI reports the failure on stdout and exits 0.
+        r = expect_reported(coe("admin", "quotas", "create", "--project-id", unknown,
+                                "--resource", "Cluster", "--hard-limit", "5"), 404)
+        if "The project_id %s could not be found" % unknown not in r.out + r.err:
+            raise CheckFailed("expected Magnum's sentence for an unknown project\n" + r.describe())
+        status, _, body = http("GET", srv.endpoint + "/quotas/%s/Cluster" % unknown, admin)
+        if status != 200 or body.get("hard_limit") == 5 or "id" in body:
+            raise CheckFailed("a quota was stored for the unknown project: %d %s" % (status, body))
+        expect_ok(coe("admin", "quotas", "delete", "--project-id", projects["proj-b"], "--resource", "Cluster"))
+
+    rep.check("quotas create (Keystone's admin): project B's id is stored; an id Keystone does not "
+              "know is 404 \"The project_id X could not be found.\" and nothing is stored", quota_project)
 
     def cluster() -> None:
         r = expect_ok(coe("a-member", "cluster", "create", "c1", "--cluster-template", "tpl-a",

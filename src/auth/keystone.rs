@@ -207,6 +207,54 @@ impl KeystoneAuth {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether Keystone knows the project: `GET /v3/projects/{id}` with the service's own
+    /// token, as Magnum looks a quota's project up before storing the quota. The service user
+    /// needs a role Keystone lets read any project (`admin` in its project, as Magnum's install
+    /// guide gives its service user).
+    pub async fn project_exists(&self, project_id: &str) -> Result<bool, KeystoneError> {
+        // "." and ".." would be steps in the path, not ids.
+        if matches!(project_id, "" | "." | "..") {
+            return Ok(false);
+        }
+        let unusable = |e: &dyn std::fmt::Display| {
+            KeystoneError::Unavailable(format!("{}: {e}", self.identity_url))
+        };
+        let mut url = reqwest::Url::parse(&self.identity_url).map_err(|e| unusable(&e))?;
+        url.path_segments_mut()
+            .map_err(|()| unusable(&"not a base URL"))?
+            .pop_if_empty()
+            .push("projects")
+            .push(project_id);
+        let mut renewed = false;
+        loop {
+            let service = self.service_token(renewed).await?;
+            let resp = self
+                .http
+                .get(url.clone())
+                .header("X-Auth-Token", service)
+                .header("Accept", "application/json")
+                .send()
+                .await
+                .map_err(|e| KeystoneError::Unavailable(format!("GET {url}: {e}")))?;
+            match resp.status() {
+                reqwest::StatusCode::OK => return Ok(true),
+                reqwest::StatusCode::NOT_FOUND => return Ok(false),
+                reqwest::StatusCode::UNAUTHORIZED if !renewed => renewed = true,
+                reqwest::StatusCode::FORBIDDEN => {
+                    return Err(KeystoneError::Unavailable(format!(
+                        "GET {url}: Keystone answered 403: the service user may not read projects \
+                         (give it the admin role in its project)"
+                    )))
+                }
+                status => {
+                    return Err(KeystoneError::Unavailable(format!(
+                        "GET {url}: Keystone answered {status}"
+                    )))
+                }
+            }
+        }
+    }
+
     async fn ask_keystone(&self, token: &str) -> Result<KeystoneIdentity, KeystoneError> {
         let Ok(subject) = reqwest::header::HeaderValue::from_str(token) else {
             return Err(KeystoneError::Invalid);

@@ -12,6 +12,7 @@ mod conventions;
 mod federation_jobs;
 mod federations;
 mod isolation;
+mod keystone;
 mod kubernetes_driver;
 mod noauth_identity;
 mod nodegroups;
