@@ -912,12 +912,13 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
         (
             join_ops(&c[0]),
             409,
-            format!("A cluster with UUID {} is already a member of the federation fed.", c[0]),
+            // The cluster's name first: the CLI sends the uuid of the name its user typed.
+            format!("Cluster c0 ({}) is already a member of the federation fed.", c[0]),
         ),
         (
             unjoin_ops(&c[1]),
             404,
-            format!("Cluster {} is not a member of the federation fed.", c[1]),
+            format!("Cluster c1 ({}) is not a member of the federation fed.", c[1]),
         ),
         (unjoin_ops(unknown), 404, not_found(unknown)),
         (unjoin_ops("c0"), 404, not_found("c0")),
