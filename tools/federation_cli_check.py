@@ -462,7 +462,8 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
     def create_errors() -> None:
         need("clusters")
         expect_fail_with(coe("federation", "create", "fed4", "--hostcluster", "host1"),
-                         "No DNS zone specified. Please specify a `dns-zone`.")
+                         "No DNS zone specified. Please specify a `dns-zone` property "
+                         "(with `openstack coe federation create|update`: `--property dns=<zone>`).")
         expect_fail_with(coe("federation", "create", "fed4", "--hostcluster", "no-such-host",
                              "--property", "dns=x."), "Cluster no-such-host could not be found.")
         r = expect_ok(coe("federation", "list", "-f", "json"))

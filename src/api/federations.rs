@@ -87,8 +87,12 @@ fn cluster_not_found(ident: &str) -> ApiError {
     ApiError::not_found(format!("Cluster {ident} could not be found."))
 }
 
+/// Magnum's sentence, naming the property and the CLI plugin's option that sets it.
 fn no_dns_zone() -> ApiError {
-    ApiError::bad_request("No DNS zone specified. Please specify a `dns-zone`.")
+    ApiError::bad_request(
+        "No DNS zone specified. Please specify a `dns-zone` property \
+         (with `openstack coe federation create|update`: `--property dns=<zone>`).",
+    )
 }
 
 /// A cluster as the caller may have named it: its name, with the uuid the API was given in

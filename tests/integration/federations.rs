@@ -36,6 +36,9 @@ fn project_b(app: &TestApp) -> HeaderMap {
     app.project_b()
 }
 
+const NO_DNS_ZONE: &str = "No DNS zone specified. Please specify a `dns-zone` property \
+     (with `openstack coe federation create|update`: `--property dns=<zone>`).";
+
 fn not_found(ident: &str) -> String {
     format!("Cluster {ident} could not be found.")
 }
@@ -306,12 +309,12 @@ async fn create_refuses_every_invalid_field_with_magnums_sentences() {
         (
             merged(federation_body(&w.host), json!({"properties": {}}), &[]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             merged(federation_body(&w.host), json!({"properties": {"dns-zone": null, "a": "b"}}), &[]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             merged(federation_body(&w.host), json!({"properties": [1]}), &[]),
@@ -969,17 +972,17 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
         (
             json!([{"op": "remove", "path": "/properties/dns-zone"}]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             json!([{"op": "remove", "path": "/properties"}]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             json!([{"op": "replace", "path": "/properties", "value": {"a": "b"}}]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             json!([{"op": "replace", "path": "/properties/dns-zone", "value": [1]}]),
