@@ -12,7 +12,7 @@ use fleetyard::config::{AuthStrategy, Secret};
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use crate::helpers::{header_map, spawn_with, Backend, TestApp, QUOTAS};
+use crate::helpers::{header_map, spawn_with, template_body, Backend, Resp, TestApp, QUOTAS};
 
 const SERVICE_TOKEN: &str = "service-token";
 
@@ -36,6 +36,8 @@ struct StubState {
     validations: usize,
     /// Project paths asked (`GET /v3/projects/...`), as the request sent them.
     project_lookups: Vec<String>,
+    /// How long a validation takes, so that concurrent requests overlap.
+    validation_delay: std::time::Duration,
 }
 
 struct StubKeystone {
@@ -76,6 +78,10 @@ async fn dispatch(
     body: web::Bytes,
     state: web::Data<Arc<Mutex<StubState>>>,
 ) -> HttpResponse {
+    if req.uri().path() == "/v3/auth/tokens" && req.method() == actix_web::http::Method::GET {
+        let delay = state.lock().expect("stub state").validation_delay;
+        tokio::time::sleep(delay).await;
+    }
     let mut st = state.lock().expect("stub state");
     let path = req.uri().path().to_string();
     match (req.method().as_str(), path.as_str()) {
@@ -299,4 +305,77 @@ async fn quota_create_when_keystone_cannot_answer_is_503_and_stores_nothing() {
         .await
         .expect("store")
         .is_none());
+}
+
+/// `n` GETs of the template list with `headers`, `at_once` at a time; their answers.
+async fn many_gets(app: &TestApp, headers: &HeaderMap, n: usize, at_once: usize) -> Vec<Resp> {
+    let mut answers = Vec::with_capacity(n);
+    while answers.len() < n {
+        let batch = at_once.min(n - answers.len());
+        let requests = (0..batch).map(|_| app.get_as("/v1/clustertemplates", headers));
+        answers.extend(futures_util::future::join_all(requests).await);
+    }
+    answers
+}
+
+#[tokio::test]
+async fn a_thousand_requests_with_one_token_cost_keystone_one_validation() {
+    let (stub, app) = cloud().await;
+    // Slow validations: the first 50 requests all arrive before Keystone has answered.
+    stub.with(|s| s.validation_delay = std::time::Duration::from_millis(300));
+    let answers = many_gets(&app, &token("member-token"), 1000, 50).await;
+    for r in &answers {
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body, json!({"clustertemplates": []}));
+    }
+    assert_eq!(
+        stub.with(|s| s.validations),
+        1,
+        "validations for 1,000 requests"
+    );
+    assert_eq!(stub.with(|s| s.issued), 1, "service tokens issued");
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_one_bad_token_cost_keystone_one_validation() {
+    let (stub, app) = cloud().await;
+    stub.with(|s| s.validation_delay = std::time::Duration::from_millis(300));
+    let answers = many_gets(&app, &token("gAAAAA-unknown"), 200, 50).await;
+    for r in &answers {
+        r.assert_error(401, "The request you have made requires authentication.");
+        assert_eq!(
+            r.header("www-authenticate").as_deref(),
+            Some(format!("Keystone uri=\"{}\"", stub.url).as_str())
+        );
+    }
+    assert_eq!(stub.with(|s| s.validations), 1);
+}
+
+#[tokio::test]
+async fn each_token_is_validated_once_and_answers_for_its_own_project() {
+    let (stub, app) = cloud().await;
+    let member = token("member-token");
+    let created = app
+        .post_as("/v1/clustertemplates", &template_body("t-member"), &member)
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.body["project_id"], "p-member");
+    assert_eq!(created.body["user_id"], "alice");
+    for _ in 0..5 {
+        let mine = app.get_as("/v1/clustertemplates", &member).await;
+        assert_eq!(
+            mine.body["clustertemplates"].as_array().map(Vec::len),
+            Some(1)
+        );
+        let other = app
+            .get_as("/v1/clustertemplates", &token("other-token"))
+            .await;
+        assert_eq!(
+            other.body,
+            json!({"clustertemplates": []}),
+            "{}",
+            other.text
+        );
+    }
+    assert_eq!(stub.with(|s| s.validations), 2, "one per token");
 }
