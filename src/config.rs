@@ -52,6 +52,7 @@ pub struct Settings {
     pub default: DefaultSection,
     pub database: DatabaseSection,
     pub api: ApiSection,
+    pub oslo_middleware: OsloMiddlewareSection,
     pub oslo_messaging_notifications: NotificationsSection,
     pub oslo_policy: PolicySection,
     pub cors: CorsSection,
@@ -162,6 +163,11 @@ pub struct ApiSection {
     pub workers: usize,
     /// The largest page a list returns (`limit` is clamped to it).
     pub max_limit: u32,
+    /// The URL clients reach the service at, without `/v1` (e.g.
+    /// `https://cloud.example/container-infra` behind a reverse proxy). When set, every link
+    /// the API writes (version discovery, `self`/`bookmark`, `next`) starts with it. Empty:
+    /// links are made from the request.
+    pub public_endpoint: String,
 }
 
 impl Default for ApiSection {
@@ -171,8 +177,19 @@ impl Default for ApiSection {
             port: 9511,
             workers: 0,
             max_limit: 1000,
+            public_endpoint: String::new(),
         }
     }
+}
+
+/// oslo.middleware's options: how a request that came through a proxy is read.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OsloMiddlewareSection {
+    /// Trust `Forwarded` (RFC 7239) and `X-Forwarded-Proto`, `X-Forwarded-Host` and
+    /// `X-Forwarded-Prefix` for the links the API writes. Only for a service reached solely
+    /// through a proxy that sets them: any client can send these headers.
+    pub enable_proxy_headers_parsing: bool,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -636,6 +653,33 @@ where
     deserializer.deserialize_any(SecondsVisitor)
 }
 
+/// Why `[api] public_endpoint` cannot be the start of every link, if it cannot.
+fn public_endpoint_problem(value: &str) -> Option<&'static str> {
+    let v = value.trim().trim_end_matches('/');
+    if v.is_empty() {
+        return None;
+    }
+    let Some(rest) = v
+        .strip_prefix("https://")
+        .or_else(|| v.strip_prefix("http://"))
+    else {
+        return Some("expected an http:// or https:// URL");
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Some("the URL has no host");
+    }
+    if rest
+        .chars()
+        .any(|c| !c.is_ascii_graphic() || matches!(c, '?' | '#' | '"' | '\\'))
+    {
+        return Some("expected a URL without query, fragment, spaces or quotes");
+    }
+    if v.ends_with("/v1") {
+        return Some("give the service's root URL, without /v1 (links add it)");
+    }
+    None
+}
+
 /// Splits a comma-separated option into trimmed, non-empty items.
 pub fn split_list(value: &str) -> Vec<String> {
     value
@@ -716,6 +760,11 @@ impl Settings {
             return Err(ConfigError::Invalid(
                 "[api] max_limit: must be at least 1".into(),
             ));
+        }
+        if let Some(reason) = public_endpoint_problem(&self.api.public_endpoint) {
+            return Err(ConfigError::Invalid(format!(
+                "[api] public_endpoint: {reason}"
+            )));
         }
         for driver in split_list(&self.cluster_template.kubernetes_allowed_network_drivers) {
             if driver != "all"
@@ -865,6 +914,33 @@ mod tests {
             s.oslo_messaging_notifications.driver,
             NotificationDriver::Messagingv2
         );
+    }
+
+    #[test]
+    fn the_public_endpoint_and_proxy_header_parsing_are_read_and_checked() {
+        let s = load_text(
+            "[api]\npublic_endpoint = https://cloud.example/container-infra/\n[oslo_middleware]\nenable_proxy_headers_parsing = true\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            s.api.public_endpoint,
+            "https://cloud.example/container-infra/"
+        );
+        assert!(s.oslo_middleware.enable_proxy_headers_parsing);
+        for (value, reason) in [
+            ("cloud.example/x", "expected an http:// or https:// URL"),
+            ("https:///x", "the URL has no host"),
+            ("https://cloud.example/x?a=1", "without query"),
+            ("https://cloud.example/a b", "without query"),
+            ("https://cloud.example/container-infra/v1", "without /v1"),
+        ] {
+            let err = load_text(&format!("[api]\npublic_endpoint = {value}\n"))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("[api] public_endpoint: "), "{value}: {err}");
+            assert!(err.contains(reason), "{value}: {err}");
+        }
     }
 
     #[test]

@@ -5,6 +5,8 @@
 #   ./tox.sh bench                    full run (up to 1,000,000 clusters)
 #   BENCH_MAX_CLUSTERS=100000 ./tox.sh bench   a shorter run
 #   BENCH_DURATION=10 BENCH_CONNECTIONS=32     per-scenario seconds and connections
+#   BENCH_KEYSTONE=0                  skip the Keystone-token GET (it needs .tox/keystone and
+#                                     .tox/clients: run ./tox.sh keystone once)
 #
 # Figures are medians of a single run on a shared machine: compare ratios within a run.
 set -euo pipefail
@@ -20,9 +22,17 @@ DURATION="${BENCH_DURATION:-10}"
 MAX="${BENCH_MAX_CLUSTERS:-1000000}"
 WORK="$(mktemp -d /tmp/fleetyard-bench.XXXXXX)"
 API_PID=""
+KS_API_PID=""
+KEYSTONE_PID=""
+
+stop_pid() { # pid: stop a process this script started, and wait for it
+  if [[ -n "$1" ]]; then kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; fi
+}
 
 cleanup() {
-  if [[ -n "$API_PID" ]]; then kill "$API_PID" 2>/dev/null || true; wait "$API_PID" 2>/dev/null || true; fi
+  stop_pid "$API_PID"
+  stop_pid "$KS_API_PID"
+  stop_pid "$KEYSTONE_PID"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -36,7 +46,8 @@ if ! command -v wrk >/dev/null 2>&1; then
 fi
 say "building (release)"
 cargo build --release --bin fleetyard --example conductor_bench >&2
-BIN=target/release/fleetyard
+TARGET="${CARGO_TARGET_DIR:-target}"
+BIN="$TARGET/release/fleetyard"
 
 psql_admin() { psql -v ON_ERROR_STOP=1 -qAt "$PG_ADMIN" "$@"; }
 psql_db() { psql -v ON_ERROR_STOP=1 -qAt "$DB_URL" "$@"; }
@@ -121,6 +132,74 @@ PGBENCH_AFTER=$(pgbench_tps)
 psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" >/dev/null
 PGBENCH_TPS=$(((PGBENCH_BEFORE + PGBENCH_AFTER) / 2))
 
+# The same single-row GET with auth_strategy = keystone and one cached token, against a real
+# Keystone started as tools/keystone_check.py starts one; its access log counts validations.
+KEYSTONE_SUMMARY="Keystone token GET: skipped (BENCH_KEYSTONE=0)"
+if [[ "${BENCH_KEYSTONE:-1}" != 0 ]]; then
+  if [[ -x .tox/keystone/bin/keystone-manage && -x .tox/clients/bin/python ]]; then
+    say "starting Keystone (tools/bench/keystone_server.py)"
+    .tox/clients/bin/python tools/bench/keystone_server.py --keystone-venv .tox/keystone \
+      --workdir "$WORK/keystone" --ready "$WORK/keystone.json" >"$WORK/keystone.out" 2>&1 &
+    KEYSTONE_PID=$!
+    for _ in $(seq 1 240); do
+      [[ -f "$WORK/keystone.json" ]] && break
+      kill -0 "$KEYSTONE_PID" 2>/dev/null || break
+      sleep 0.5
+    done
+  fi
+  if [[ -f "$WORK/keystone.json" ]]; then
+    ks() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/keystone.json" "$1"; }
+    KS_PORT=$((PORT + 1))
+    KS_TOKEN=$(ks token)
+    KS_LOG=$(ks access_log)
+    say "starting an API with auth_strategy = keystone on 127.0.0.1:$KS_PORT"
+    FLEETYARD__API__PORT="$KS_PORT" FLEETYARD__DATABASE__CONNECTION="$DB_URL" \
+      FLEETYARD__DATABASE__MAX_POOL_SIZE="$CONN" FLEETYARD__DATABASE__AUTO_MIGRATE=false \
+      FLEETYARD__DEFAULT__LOG_LEVEL=warn FLEETYARD__DEFAULT__AUTH_STRATEGY=keystone \
+      FLEETYARD__KEYSTONE_AUTHTOKEN__AUTH_URL="$(ks auth_url)" \
+      FLEETYARD__KEYSTONE_AUTHTOKEN__USERNAME=fleetyard \
+      FLEETYARD__KEYSTONE_AUTHTOKEN__PASSWORD="$(ks service_password)" \
+      FLEETYARD__KEYSTONE_AUTHTOKEN__PROJECT_NAME=service "$BIN" api >"$WORK/api-keystone.log" 2>&1 &
+    KS_API_PID=$!
+    for _ in $(seq 1 100); do
+      curl -sf "http://127.0.0.1:$KS_PORT/healthcheck" >/dev/null && break
+      sleep 0.1
+    done
+    KS_BASE="http://127.0.0.1:$KS_PORT"
+    validations() { grep -c '"GET /v3/auth/tokens' "$KS_LOG" || true; }
+    KS_BEFORE=$(validations)
+    # The token's first request (the create) is the one that asks Keystone.
+    if KS_TPL=$(curl -sf -H "X-Auth-Token: $KS_TOKEN" "${JSON[@]}" -X POST "$KS_BASE/v1/clustertemplates" \
+      -d '{"name": "bench-template-ks", "coe": "kubernetes", "image_id": "fedora-coreos-40"}' |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])'); then
+      # No-auth right before and right after, so that what else the machine does shows as a
+      # gap between those two instead of skewing the ratio.
+      run_wrk "GET clustertemplate (no-auth, before)" "$BASE/v1/clustertemplates/$TPL"
+      SAVED_HDR=("${HDR[@]}")
+      HDR=(-H "X-Auth-Token: $KS_TOKEN")
+      run_wrk "GET clustertemplate (Keystone token)" "$KS_BASE/v1/clustertemplates/$KS_TPL"
+      HDR=("${SAVED_HDR[@]}")
+      run_wrk "GET clustertemplate (no-auth, after)" "$BASE/v1/clustertemplates/$TPL"
+      sleep 0.5 # gunicorn writes its access log line after the answer
+      KS_CALLS=$(($(validations) - KS_BEFORE))
+      # The create and wrk's requests.
+      KS_REQUESTS=$(($(awk '/requests in/ { print $1 }' "$WORK/wrk-GET_clustertemplate_(Keystone_token).txt") + 1))
+      KEYSTONE_SUMMARY=$(awk -v calls="$KS_CALLS" -v n="$KS_REQUESTS" 'BEGIN {
+        printf "Keystone token validations (GET /v3/auth/tokens) for %d requests with one token: %d, %.4f per 1,000 requests (expected: 1 in all)", n, calls, (n > 0 ? calls * 1000 / n : 0) }')
+    else
+      KEYSTONE_SUMMARY="Keystone token GET: failed (the template create with the token was refused; see below)"
+      tail -5 "$WORK/api-keystone.log" >&2
+    fi
+    stop_pid "$KS_API_PID"
+    KS_API_PID=""
+  else
+    KEYSTONE_SUMMARY="Keystone token GET: skipped (no Keystone: run ./tox.sh keystone once to install .tox/keystone and .tox/clients)"
+    if [[ -f "$WORK/keystone.out" ]]; then tail -5 "$WORK/keystone.out" >&2; fi
+  fi
+  stop_pid "$KEYSTONE_PID"
+  KEYSTONE_PID=""
+fi
+
 list_at() {
   local n="$1"
   local deep
@@ -147,7 +226,7 @@ wait "$API_PID" 2>/dev/null || true
 API_PID=""
 
 say "conductor status-sync round over 10,000 in-progress clusters"
-SYNC=$(target/release/examples/conductor_bench --database-url "$DB_URL" --clusters 10000 --rounds 3)
+SYNC=$("$TARGET/release/examples/conductor_bench" --database-url "$DB_URL" --clusters 10000 --rounds 3)
 
 echo
 echo "Fleetyard benchmark: $CONN connections, ${DURATION}s per scenario, wrk over loopback, PostgreSQL"
@@ -159,6 +238,15 @@ echo
 echo "pgbench -S (same connection count): ${PGBENCH_TPS} tps (mean of ${PGBENCH_BEFORE} just before and ${PGBENCH_AFTER} just after the single-row GETs)"
 awk -F'\t' -v pg="$PGBENCH_TPS" '$1 ~ /^GET (clustertemplate|federation)$/ && pg > 0 {
   printf "%-44s %.2fx pgbench -S (target >= 0.70x)\n", $1 " / pgbench", $2 / pg }' "$RESULTS"
+awk -F'\t' '
+  $1 == "GET clustertemplate (no-auth, before)" { before = $2 }
+  $1 == "GET clustertemplate (no-auth, after)" { after = $2 }
+  $1 == "GET clustertemplate (Keystone token)" { keystone = $2 }
+  END { if (before > 0 && after > 0 && keystone > 0)
+    printf "GET clustertemplate with one cached Keystone token: %d req/s, %.2fx no-auth (mean of %d just before and %d just after)\n",
+      keystone, keystone * 2 / (before + after), before, after }
+' "$RESULTS"
+echo "$KEYSTONE_SUMMARY"
 awk -F'\t' '
   /first page @/ { split($1, a, "@"); first[a[2]] = $4 }
   /deep page @/  { split($1, a, "@"); deep[a[2]] = $4 }

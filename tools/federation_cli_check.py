@@ -386,9 +386,21 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
         need("fed1")
         m2 = st["clusters"]["member2"]
         expect_fail_with(coe("federation", "join", "fed1", "member2"),
-                         "A cluster with UUID %s is already a member of the federation" % m2)
+                         "Cluster member2 (%s) is already a member of the federation fed1." % m2)
 
-    rep.check("federation join of a member again exits non-zero with the API's 409 sentence", join_twice)
+    rep.check("federation join of a member again exits non-zero with the API's 409 sentence, "
+              "naming the cluster as typed", join_twice)
+
+    def unjoin_non_member() -> None:
+        need("fed1")
+        m1 = st["clusters"]["member1"]
+        expect_fail_with(coe("federation", "unjoin", "fed1", "member1"),
+                         "Cluster member1 (%s) is not a member of the federation fed1." % m1)
+        r = expect_ok(coe("federation", "show", "fed1", "-f", "json"))
+        expect_equal(r, "members", fed_body(r).get("members"), [st["clusters"]["member2"]])
+
+    rep.check("federation unjoin of a cluster that is not a member exits non-zero with the API's 404 "
+              "sentence, naming the cluster as typed", unjoin_non_member)
 
     def update() -> None:
         need("fed1")
@@ -450,7 +462,8 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
     def create_errors() -> None:
         need("clusters")
         expect_fail_with(coe("federation", "create", "fed4", "--hostcluster", "host1"),
-                         "No DNS zone specified. Please specify a `dns-zone`.")
+                         "No DNS zone specified. Please specify a `dns-zone` property "
+                         "(with `openstack coe federation create|update`: `--property dns=<zone>`).")
         expect_fail_with(coe("federation", "create", "fed4", "--hostcluster", "no-such-host",
                              "--property", "dns=x."), "Cluster no-such-host could not be found.")
         r = expect_ok(coe("federation", "list", "-f", "json"))

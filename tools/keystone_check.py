@@ -3,15 +3,18 @@
 
 Bootstraps Keystone (installed from PyPI into .tox/keystone) on SQLite with fernet tokens in a
 temporary directory, serves it with gunicorn on a free 127.0.0.1 port, creates a service
-project with Fleetyard's service user (role `service`), two projects A and B with a reader, a
-member and an admin each, registers service type `container-infra` in the catalog with the
-`openstack service create` / `endpoint create` recipe, and starts `fleetyard serve` with
-`auth_strategy = keystone` and a `[keystone_authtoken]` section. Then the real `openstack` CLI,
-with password auth from a clouds.yaml and no --os-endpoint, and openstacksdk through the
-catalog, drive it: templates, clusters, node groups and federations (clients/osc-plugin,
-installed into the clients venv), cross-project 404s, a reader's 403, a
-token revoked in Keystone refused once `token_cache_time` passes, and with Keystone stopped an
-uncached token answered 503 while a cached one is still served.
+project with Fleetyard's service user (roles `service` and `admin`), two projects A and B
+with a reader, a member and an admin each, registers service type `container-infra` in the
+catalog with the `openstack service create` / `endpoint create` recipe, and starts
+`fleetyard serve` with `auth_strategy = keystone` and a `[keystone_authtoken]` section. Then
+the real `openstack` CLI, with password auth from a clouds.yaml and no --os-endpoint, and
+openstacksdk through the catalog, drive it: templates, clusters, node groups and federations
+(clients/osc-plugin, installed into the clients venv), version discovery through a reverse
+proxy serving Fleetyard under a path prefix (the catalog's internal endpoint), cross-project
+404s, a reader's 403,
+quotas for a project Keystone does not know refused with Magnum's 404, a token revoked in
+Keystone refused once `token_cache_time` passes, and with Keystone stopped an uncached token
+answered 503 while a cached one is still served.
 
 Every check prints `ok - ...` or `FAIL - ...`; the last line is
 `keystone-check: N passed, N failed`, and the exit status is 1 when anything failed.
@@ -34,9 +37,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.client import HTTPConnection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +259,84 @@ class Keystone:
 
 
 # --------------------------------------------------------------------------
+# A reverse proxy serving Fleetyard under a path prefix
+
+
+PROXY_PREFIX = "/container-infra"
+# Hop-by-hop headers a proxy does not pass on (RFC 9110), and those it sets itself.
+HOP_HEADERS = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
+               "transfer-encoding", "upgrade", "host", "content-length"}
+
+
+class PrefixProxy:
+    """Serves Fleetyard at http://127.0.0.1:PORT/container-infra/ as a cloud's front end would:
+    strips the prefix, passes the request on and says what it did in X-Forwarded-Proto,
+    X-Forwarded-Host and X-Forwarded-Prefix. Paths outside the prefix are 404 (and counted)."""
+
+    def __init__(self, upstream_port: int):
+        proxy = self
+        self.upstream_port = upstream_port
+        self.forwarded = 0
+        self.outside: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def relay(self) -> None:
+                path = self.path
+                if not (path == PROXY_PREFIX or path.startswith(PROXY_PREFIX + "/")
+                        or path.startswith(PROXY_PREFIX + "?")):
+                    proxy.outside.append("%s %s" % (self.command, path))
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                path = path[len(PROXY_PREFIX):] or "/"
+                if path.startswith("?"):
+                    path = "/" + path
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+                headers.update({"X-Forwarded-Proto": "http", "X-Forwarded-Host": self.headers.get("Host", ""),
+                                "X-Forwarded-Prefix": PROXY_PREFIX})
+                conn = HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=60)
+                try:
+                    conn.request(self.command, path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                    proxy.forwarded += 1
+                    self.send_response(resp.status, resp.reason)
+                    for k, v in resp.getheaders():
+                        if k.lower() not in HOP_HEADERS:
+                            self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                finally:
+                    conn.close()
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = relay
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return "http://127.0.0.1:%d%s/v1" % (self.server.server_address[1], PROXY_PREFIX)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --------------------------------------------------------------------------
 # Setting up the cloud
 
 
@@ -277,6 +361,9 @@ def create_identities(ks: Keystone) -> dict[str, str]:
         projects[name] = ident.create_project(name=name, domain_id="default")
     svc = ident.create_user(name="fleetyard", password=SERVICE_PASSWORD, domain_id="default")
     ident.assign_project_role_to_user(projects["service"], svc, roles["service"])
+    # Reading any project (quota create checks its project exists) takes admin, as Magnum's
+    # install guide gives its service user.
+    ident.assign_project_role_to_user(projects["service"], svc, roles["admin"])
     for user, project, role in USERS:
         u = ident.create_user(name=user, password=PASSWORD, domain_id="default")
         ident.assign_project_role_to_user(projects[project], u, roles[role])
@@ -327,6 +414,10 @@ def fleetyard_config(ks: Keystone) -> str:
         [conductor]
         sync_interval = 1
 
+        [oslo_middleware]
+        # The catalog's internal endpoint is behind PrefixProxy.
+        enable_proxy_headers_parsing = true
+
         [keystone_authtoken]
         www_authenticate_uri = %(url)s
         auth_url = %(url)s
@@ -358,6 +449,34 @@ print(json.dumps({
 """
 
 
+# keystoneauth's version discovery on the internal endpoint (behind the prefix proxy), then
+# openstacksdk through it.
+SDK_PREFIX_SNIPPET = r"""
+import json, sys
+import openstack
+conn = openstack.connect(cloud=sys.argv[1], interface="internal")
+region = conn.config.get_region_name()
+data = conn.session.get_endpoint_data(service_type="container-infra", interface="internal",
+                                      region_name=region)
+# The unversioned document (GET /) as keystoneauth reads it: every version with its link.
+everything = conn.session.get_all_version_data(service_type="container-infra",
+                                               interface="internal", region_name=region)
+def version_data(x):  # {region: {interface: {service type: [VersionData]}}}, or shallower
+    if isinstance(x, list):
+        return [v for v in x if isinstance(v, dict)]
+    return [v for inner in x.values() for v in version_data(inner)] if isinstance(x, dict) else []
+cim = conn.container_infrastructure_management
+print(json.dumps({
+    "catalog": data.catalog_url,
+    "url": data.url,
+    "api_version": list(data.api_version or ()),
+    "versions": [{"url": v["url"], "version": v["version"], "max": v["max_microversion"]}
+                 for v in version_data(everything)],
+    "templates": [t.name for t in cim.cluster_templates()],
+}))
+"""
+
+
 def wait_for_status(srv: Server, token: str, path: str, want: str, timeout: float = 60) -> dict:
     deadline = time.monotonic() + timeout
     body: Any = None
@@ -381,7 +500,8 @@ def wait_gone(srv: Server, token: str, path: str, timeout: float = 60) -> None:
     raise CheckFailed("%s still there %d s after delete" % (path, timeout))
 
 
-def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projects: dict[str, str]) -> None:
+def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projects: dict[str, str],
+                    proxy: PrefixProxy) -> None:
     def coe(cloud: str, *args: str) -> Result:
         return cli.coe(["--os-cloud", cloud], *args)
 
@@ -468,6 +588,30 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
 
     rep.check("openstacksdk (cloud a-reader) finds container-infra in the catalog and lists tpl-a", sdk)
 
+    def behind_prefix() -> None:
+        before = proxy.forwarded
+        r = expect_ok(cli.python_snippet(SDK_PREFIX_SNIPPET, "a-reader"))
+        body = r.json()
+        if body.get("catalog") != proxy.endpoint or not str(body.get("url", "")).startswith(proxy.endpoint):
+            raise CheckFailed("discovery did not keep the prefix: catalog %r, url %r (want %s)\n%s"
+                              % (body.get("catalog"), body.get("url"), proxy.endpoint, r.describe()))
+        want = [{"url": proxy.endpoint + "/", "version": "1.0", "max": "1.14"}]
+        if body.get("api_version") != [1, 0] or body.get("versions") != want:
+            raise CheckFailed("unexpected versions %r / %r (want %r)\n%s"
+                              % (body.get("api_version"), body.get("versions"), want, r.describe()))
+        if body.get("templates") != ["tpl-a"]:
+            raise CheckFailed("the SDK does not list tpl-a through the prefix\n" + r.describe())
+        if proxy.forwarded == before or proxy.outside:
+            raise CheckFailed("%d requests went through the proxy, %d missed the prefix: %r"
+                              % (proxy.forwarded - before, len(proxy.outside), proxy.outside))
+        status, _, doc = http("GET", proxy.endpoint.rsplit("/v1", 1)[0] + "/")
+        href = (doc or {}).get("versions", [{}])[0].get("links", [{}])[0].get("href") if status == 200 else None
+        if href != proxy.endpoint + "/":
+            raise CheckFailed("GET / through the proxy: %d, version link %r (want %s/)" % (status, href, proxy.endpoint))
+
+    rep.check("behind a reverse proxy at %s (the catalog's internal endpoint, X-Forwarded-Prefix): "
+              "keystoneauth's discovery and openstacksdk keep the prefix" % PROXY_PREFIX, behind_prefix)
+
     # A token for polling and direct requests (fast: no client start-up).
     a_member = issue_token(ks, "a-member", "proj-a")
 
@@ -478,6 +622,27 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
             raise CheckFailed("expected 200, got %d %s" % (status, body))
 
     rep.check("the same Keystone token works as Authorization: Bearer", bearer)
+
+    def quota_project() -> None:
+        admin = {"X-Auth-Token": issue_token(ks, "admin", "admin", ADMIN_PASSWORD)}
+        r = expect_ok(coe("admin", "quotas", "create", "--project-id", projects["proj-b"],
+                          "--resource", "Cluster", "--hard-limit", "5"))
+        status, _, body = http("GET", srv.endpoint + "/quotas/%s/Cluster" % projects["proj-b"], admin)
+        if status != 200 or body.get("hard_limit") != 5 or "id" not in body:
+            raise CheckFailed("project B's quota was not stored: %d %s\n%s" % (status, body, r.describe()))
+        unknown = "0123456789abcdef0123456789abcdef"
+        # The CLI reports the failure on stdout and exits 0.
+        r = expect_reported(coe("admin", "quotas", "create", "--project-id", unknown,
+                                "--resource", "Cluster", "--hard-limit", "5"), 404)
+        if "The project_id %s could not be found" % unknown not in r.out + r.err:
+            raise CheckFailed("expected Magnum's sentence for an unknown project\n" + r.describe())
+        status, _, body = http("GET", srv.endpoint + "/quotas/%s/Cluster" % unknown, admin)
+        if status != 200 or body.get("hard_limit") == 5 or "id" in body:
+            raise CheckFailed("a quota was stored for the unknown project: %d %s" % (status, body))
+        expect_ok(coe("admin", "quotas", "delete", "--project-id", projects["proj-b"], "--resource", "Cluster"))
+
+    rep.check("quotas create (Keystone's admin): project B's id is stored; an id Keystone does not "
+              "know is 404 \"The project_id X could not be found.\" and nothing is stored", quota_project)
 
     def cluster() -> None:
         r = expect_ok(coe("a-member", "cluster", "create", "c1", "--cluster-template", "tpl-a",
@@ -691,6 +856,7 @@ def main() -> int:
     rep = Report()
     ks = Keystone(ks_venv, root / "keystone")
     srv: Server | None = None
+    proxy: PrefixProxy | None = None
     try:
         rep.check("keystone-manage db_sync, fernet_setup, credential_setup, bootstrap", ks.bootstrap)
         if rep.failed:
@@ -721,19 +887,26 @@ def main() -> int:
                                "container-infra"]))
             expect_ok(cli.run([cli.openstack, *admin, "endpoint", "create", "--region", REGION,
                                "container-infra", "public", srv.endpoint]))
+            expect_ok(cli.run([cli.openstack, *admin, "endpoint", "create", "--region", REGION,
+                               "container-infra", "internal", proxy.endpoint]))
 
-        rep.check("openstack service create container-infra; endpoint create public %s" % srv.endpoint, register)
+        proxy = PrefixProxy(srv.port)
+        proxy.start()
+        rep.check("openstack service create container-infra; endpoint create public %s, internal %s "
+                  "(a reverse proxy with a path prefix)" % (srv.endpoint, proxy.endpoint), register)
 
         rep.server = srv
         failed = rep.failed
         rep.check("fleetyard serve (auth_strategy = keystone) answers GET /healthcheck", srv.start)
         if rep.failed == failed:
-            keystone_checks(rep, cli, srv, ks, projects)
+            keystone_checks(rep, cli, srv, ks, projects, proxy)
             if srv.proc is not None and srv.proc.poll() is not None:
                 rep.fail("fleetyard keeps running through the checks", "it exited with code %s" % srv.proc.returncode)
     finally:
         if srv is not None:
             srv.stop()
+        if proxy is not None:
+            proxy.stop()
         ks.stop()
         if args.keep:
             print("# kept %s" % root, flush=True)

@@ -7,8 +7,8 @@ with the REAL `openstack` CLI and python-magnumclient 5.0.0 from the
 `.tox/clients` virtualenv: a cluster, then a node group created with every
 option (labels merged with the cluster's, node labels and taints), listed
 (role filter, limit, sort), shown by name and uuid, updated with the CLI's
-Python-literal node labels and taints, and deleted; the default groups cannot
-be deleted. Every check prints `ok - ...` or `FAIL - ...`; the last line is
+Python-literal node labels and taints, and deleted (also two at once, the
+second queued behind the first); the default groups cannot be deleted. Every check prints `ok - ...` or `FAIL - ...`; the last line is
 `nodegroup-cli-check: N passed, N failed`, and the exit status is 1 when
 anything failed.
 
@@ -179,6 +179,32 @@ def nodegroup_checks(rep: Report, cli: Clients, srv: Server) -> None:
         raise CheckFailed("ng-db is still listed %ds after the delete" % WAIT_TIMEOUT)
 
     rep.check("nodegroup delete: the group goes away", delete)
+
+    def delete_several() -> None:
+        for name in ("ng-a", "ng-b"):
+            expect_ok(coe("nodegroup", "create", "k8s", name, "--node-count", "1"))
+            wait_for(["nodegroup", "show", "k8s", name], "CREATE_COMPLETE")
+            wait_for(["cluster", "show", "k8s"], "UPDATE_COMPLETE")
+        # The second delete reaches the API while the first keeps the cluster
+        # UPDATE_IN_PROGRESS: it is queued behind it, not refused.
+        r = expect_ok(coe("nodegroup", "delete", "k8s", "ng-a", "ng-b"))
+        for name in ("ng-a", "ng-b"):
+            if "Request to delete nodegroup %s has been accepted" % name not in r.out:
+                raise CheckFailed("the delete of %s was not accepted\n%s" % (name, r.describe()))
+        if "HTTP" in r.out + r.err:
+            raise CheckFailed("an error was reported\n" + r.describe())
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        names: list[str] = []
+        while time.monotonic() < deadline:
+            names = names_of(expect_ok(coe("nodegroup", "list", "k8s", "-f", "json")))
+            if names == ["default-master", "default-worker"]:
+                wait_for(["cluster", "show", "k8s"], "UPDATE_COMPLETE")
+                return
+            time.sleep(0.5)
+        raise CheckFailed("still listed %ds after the delete: %r" % (WAIT_TIMEOUT, names))
+
+    rep.check("nodegroup delete k8s ng-a ng-b: both deletes are accepted (the second queued behind the "
+              "first) and both groups go away", delete_several)
 
 
 def main() -> int:

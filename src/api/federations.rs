@@ -86,8 +86,22 @@ fn cluster_not_found(ident: &str) -> ApiError {
     ApiError::not_found(format!("Cluster {ident} could not be found."))
 }
 
+/// Magnum's sentence, naming the property and the CLI plugin's option that sets it.
 fn no_dns_zone() -> ApiError {
-    ApiError::bad_request("No DNS zone specified. Please specify a `dns-zone`.")
+    ApiError::bad_request(
+        "No DNS zone specified. Please specify a `dns-zone` property \
+         (with `openstack coe federation create|update`: `--property dns=<zone>`).",
+    )
+}
+
+/// A cluster as the caller may have named it: its name, with the uuid the API was given in
+/// parentheses (the CLI sends uuids for the names its user typed).
+fn cluster_label(c: &Cluster) -> String {
+    if c.name.is_empty() {
+        c.uuid.to_string()
+    } else {
+        format!("{} ({})", c.name, c.uuid)
+    }
 }
 
 /// Properties: an object (or a JSON / Python-literal string of one) of scalar values, stored
@@ -168,14 +182,14 @@ struct Membership {
 
 impl Membership {
     /// Checks a join of a visible cluster: `federation:join` on the federation and on the
-    /// cluster, and the cluster not being deleted. Returns the cluster's uuid.
+    /// cluster, and the cluster not being deleted. Returns the cluster.
     async fn join(
         &mut self,
         state: &AppState,
         ctx: &RequestContext,
         federation: &Map<String, Value>,
         ident: &str,
-    ) -> Result<ClusterId, ApiError> {
+    ) -> Result<Cluster, ApiError> {
         let c = visible_cluster(state, ctx, ident).await?;
         ctx.authorize("federation:join", federation)?;
         ctx.authorize("federation:join", &cluster_target(&c))?;
@@ -185,9 +199,8 @@ impl Membership {
                 c.name
             )));
         }
-        let uuid = c.uuid;
-        self.joined.push(c);
-        Ok(uuid)
+        self.joined.push(c.clone());
+        Ok(c)
     }
 
     /// Checks an unjoin of a member: `federation:unjoin` on the federation and, when the
@@ -298,7 +311,7 @@ async fn create(
         let mut membership = Membership::default();
         let mut members = Vec::with_capacity(member_ids.len());
         for m in &member_ids {
-            members.push(membership.join(&state, &ctx, &own, m).await?);
+            members.push(membership.join(&state, &ctx, &own, m).await?.uuid);
         }
         let members = dedup_members(members);
         let template = lookup::template_of(&state, &host).await?;
@@ -519,10 +532,12 @@ async fn apply_member_ops(
     for op in ops {
         match op {
             MemberOp::Join(ident) => {
-                let uuid = membership.join(state, ctx, &fed, ident).await?;
+                let c = membership.join(state, ctx, &fed, ident).await?;
+                let uuid = c.uuid;
                 if members.contains(&uuid) {
                     return Err(ApiError::conflict(format!(
-                        "A cluster with UUID {uuid} is already a member of the federation {}.",
+                        "Cluster {} is already a member of the federation {}.",
+                        cluster_label(&c),
                         f.name
                     )));
                 }
@@ -539,7 +554,8 @@ async fn apply_member_ops(
                         let c = visible_cluster(state, ctx, ident).await?;
                         return Err(ApiError::not_found(format!(
                             "Cluster {} is not a member of the federation {}.",
-                            c.uuid, f.name
+                            cluster_label(&c),
+                            f.name
                         )));
                     }
                 }
@@ -552,7 +568,7 @@ async fn apply_member_ops(
                         .filter(|u| members.contains(u));
                     next.push(match known {
                         Some(uuid) => uuid,
-                        None => membership.join(state, ctx, &fed, ident).await?,
+                        None => membership.join(state, ctx, &fed, ident).await?.uuid,
                     });
                 }
                 let next = dedup_members(next);

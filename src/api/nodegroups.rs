@@ -26,8 +26,9 @@ use crate::api::pyliteral::parse_request_literal;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
-    check_counts, invalid_node_label, nodegroup_change_allowed, nodegroup_labels, parse_taints,
-    Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER, ROLE_WORKER,
+    check_counts, cluster_accepts_nodegroup_work, invalid_node_label, nodegroup_change_allowed,
+    nodegroup_labels, parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER,
+    ROLE_WORKER,
 };
 use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
@@ -139,10 +140,10 @@ async fn find(
     }
 }
 
-/// Node group operations run while the cluster is COMPLETE-like, or `UPDATE_FAILED` so that a
-/// failed group can be fixed or removed.
-fn cluster_accepts(c: &Cluster) -> Result<(), ApiError> {
-    if c.status.is_complete_like() || c.status == ClusterStatus::UpdateFailed {
+/// Whether the cluster's state takes node group work now (a delete is queued behind work in
+/// progress; see [`cluster_accepts_nodegroup_work`]).
+fn cluster_accepts(c: &Cluster, delete: bool) -> Result<(), ApiError> {
+    if cluster_accepts_nodegroup_work(c.status, delete) {
         Ok(())
     } else {
         Err(ApiError::conflict(format!(
@@ -383,7 +384,7 @@ async fn create(
             ));
         }
         let node_taints = check_node_metadata(&name, &role, &node_labels, &taints)?;
-        cluster_accepts(&c)?;
+        cluster_accepts(&c, false)?;
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
 
@@ -523,7 +524,7 @@ async fn update(
                 ng.status
             )));
         }
-        cluster_accepts(&c)?;
+        cluster_accepts(&c, false)?;
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
         next_ng.status = ClusterStatus::UpdateInProgress;
@@ -588,7 +589,7 @@ async fn delete(
         if ng.status == ClusterStatus::DeleteInProgress {
             return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
-        cluster_accepts(&c)?;
+        cluster_accepts(&c, true)?;
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
         let mut next_ng = ng.clone();

@@ -2,7 +2,8 @@
 //! update with a plain quota document (not JSON-Patch) and delete. The only resource is
 //! `Cluster`; its limit is enforced by cluster create.
 //!
-//! Fleetyard has no Keystone to consult, so project ids are stored as given.
+//! With `auth_strategy = keystone` a quota's project must exist in Keystone, as in Magnum;
+//! the other strategies have no Keystone to ask, so project ids are stored as given.
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -14,6 +15,7 @@ use super::pagination::{next_page, page_request};
 use super::views::{DefaultQuotaView, QuotaCollection, QuotaShowView, QuotaView};
 use crate::api::AppState;
 use crate::api::RequestContext;
+use crate::auth::Authenticator;
 use crate::store::{StoreError, QUOTA_SORT_KEYS};
 
 /// The resources a quota may limit (Magnum's `QuotaResourceName`).
@@ -162,6 +164,13 @@ async fn create(
     let Some(project_id) = doc.project_id else {
         return Err(ApiError::bad_request("Must provide a valid project ID."));
     };
+    if let Authenticator::Keystone(keystone) = state.authenticator.as_ref() {
+        if !keystone.project_exists(&project_id).await? {
+            return Err(ApiError::not_found(format!(
+                "The project_id {project_id} could not be found."
+            )));
+        }
+    }
     match state
         .store
         .create_quota(&project_id, &doc.resource, doc.hard_limit)

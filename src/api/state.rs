@@ -21,6 +21,8 @@ pub struct AppState {
     pub template_rules: TemplateRules,
     /// The `[certificates]` key and policy (shared with the in-process conductor).
     pub certificates: crate::certificates::Certificates,
+    /// How the links of answers start (`[api] public_endpoint`, proxy headers, or the request).
+    pub links: super::links::LinkBase,
 }
 
 impl AppState {
@@ -84,6 +86,7 @@ impl AppState {
             .map_err(|e| anyhow::anyhow!(e))?;
         Ok(AppState {
             certificates,
+            links: super::links::LinkBase::from_settings(&settings),
             settings: Arc::new(settings),
             store,
             enforcer: Arc::new(enforcer),

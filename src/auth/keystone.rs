@@ -6,11 +6,12 @@
 //! Keystone refuses it. Validated tokens are cached until `token_cache_time` passes or the token
 //! expires, whichever comes first; tokens Keystone refused are cached as refused for
 //! `invalid_token_cache_time`, so a flood of bad tokens does not become a flood of Keystone
-//! requests. When Keystone cannot be reached, an uncached token gets 503 and cached tokens keep
-//! working.
+//! requests. Concurrent requests with the same uncached token share one validation, so a
+//! client opening many connections with a fresh token costs Keystone one call. When Keystone
+//! cannot be reached, an uncached token gets 503 and cached tokens keep working.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::http::header::HeaderValue;
@@ -87,9 +88,15 @@ pub struct KeystoneAuth {
     service_auth: ServiceAuth,
     service_token: tokio::sync::Mutex<Option<ServiceToken>>,
     cache: Mutex<TokenCache>,
+    /// Validations under way, by token digest: later requests with the same token wait for
+    /// the first one's answer instead of asking Keystone again.
+    in_flight: Mutex<HashMap<String, Arc<Validation>>>,
     cache_time: Duration,
     invalid_cache_time: Duration,
 }
+
+/// One validation that concurrent requests with the same token share.
+type Validation = tokio::sync::OnceCell<Result<KeystoneIdentity, KeystoneError>>;
 
 impl KeystoneAuth {
     /// Checks `[keystone_authtoken]` and prepares the HTTP client; Keystone is first asked on
@@ -166,6 +173,7 @@ impl KeystoneAuth {
             service_auth,
             service_token: tokio::sync::Mutex::new(None),
             cache: Mutex::new(TokenCache::new(s.token_cache_size)),
+            in_flight: Mutex::new(HashMap::new()),
             cache_time: Duration::from_secs(s.token_cache_time),
             invalid_cache_time: Duration::from_secs(s.invalid_token_cache_time),
         })
@@ -176,35 +184,112 @@ impl KeystoneAuth {
         &self.challenge
     }
 
-    /// Validates a token, from the cache when it can.
+    /// Validates a token, from the cache when it can; concurrent callers with the same
+    /// uncached token share one request to Keystone.
     pub async fn validate(&self, token: &str) -> Result<KeystoneIdentity, KeystoneError> {
         let key = cache_key(token);
         if let Some(hit) = self.lock_cache().get(&key, Instant::now()) {
             return hit.ok_or(KeystoneError::Invalid);
         }
-        let answer = self.ask_keystone(token).await;
+        let shared = self
+            .lock_in_flight()
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(Validation::new()))
+            .clone();
+        let _leave = LeaveInFlight {
+            auth: self,
+            key: &key,
+            shared: &shared,
+        };
+        // The first caller asks Keystone and caches the answer before the others see it; if
+        // it goes away first (its client disconnected), the next waiter asks instead.
+        shared
+            .get_or_init(|| async {
+                let answer = self.ask_keystone(token).await;
+                self.remember(&key, &answer);
+                answer
+            })
+            .await
+            .clone()
+    }
+
+    /// Caches Keystone's answer: an identity until `token_cache_time` or its expiry, a
+    /// refusal for `invalid_token_cache_time`; an unavailable Keystone is not remembered.
+    fn remember(&self, key: &str, answer: &Result<KeystoneIdentity, KeystoneError>) {
         let now = Instant::now();
-        match &answer {
+        match answer {
             Ok(identity) => {
                 let left = (identity.expires_at - Utc::now())
                     .to_std()
                     .unwrap_or(Duration::ZERO);
                 let keep = self.cache_time.min(left);
                 self.lock_cache()
-                    .insert(key, Some(identity.clone()), now + keep, now);
+                    .insert(key.to_string(), Some(identity.clone()), now + keep, now);
             }
             Err(KeystoneError::Invalid) => {
                 self.lock_cache()
-                    .insert(key, None, now + self.invalid_cache_time, now);
+                    .insert(key.to_string(), None, now + self.invalid_cache_time, now);
             }
             Err(_) => {}
         }
-        answer
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, TokenCache> {
         // The cache holds no invariant a panicking holder could break halfway.
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Validation>>> {
+        // A map of shared cells: nothing a panicking holder could leave half-done.
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether Keystone knows the project: `GET /v3/projects/{id}` with the service's own
+    /// token, as Magnum looks a quota's project up before storing the quota. The service user
+    /// needs a role Keystone lets read any project (`admin` in its project, as Magnum's install
+    /// guide gives its service user).
+    pub async fn project_exists(&self, project_id: &str) -> Result<bool, KeystoneError> {
+        // "." and ".." would be steps in the path, not ids.
+        if matches!(project_id, "" | "." | "..") {
+            return Ok(false);
+        }
+        let unusable = |e: &dyn std::fmt::Display| {
+            KeystoneError::Unavailable(format!("{}: {e}", self.identity_url))
+        };
+        let mut url = reqwest::Url::parse(&self.identity_url).map_err(|e| unusable(&e))?;
+        url.path_segments_mut()
+            .map_err(|()| unusable(&"not a base URL"))?
+            .pop_if_empty()
+            .push("projects")
+            .push(project_id);
+        let mut renewed = false;
+        loop {
+            let service = self.service_token(renewed).await?;
+            let resp = self
+                .http
+                .get(url.clone())
+                .header("X-Auth-Token", service)
+                .header("Accept", "application/json")
+                .send()
+                .await
+                .map_err(|e| KeystoneError::Unavailable(format!("GET {url}: {e}")))?;
+            match resp.status() {
+                reqwest::StatusCode::OK => return Ok(true),
+                reqwest::StatusCode::NOT_FOUND => return Ok(false),
+                reqwest::StatusCode::UNAUTHORIZED if !renewed => renewed = true,
+                reqwest::StatusCode::FORBIDDEN => {
+                    return Err(KeystoneError::Unavailable(format!(
+                        "GET {url}: Keystone answered 403: the service user may not read projects \
+                         (give it the admin role in its project)"
+                    )))
+                }
+                status => {
+                    return Err(KeystoneError::Unavailable(format!(
+                        "GET {url}: Keystone answered {status}"
+                    )))
+                }
+            }
+        }
     }
 
     async fn ask_keystone(&self, token: &str) -> Result<KeystoneIdentity, KeystoneError> {
@@ -314,6 +399,28 @@ impl KeystoneAuth {
             value,
             expires_at: body.token.expires_at,
         })
+    }
+}
+
+/// Takes a shared validation out of the in-flight map when its caller is done with it (also
+/// when the caller is dropped mid-way): once it has an answer (later callers find the cache),
+/// or when no other caller waits on it.
+struct LeaveInFlight<'a> {
+    auth: &'a KeystoneAuth,
+    key: &'a str,
+    shared: &'a Arc<Validation>,
+}
+
+impl Drop for LeaveInFlight<'_> {
+    fn drop(&mut self) {
+        let mut in_flight = self.auth.lock_in_flight();
+        let ours = in_flight
+            .get(self.key)
+            .is_some_and(|current| Arc::ptr_eq(current, self.shared));
+        // Held by the map and by this caller only: nobody else waits.
+        if ours && (self.shared.initialized() || Arc::strong_count(self.shared) <= 2) {
+            in_flight.remove(self.key);
+        }
     }
 }
 

@@ -316,6 +316,16 @@ pub fn nodegroup_change_allowed(status: ClusterStatus) -> bool {
         )
 }
 
+/// Cluster states in which node group work is accepted: COMPLETE-like, or `UPDATE_FAILED` so
+/// that a failed group can be fixed or removed. A delete is also accepted while the cluster is
+/// `UPDATE_IN_PROGRESS`, as Magnum accepts it: the job waits behind the cluster's earlier jobs
+/// (one cluster's jobs run in order), so `openstack coe nodegroup delete C NG1 NG2` deletes both.
+pub fn cluster_accepts_nodegroup_work(status: ClusterStatus, delete: bool) -> bool {
+    status.is_complete_like()
+        || status == ClusterStatus::UpdateFailed
+        || (delete && status == ClusterStatus::UpdateInProgress)
+}
+
 /// Why a node label key is refused, if it is: empty, or in a reserved Kubernetes namespace.
 pub fn invalid_node_label(key: &str) -> Option<String> {
     if key.is_empty() {
@@ -389,6 +399,26 @@ pub fn aggregate_status(statuses: &[ClusterStatus]) -> Option<ClusterStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_group_deletes_queue_behind_an_update_while_other_work_waits() {
+        use ClusterStatus::*;
+        for status in [CreateComplete, UpdateComplete, UpdateFailed] {
+            assert!(cluster_accepts_nodegroup_work(status, false), "{status}");
+            assert!(cluster_accepts_nodegroup_work(status, true), "{status}");
+        }
+        assert!(!cluster_accepts_nodegroup_work(UpdateInProgress, false));
+        assert!(cluster_accepts_nodegroup_work(UpdateInProgress, true));
+        for status in [
+            CreateInProgress,
+            CreateFailed,
+            DeleteInProgress,
+            DeleteFailed,
+        ] {
+            assert!(!cluster_accepts_nodegroup_work(status, false), "{status}");
+            assert!(!cluster_accepts_nodegroup_work(status, true), "{status}");
+        }
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs

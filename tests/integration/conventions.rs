@@ -207,6 +207,115 @@ async fn the_v1_document_lists_every_collection_with_self_and_bookmark_links() {
     assert_eq!(slash.body, r.body);
 }
 
+/// The links of `/`, `/v1` and a template when the service is reached at `base`, and
+/// `next` of a one-item page.
+async fn links_seen(app: &TestApp, headers: &HeaderMap) -> (Value, Value, Value, Value) {
+    let root = app.get_as("/", headers).await;
+    assert_eq!(root.status, 200, "{}", root.text);
+    let v1 = app.get_as("/v1", headers).await;
+    assert_eq!(v1.status, 200, "{}", v1.text);
+    let mut identity = app.headers.clone();
+    identity.extend(headers.clone());
+    let t = app
+        .post_as("/v1/clustertemplates", &template_body("t1"), &identity)
+        .await;
+    assert_eq!(t.status, 201, "{}", t.text);
+    app.post_as("/v1/clustertemplates", &template_body("t2"), &app.headers)
+        .await;
+    let page = app.get_as("/v1/clustertemplates?limit=1", &identity).await;
+    (
+        root.body["versions"][0]["links"].clone(),
+        v1.body.clone(),
+        t.body["links"].clone(),
+        page.body["next"].clone(),
+    )
+}
+
+#[track_caller]
+fn assert_links_start_with(base: &str, seen: &(Value, Value, Value, Value), uuid_of_t1: &str) {
+    let (root, v1, template, next) = seen;
+    assert_eq!(
+        root,
+        &json!([{"href": format!("{base}/v1/"), "rel": "self"}])
+    );
+    assert_eq!(
+        v1["links"][0],
+        json!({"href": format!("{base}/v1/"), "rel": "self"})
+    );
+    assert_eq!(
+        v1["clusters"],
+        json!([{"href": format!("{base}/v1/clusters/"), "rel": "self"},
+               {"href": format!("{base}/clusters/"), "rel": "bookmark"}])
+    );
+    assert_eq!(
+        v1["nodegroups"][0]["href"],
+        format!("{base}/v1/clusters/{{cluster_id}}/nodegroups")
+    );
+    assert_eq!(
+        template,
+        &json!([{"href": format!("{base}/v1/clustertemplates/{uuid_of_t1}"), "rel": "self"},
+                {"href": format!("{base}/clustertemplates/{uuid_of_t1}"), "rel": "bookmark"}])
+    );
+    let next = next.as_str().unwrap_or_default();
+    assert!(
+        next.starts_with(&format!(
+            "{base}/v1/clustertemplates?sort_key=id&sort_dir=asc&limit=1&marker="
+        )),
+        "{next}"
+    );
+}
+
+fn uuid_in(links: &Value) -> String {
+    links[0]["href"]
+        .as_str()
+        .and_then(|h| h.rsplit('/').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn with_a_public_endpoint_every_link_starts_with_it_whatever_the_request_says() {
+    let app = spawn_with(Backend::Postgres, |s| {
+        s.api.public_endpoint = "https://cloud.example/container-infra/".into();
+    })
+    .await;
+    let forwarded = header_map(&[
+        ("x-forwarded-host", "evil.example"),
+        ("x-forwarded-prefix", "/elsewhere"),
+    ]);
+    let seen = links_seen(&app, &forwarded).await;
+    let uuid = uuid_in(&seen.2);
+    assert_links_start_with("https://cloud.example/container-infra", &seen, &uuid);
+}
+
+#[tokio::test]
+async fn forwarded_headers_make_the_links_only_when_proxy_header_parsing_is_enabled() {
+    let proxy = header_map(&[
+        ("x-forwarded-proto", "https"),
+        ("x-forwarded-host", "cloud.example"),
+        ("x-forwarded-prefix", "/container-infra"),
+    ]);
+    let trusting = spawn_with(Backend::Postgres, |s| {
+        s.oslo_middleware.enable_proxy_headers_parsing = true;
+    })
+    .await;
+    let seen = links_seen(&trusting, &proxy).await;
+    let uuid = uuid_in(&seen.2);
+    assert_links_start_with("https://cloud.example/container-infra", &seen, &uuid);
+
+    // By default (as oslo.middleware's) a client's forwarded headers change nothing.
+    let app = spawn_app().await;
+    let seen = links_seen(&app, &proxy).await;
+    let uuid = uuid_in(&seen.2);
+    assert_links_start_with(&app.address, &seen, &uuid);
+    let rfc7239 = header_map(&[("forwarded", "proto=https;host=cloud.example")]);
+    let root = app.get_as("/", &rfc7239).await;
+    assert_eq!(
+        root.body["versions"][0]["links"][0]["href"],
+        app.url("/v1/")
+    );
+}
+
 #[tokio::test]
 async fn discovery_needs_no_token_in_jwt_mode_as_openstacksdk_sends_none() {
     let app = spawn_jwt(JWT_SECRET).await;

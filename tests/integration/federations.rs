@@ -37,6 +37,9 @@ fn project_b(app: &TestApp) -> HeaderMap {
     app.project_b()
 }
 
+const NO_DNS_ZONE: &str = "No DNS zone specified. Please specify a `dns-zone` property \
+     (with `openstack coe federation create|update`: `--property dns=<zone>`).";
+
 fn not_found(ident: &str) -> String {
     format!("Cluster {ident} could not be found.")
 }
@@ -307,12 +310,12 @@ async fn create_refuses_every_invalid_field_with_magnums_sentences() {
         (
             merged(federation_body(&w.host), json!({"properties": {}}), &[]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             merged(federation_body(&w.host), json!({"properties": {"dns-zone": null, "a": "b"}}), &[]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             merged(federation_body(&w.host), json!({"properties": [1]}), &[]),
@@ -913,12 +916,13 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
         (
             join_ops(&c[0]),
             409,
-            format!("A cluster with UUID {} is already a member of the federation fed.", c[0]),
+            // The cluster's name first: the CLI sends the uuid of the name its user typed.
+            format!("Cluster c0 ({}) is already a member of the federation fed.", c[0]),
         ),
         (
             unjoin_ops(&c[1]),
             404,
-            format!("Cluster {} is not a member of the federation fed.", c[1]),
+            format!("Cluster c1 ({}) is not a member of the federation fed.", c[1]),
         ),
         (unjoin_ops(unknown), 404, not_found(unknown)),
         (unjoin_ops("c0"), 404, not_found("c0")),
@@ -969,17 +973,17 @@ async fn patch_errors_have_magnums_codes_and_sentences() {
         (
             json!([{"op": "remove", "path": "/properties/dns-zone"}]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             json!([{"op": "remove", "path": "/properties"}]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             json!([{"op": "replace", "path": "/properties", "value": {"a": "b"}}]),
             400,
-            "No DNS zone specified. Please specify a `dns-zone`.".into(),
+            NO_DNS_ZONE.into(),
         ),
         (
             json!([{"op": "replace", "path": "/properties/dns-zone", "value": [1]}]),

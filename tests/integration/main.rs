@@ -15,6 +15,7 @@ mod federations;
 mod input_edge;
 mod isolation;
 mod jwt_attacks;
+mod keystone;
 mod kubernetes_driver;
 mod noauth_identity;
 mod node_limit;

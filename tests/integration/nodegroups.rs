@@ -667,10 +667,6 @@ async fn changes_the_clusters_state_cannot_take_are_refused_at_once() {
     )
     .await
     .assert_error(409, busy);
-    e.api()
-        .delete_nodegroup(&c, "ng1")
-        .await
-        .assert_error(409, busy);
     // Only the first request became a job.
     let jobs = e.jobs_of(&c).await;
     assert_eq!(
@@ -682,6 +678,110 @@ async fn changes_the_clusters_state_cannot_take_are_refused_at_once() {
     e.drain().await;
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
     e.create_ng(&c, json!({"name": "ng2"})).await;
+}
+
+#[tokio::test]
+async fn deletes_while_the_cluster_is_updating_are_queued_and_all_done() {
+    // `openstack coe nodegroup delete k8s ng1 ng2`: deletes sent back to back, the second while
+    // the first keeps the cluster UPDATE_IN_PROGRESS.
+    let e = env().await;
+    let c = e.cluster("k8s", json!({})).await;
+    let mut uuids = Vec::new();
+    for name in ["ng1", "ng2"] {
+        let ng = e.create_ng(&c, json!({"name": name})).await;
+        uuids.push(ng["uuid"].as_str().expect("uuid").to_string());
+        e.drain().await;
+    }
+    for name in ["ng1", "ng2"] {
+        let r = e.api().delete_nodegroup(&c, name).await;
+        assert_eq!(r.status, 204, "{name}: {}", r.text);
+        assert_eq!(r.text, "");
+        assert_eq!(e.cluster_status(&c).await.0, "UPDATE_IN_PROGRESS");
+    }
+    for uuid in &uuids {
+        let shown = e.api().get_nodegroup(&c, uuid).await.body;
+        assert_eq!(shown["status"], "DELETE_IN_PROGRESS", "{shown}");
+    }
+    let deletes: Vec<String> = e
+        .jobs_of(&c)
+        .await
+        .into_iter()
+        .filter(|(op, _)| *op == Operation::NodegroupDelete)
+        .map(|(_, state)| state)
+        .collect();
+    assert_eq!(deletes, ["pending", "pending"]);
+    // Node group creates and updates still wait for the cluster.
+    e.api()
+        .create_nodegroup(&c, &json!({"name": "ng3"}))
+        .await
+        .assert_error(
+            409,
+            "Updating a cluster when status is \"UPDATE_IN_PROGRESS\" is not supported.",
+        );
+    let outcomes = e.drain().await;
+    let done = Outcome::Completed {
+        operation: Operation::NodegroupDelete,
+        resource: c.clone(),
+    };
+    assert_eq!(outcomes, vec![done.clone(), done]);
+    for uuid in &uuids {
+        e.api()
+            .get_nodegroup(&c, uuid)
+            .await
+            .assert_error(404, &format!("Nodegroup {uuid} could not be found."));
+    }
+    assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
+    let names: Vec<String> = e.api().list_nodegroups(&c, "").await.body["nodegroups"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|n| n["name"].as_str().map(String::from))
+        .collect();
+    assert_eq!(names, ["default-master", "default-worker"]);
+}
+
+#[tokio::test]
+async fn a_delete_sent_while_a_create_is_in_progress_runs_after_it() {
+    let e = env().await;
+    let c = e.cluster("k8s", json!({})).await;
+    let ng = e.create_ng(&c, json!({"name": "ng1"})).await;
+    let uuid = ng["uuid"].as_str().expect("uuid").to_string();
+    let r = e.api().delete_nodegroup(&c, "ng1").await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    assert_eq!(
+        e.jobs_of(&c)
+            .await
+            .into_iter()
+            .filter(|(op, _)| op.as_str().starts_with("nodegroup"))
+            .collect::<Vec<_>>(),
+        [
+            (Operation::NodegroupCreate, "pending".to_string()),
+            (Operation::NodegroupDelete, "pending".to_string())
+        ]
+    );
+    let outcomes = e.drain().await;
+    assert_eq!(
+        outcomes,
+        vec![
+            Outcome::Completed {
+                operation: Operation::NodegroupCreate,
+                resource: c.clone()
+            },
+            Outcome::Completed {
+                operation: Operation::NodegroupDelete,
+                resource: c.clone()
+            }
+        ]
+    );
+    assert_eq!(e.api().get_nodegroup(&c, &uuid).await.status, 404);
+    assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
+    assert_eq!(
+        e.events_of(&uuid).await,
+        vec![
+            ev("magnum.nodegroup.create", "pending"),
+            ev("magnum.nodegroup.delete", "pending")
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1337,6 +1437,50 @@ async fn work_the_driver_reports_as_started_is_finished_by_the_status_sync() {
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     e.conductor.sync_round().await.expect("sync");
     assert_eq!(e.api().get_nodegroup(&c, &uuid).await.status, 404);
+    assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
+}
+
+#[tokio::test]
+async fn queued_deletes_the_driver_only_starts_are_finished_by_the_status_sync() {
+    let e = env_with(Backend::Postgres, slow_updates).await;
+    let c = e.cluster("k8s", json!({})).await;
+    let mut uuids = Vec::new();
+    for name in ["ng1", "ng2"] {
+        let ng = e.create_ng(&c, json!({"name": name})).await;
+        uuids.push(ng["uuid"].as_str().expect("uuid").to_string());
+        e.drain().await;
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        e.conductor.sync_round().await.expect("sync");
+        assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
+    }
+    for name in ["ng1", "ng2"] {
+        assert_eq!(e.api().delete_nodegroup(&c, name).await.status, 204);
+    }
+    // The first job leaves the status to the second, whose work the driver only starts.
+    let outcomes = e.drain().await;
+    assert_eq!(
+        outcomes,
+        vec![
+            Outcome::Completed {
+                operation: Operation::NodegroupDelete,
+                resource: c.clone()
+            },
+            Outcome::Started {
+                operation: Operation::NodegroupDelete,
+                resource: c.clone()
+            }
+        ]
+    );
+    for uuid in &uuids {
+        let shown = e.api().get_nodegroup(&c, uuid).await.body;
+        assert_eq!(shown["status"], "DELETE_IN_PROGRESS", "{shown}");
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let report = e.conductor.sync_round().await.expect("sync");
+    assert_eq!(report.changed, 1);
+    for uuid in &uuids {
+        assert_eq!(e.api().get_nodegroup(&c, uuid).await.status, 404);
+    }
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_COMPLETE");
 }
 
