@@ -333,39 +333,16 @@ async fn create(
             member_ids: members,
             properties,
         };
-        // The event carries the row as it will be stored.
-        let now = Utc::now();
-        let provisional = Federation {
-            id: 0,
-            uuid,
-            project_id: new.project_id.clone(),
-            user_id: new.user_id.clone(),
-            name: new.name.to_string(),
-            hostcluster_id: new.hostcluster_id,
-            member_ids: new.member_ids.clone(),
-            status: FederationStatus::CreateInProgress,
-            status_reason: None,
-            properties: new.properties.clone(),
-            version: 0,
-            created_at: now,
-            updated_at: None,
-        };
-        let mut job = state.job(Operation::FederationCreate, uuid, driver.name(), json!({}));
-        job.deadline_at = Some(now + chrono::Duration::minutes(CREATE_TIMEOUT_MINUTES));
-        let mut writes = membership.guards(&new.member_ids, Some(&host));
-        writes.push(Write::InsertFederation {
-            federation: Box::new(new),
-            status: FederationStatus::CreateInProgress,
-        });
-        writes.push(Write::job(job));
-        writes.push(Write::event(events::federation_event(
-            &state.settings.default.host,
-            Action::Create,
-            Outcome::Pending,
+        let provisional = provisional_federation(&new, Utc::now());
+        let writes = create_writes(
+            &state,
+            &ctx,
+            &membership,
+            &host,
+            new,
             &provisional,
-            None,
-            Some(&initiator(&ctx)),
-        )));
+            driver.name(),
+        );
         match state.store.commit(&writes).await {
             Ok(()) => Ok(Attempt::Done(accepted(&provisional))),
             Err(StoreError::Stale) => Ok(Attempt::Retry),
@@ -373,6 +350,56 @@ async fn create(
         }
     })
     .await
+}
+
+/// The row a create will store, for the event committed with it.
+fn provisional_federation(new: &NewFederation, now: chrono::DateTime<Utc>) -> Federation {
+    Federation {
+        id: 0,
+        uuid: new.uuid,
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        name: new.name.to_string(),
+        hostcluster_id: new.hostcluster_id,
+        member_ids: new.member_ids.clone(),
+        status: FederationStatus::CreateInProgress,
+        status_reason: None,
+        properties: new.properties.clone(),
+        version: 0,
+        created_at: now,
+        updated_at: None,
+    }
+}
+
+/// What a federation create commits: guards on the host and the members (none may be deleted
+/// meanwhile), the row, the create job (due within the create timeout) and the event.
+fn create_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    membership: &Membership,
+    host: &Cluster,
+    new: NewFederation,
+    provisional: &Federation,
+    driver: &str,
+) -> Vec<Write> {
+    let mut job = state.job(Operation::FederationCreate, new.uuid, driver, json!({}));
+    job.deadline_at =
+        Some(provisional.created_at + chrono::Duration::minutes(CREATE_TIMEOUT_MINUTES));
+    let mut writes = membership.guards(&new.member_ids, Some(host));
+    writes.push(Write::InsertFederation {
+        federation: Box::new(new),
+        status: FederationStatus::CreateInProgress,
+    });
+    writes.push(Write::job(job));
+    writes.push(Write::event(events::federation_event(
+        &state.settings.default.host,
+        Action::Create,
+        Outcome::Pending,
+        provisional,
+        None,
+        Some(&initiator(ctx)),
+    )));
+    writes
 }
 
 #[tracing::instrument(name = "federations.list", skip_all, fields(project = %ctx.project_id))]

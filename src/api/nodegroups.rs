@@ -343,27 +343,14 @@ async fn create(
     require_version(&ctx)?;
     query_params(&req, &[])?;
     let obj = json_object(&req, &body, "nodegroup")?;
-    let NodeGroupCreate {
-        name,
-        node_count,
-        min_node_count,
-        max_node_count,
-        role,
-        flavor_id,
-        image_id,
-        docker_volume_size,
-        labels,
-        merge_labels,
-        node_labels,
-        taints,
-    } = Fields::new("nodegroup", obj)
+    let request: NodeGroupCreate = Fields::new("nodegroup", obj)
         .with_node_limit(state.node_limit())
         .try_into()?;
-
     ctx.authorize_own("nodegroup:create")?;
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:create_all_projects")?;
     }
+    let name = &request.name;
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
         ctx.authorize("nodegroup:create", &target(&c))?;
@@ -373,65 +360,11 @@ async fn create(
             ));
         }
         let existing = state.store.nodegroups_of(&[c.uuid]).await?;
-        if existing.iter().any(|n| n.name == name) {
-            return Err(duplicate(&name, &c));
-        }
-        check_counts(&name, node_count, min_node_count, max_node_count)
-            .map_err(ApiError::Conflict)?;
-        if role == ROLE_MASTER {
-            return Err(ApiError::bad_request(
-                "Creating master nodegroups is currently not supported.",
-            ));
-        }
-        let node_taints = check_node_metadata(&name, &role, &node_labels, &taints)?;
-        cluster_accepts(&c, false)?;
+        let node_taints = request.check(&c, &existing)?;
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
-
-        let new = NewNodeGroup {
-            uuid: NodeGroupId::new(),
-            name: name.clone(),
-            project_id: c.project_id.clone(),
-            docker_volume_size,
-            labels: nodegroup_labels(labels.clone(), &c.labels, merge_labels),
-            flavor_id: flavor_id.clone().or_else(|| c.flavor_id.clone()),
-            image_id: image_id
-                .clone()
-                .or_else(|| Some(template.spec.image_id.clone())),
-            node_count,
-            role: role.clone(),
-            min_node_count,
-            max_node_count,
-            is_default: false,
-            status: ClusterStatus::CreateInProgress,
-            node_labels: node_labels.clone(),
-            node_taints,
-        };
-        let mut next = c.clone();
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
-        let event = events::nodegroup_event(
-            &state.settings.default.host,
-            Action::Create,
-            Outcome::Pending,
-            &provisional::nodegroup(&new, c.uuid, Utc::now()),
-            Some(&initiator(&ctx)),
-        );
-        let writes = vec![
-            Write::update_cluster(&next),
-            Write::InsertNodeGroup {
-                cluster_uuid: c.uuid,
-                nodegroup: Box::new(new.clone()),
-            },
-            job(
-                &state,
-                Operation::NodegroupCreate,
-                &c,
-                driver.name(),
-                &new.uuid,
-            ),
-            Write::event(event),
-        ];
+        let new = request.plan(&c, &template, node_taints);
+        let writes = create_writes(&state, &ctx, &c, &new, driver.name());
         match state.store.commit(&writes).await {
             Ok(()) => {
                 let ng = find(&state, &ctx, &c, &new.uuid.to_string()).await?;
@@ -444,13 +377,97 @@ async fn create(
                 ))
             }
             Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) if e.is_constraint("uniq_nodegroup0cluster_id0name") => {
-                Err(duplicate(&name, &c))
-            }
+            Err(e) if e.is_constraint("uniq_nodegroup0cluster_id0name") => Err(duplicate(name, &c)),
             Err(e) => Err(e.into()),
         }
     })
     .await
+}
+
+impl NodeGroupCreate {
+    /// Whether the group may be added to `c` (which has `existing` groups): a new name, counts
+    /// within bounds, not a master group, valid node labels and taints (returned parsed), the
+    /// cluster in a state that accepts it.
+    fn check(&self, c: &Cluster, existing: &[NodeGroup]) -> Result<Vec<Taint>, ApiError> {
+        let name = &self.name;
+        if existing.iter().any(|n| n.name == *name) {
+            return Err(duplicate(name, c));
+        }
+        check_counts(
+            name,
+            self.node_count,
+            self.min_node_count,
+            self.max_node_count,
+        )
+        .map_err(ApiError::Conflict)?;
+        if self.role == ROLE_MASTER {
+            return Err(ApiError::bad_request(
+                "Creating master nodegroups is currently not supported.",
+            ));
+        }
+        let node_taints = check_node_metadata(name, &self.role, &self.node_labels, &self.taints)?;
+        cluster_accepts(c, false)?;
+        Ok(node_taints)
+    }
+
+    /// The group to insert, over the cluster's and the template's defaults.
+    fn plan(
+        &self,
+        c: &Cluster,
+        template: &crate::domain::template::ClusterTemplate,
+        node_taints: Vec<Taint>,
+    ) -> NewNodeGroup {
+        NewNodeGroup {
+            uuid: NodeGroupId::new(),
+            name: self.name.clone(),
+            project_id: c.project_id.clone(),
+            docker_volume_size: self.docker_volume_size,
+            labels: nodegroup_labels(self.labels.clone(), &c.labels, self.merge_labels),
+            flavor_id: self.flavor_id.clone().or_else(|| c.flavor_id.clone()),
+            image_id: self
+                .image_id
+                .clone()
+                .or_else(|| Some(template.spec.image_id.clone())),
+            node_count: self.node_count,
+            role: self.role.clone(),
+            min_node_count: self.min_node_count,
+            max_node_count: self.max_node_count,
+            is_default: false,
+            status: ClusterStatus::CreateInProgress,
+            node_labels: self.node_labels.clone(),
+            node_taints,
+        }
+    }
+}
+
+/// What a node group create commits: the cluster goes `UPDATE_IN_PROGRESS`, the group is
+/// inserted, with its create job and event.
+fn create_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    new: &NewNodeGroup,
+    driver: &str,
+) -> Vec<Write> {
+    let mut next = c.clone();
+    next.status = ClusterStatus::UpdateInProgress;
+    next.status_reason = None;
+    let event = events::nodegroup_event(
+        &state.settings.default.host,
+        Action::Create,
+        Outcome::Pending,
+        &provisional::nodegroup(new, c.uuid, Utc::now()),
+        Some(&initiator(ctx)),
+    );
+    vec![
+        Write::update_cluster(&next),
+        Write::InsertNodeGroup {
+            cluster_uuid: c.uuid,
+            nodegroup: Box::new(new.clone()),
+        },
+        job(state, Operation::NodegroupCreate, c, driver, &new.uuid),
+        Write::event(event),
+    ]
 }
 
 fn duplicate(name: &str, c: &Cluster) -> ApiError {
