@@ -117,6 +117,23 @@ impl Enforcer {
         Self::from_text(text, Path::new("<string>"))
     }
 
+    /// Magnum's defaults with one rule `name` set to `check_str`, parsed as a policy file's
+    /// rule is (the fuzz targets' way in to the check-string parser, no YAML around it).
+    #[doc(hidden)]
+    pub fn with_rule(name: &str, check_str: &str) -> Result<Enforcer, PolicyError> {
+        let check = parse_check_str(check_str).map_err(|reason| PolicyError::InvalidRule {
+            rule: name.to_owned(),
+            reason,
+        })?;
+        let mut enforcer = Self::with_defaults();
+        let rule = Rule {
+            check_str: check_str.to_owned(),
+            check,
+        };
+        enforcer.rules.insert(name.to_owned(), rule);
+        Ok(enforcer)
+    }
+
     fn from_text(text: &str, origin: &Path) -> Result<Enforcer, PolicyError> {
         let parse_error = |reason: String| PolicyError::Parse {
             path: origin.to_owned(),
