@@ -49,7 +49,7 @@ envs:
           the cargo-fuzz targets of fuzz/ (every parser of outside input), each for SECONDS
           (default 60) with -rss_limit_mb and -timeout, so a panic, a hang or unbounded
           allocation fails; installs cargo-fuzz when missing. Runs on the stable toolchain
-          without a sanitizer (--sanitizer none, RUSTC_BOOTSTRAP=1). Not part of `test`
+          without a sanitizer (--sanitizer none). Not part of `test`
   run     cargo run --release -- serve [args...]
   bench   tools/bench.sh [args...]
   help    this text
@@ -240,11 +240,9 @@ fuzz_env() {
     part "cargo install cargo-fuzz" cargo install cargo-fuzz --locked
     ((PART_RC == 0)) || return 0
   fi
-  # Only the stable toolchain is assumed. Without a sanitizer cargo-fuzz needs no -Z flag of
-  # its own, but libfuzzer-sys and the coverage passes are built as on nightly, so
-  # RUSTC_BOOTSTRAP=1 lets the stable compiler accept what nightly would. Panics (with
-  # debug assertions and overflow checks on), timeouts and the RSS limit are still caught.
-  export RUSTC_BOOTSTRAP=1
+  # Only the stable toolchain is assumed: without a sanitizer cargo-fuzz passes no -Z flag
+  # (coverage via -Cpasses=sancov-module), so no nightly and no RUSTC_BOOTSTRAP. Panics (debug
+  # assertions on), timeouts and the RSS limit are still caught.
   local fuzz=(cargo fuzz)
   part "cargo fuzz build --sanitizer none" "${fuzz[@]}" build --sanitizer none
   ((PART_RC == 0)) || return 0

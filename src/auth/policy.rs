@@ -181,6 +181,11 @@ impl Enforcer {
         let Some((name, _)) = found.or_else(|| self.rules.get_key_value(FALLBACK_RULE)) else {
             return false;
         };
+        self.evaluate(name, target, creds)
+    }
+
+    /// Evaluates an existing rule; denies when it follows too many rule references.
+    fn evaluate(&self, name: &str, target: &Map<String, Value>, creds: &Credentials) -> bool {
         let mut evaluation = Evaluation {
             rules: &self.rules,
             target,
@@ -218,13 +223,7 @@ impl Enforcer {
         let Some((name, _)) = self.rules.get_key_value("context_is_admin") else {
             return false;
         };
-        Evaluation {
-            rules: &self.rules,
-            target: &target,
-            creds: &creds,
-            stack: Vec::new(),
-        }
-        .rule(name)
+        self.evaluate(name, &target, &creds)
     }
 
     /// Whether a rule of that name is defined (by default or by the policy file).
