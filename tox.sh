@@ -45,6 +45,11 @@ envs:
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
           oslo.messaging and run tools/oslo_listener_check.py: the real oslo
           notification listener receives `fleetyard serve`'s messagingv2 events
+  fuzz [SECONDS]
+          the cargo-fuzz targets of fuzz/ (every parser of outside input), each for SECONDS
+          (default 60) with -rss_limit_mb and -timeout, so a panic, a hang or unbounded
+          allocation fails; installs cargo-fuzz when missing. Runs on the stable toolchain
+          without a sanitizer (--sanitizer none). Not part of `test`
   run     cargo run --release -- serve [args...]
   bench   tools/bench.sh [args...]
   help    this text
@@ -218,6 +223,39 @@ oslo_env() {
   part "oslo listener check: tools/oslo_listener_check.py --bin $bin${*:+ $*}" "$OSLO_VENV/bin/python" tools/oslo_listener_check.py --bin "$bin" "$@"
 }
 
+# The cargo-fuzz targets (fuzz/fuzz_targets/*.rs) `fuzz` runs, in order.
+FUZZ_TARGETS="patch policy_rule policy_file pyliteral microversion jwt csr transport_url"
+# Per-input limits of `fuzz`: an input taking longer (seconds) is a hang, a process growing
+# past this resident size (MB) is unbounded allocation; both fail the run like a panic.
+FUZZ_TIMEOUT=10
+FUZZ_RSS_LIMIT_MB=2048
+
+fuzz_env() {
+  local seconds="${1:-60}" target
+  if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+    echo "tox.sh fuzz: SECONDS must be a positive whole number, got '$seconds'" >&2
+    exit 2
+  fi
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    part "cargo install cargo-fuzz" cargo install cargo-fuzz --locked
+    ((PART_RC == 0)) || return 0
+  fi
+  # Only the stable toolchain is assumed: without a sanitizer cargo-fuzz passes no -Z flag
+  # (coverage via -Cpasses=sancov-module), so no nightly and no RUSTC_BOOTSTRAP. Panics (debug
+  # assertions on), timeouts and the RSS limit are still caught.
+  local fuzz=(cargo fuzz)
+  part "cargo fuzz build --sanitizer none" "${fuzz[@]}" build --sanitizer none
+  ((PART_RC == 0)) || return 0
+  for target in $FUZZ_TARGETS; do
+    # New inputs go to fuzz/corpus/<target> (not committed); fuzz/seeds/<target> is read only.
+    mkdir -p "fuzz/corpus/$target" "fuzz/seeds/$target"
+    part "fuzz $target for ${seconds}s" "${fuzz[@]}" run --sanitizer none "$target" \
+      "fuzz/corpus/$target" "fuzz/seeds/$target" -- \
+      -max_total_time="$seconds" -timeout="$FUZZ_TIMEOUT" -rss_limit_mb="$FUZZ_RSS_LIMIT_MB" \
+      -print_final_stats=1
+  done
+}
+
 ENV_NAME="${1:-test}"
 (($#)) && shift
 
@@ -254,6 +292,10 @@ oslo)
   test_env
   part "ensure services" tools/ensure_services.sh
   oslo_env "$@"
+  finish
+  ;;
+fuzz)
+  fuzz_env "$@"
   finish
   ;;
 run)

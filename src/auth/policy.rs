@@ -117,6 +117,23 @@ impl Enforcer {
         Self::from_text(text, Path::new("<string>"))
     }
 
+    /// Magnum's defaults with one rule `name` set to `check_str`, parsed as a policy file's
+    /// rule is (the fuzz targets' way in to the check-string parser, no YAML around it).
+    #[doc(hidden)]
+    pub fn with_rule(name: &str, check_str: &str) -> Result<Enforcer, PolicyError> {
+        let check = parse_check_str(check_str).map_err(|reason| PolicyError::InvalidRule {
+            rule: name.to_owned(),
+            reason,
+        })?;
+        let mut enforcer = Self::with_defaults();
+        let rule = Rule {
+            check_str: check_str.to_owned(),
+            check,
+        };
+        enforcer.rules.insert(name.to_owned(), rule);
+        Ok(enforcer)
+    }
+
     fn from_text(text: &str, origin: &Path) -> Result<Enforcer, PolicyError> {
         let parse_error = |reason: String| PolicyError::Parse {
             path: origin.to_owned(),
@@ -164,13 +181,29 @@ impl Enforcer {
         let Some((name, _)) = found.or_else(|| self.rules.get_key_value(FALLBACK_RULE)) else {
             return false;
         };
-        Evaluation {
+        self.evaluate(name, target, creds)
+    }
+
+    /// Evaluates an existing rule; denies when it follows too many rule references.
+    fn evaluate(&self, name: &str, target: &Map<String, Value>, creds: &Credentials) -> bool {
+        let mut evaluation = Evaluation {
             rules: &self.rules,
             target,
             creds,
             stack: Vec::new(),
+            followed: 0,
+        };
+        let allowed = evaluation.rule(name);
+        if evaluation.followed > MAX_RULE_REFERENCES {
+            // Cut short, the result means nothing (a cut `not rule:x` would even allow).
+            tracing::warn!(
+                rule = %name,
+                "policy rule {name:?} follows more than {MAX_RULE_REFERENCES} rule references \
+                 in one evaluation; denied"
+            );
+            return false;
         }
-        .rule(name)
+        allowed
     }
 
     /// Evaluates `context_is_admin` with the given credentials (ignores `creds.is_admin`), against
@@ -190,13 +223,7 @@ impl Enforcer {
         let Some((name, _)) = self.rules.get_key_value("context_is_admin") else {
             return false;
         };
-        Evaluation {
-            rules: &self.rules,
-            target: &target,
-            creds: &creds,
-            stack: Vec::new(),
-        }
-        .rule(name)
+        self.evaluate(name, &target, &creds)
     }
 
     /// Whether a rule of that name is defined (by default or by the policy file).
@@ -562,16 +589,27 @@ fn role_implies(held: &str, wanted: &str) -> bool {
 /// Deeper nesting (parentheses, `not`, `rule:` chains) is refused instead of risking the stack.
 const MAX_DEPTH: usize = 64;
 
+/// Most rules one evaluation follows (`rule:` references, the first rule included); past it the
+/// evaluation stops and denies. Rules that each refer twice to the next would otherwise take
+/// time exponential in the length of the chain (40 such rules: 2^40 evaluations).
+const MAX_RULE_REFERENCES: usize = 10_000;
+
 struct Evaluation<'a> {
     rules: &'a HashMap<String, Rule>,
     target: &'a Map<String, Value>,
     creds: &'a Credentials,
     /// Rules being evaluated, outermost first: a name already here is a cycle.
     stack: Vec<&'a str>,
+    /// Rules followed so far; past [`MAX_RULE_REFERENCES`] every rule denies.
+    followed: usize,
 }
 
 impl<'a> Evaluation<'a> {
     fn rule(&mut self, name: &'a str) -> bool {
+        if self.followed > MAX_RULE_REFERENCES {
+            return false;
+        }
+        self.followed += 1;
         if self.stack.len() >= MAX_DEPTH || self.stack.contains(&name) {
             return false;
         }
@@ -1311,5 +1349,41 @@ mod tests {
             crate::auth::policy::Enforcer::sample_yaml(),
             "regenerate with: fleetyard policy sample > etc/policy.yaml.sample"
         );
+    }
+
+    /// A chain of rules each referring twice to the next (found by the `policy_file` fuzz
+    /// target's inputs): 2^40 evaluations before, now cut short after
+    /// [`MAX_RULE_REFERENCES`] and denied, also under `not`.
+    #[rstest::rstest]
+    #[case::plain("rule:r0")]
+    #[case::negated("not rule:r0")]
+    fn doubling_rule_chains_are_cut_short_and_deny(#[case] entry: &str) {
+        let mut text = format!("\"cluster:create\": \"{entry}\"\n");
+        for i in 0..40 {
+            text.push_str(&format!(
+                "r{i}: \"rule:r{next} or rule:r{next}\"\n",
+                next = i + 1
+            ));
+        }
+        text.push_str("r40: \"!\"\n");
+        let enforcer = load(&text);
+        let started = std::time::Instant::now();
+        assert!(!enforcer.enforce("cluster:create", &target("p1", "u1"), &admin_in("p1")));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn shallow_repeated_references_still_evaluate() {
+        let enforcer = load("\"cluster:create\": \"rule:a or rule:a\"\na: \"rule:b and rule:b\"\nb: \"role:member\"\n");
+        assert!(enforcer.enforce(
+            "cluster:create",
+            &target("p1", "u1"),
+            &creds("p1", "u1", "member")
+        ));
+        assert!(!enforcer.enforce(
+            "cluster:create",
+            &target("p1", "u1"),
+            &creds("p1", "u1", "reader")
+        ));
     }
 }
