@@ -54,19 +54,7 @@ async fn timed(
         .send()
         .await
         .expect("answered before the client gave up");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let text = resp.text().await.expect("body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    (
-        Resp {
-            status,
-            headers,
-            body,
-            text,
-        },
-        started.elapsed(),
-    )
+    (Resp::read(resp).await, started.elapsed())
 }
 
 /// `/healthcheck` answers 503 within a second.

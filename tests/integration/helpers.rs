@@ -189,11 +189,17 @@ pub async fn spawn_with_state(
 }
 
 pub async fn spawn_jwt(secret: &str) -> TestApp {
+    spawn_jwt_on(Backend::Postgres, secret).await
+}
+
+/// An app on `backend` that takes HS256 JWTs signed with `secret` (audience `fleetyard`) and
+/// sends no identity headers of its own.
+pub async fn spawn_jwt_on(backend: Backend, secret: &str) -> TestApp {
     let dir = std::env::temp_dir().join(format!("fy-jwt-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).expect("dir");
     let key = dir.join("secret");
     std::fs::write(&key, secret).expect("write secret");
-    let mut app = spawn_with(Backend::Postgres, |s| {
+    let mut app = spawn_with(backend, |s| {
         s.default.auth_strategy = AuthStrategy::Jwt;
         s.jwt.algorithms = "HS256".into();
         s.jwt.key_file = Some(key);
@@ -213,6 +219,20 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// Reads a whole response.
+    pub async fn read(resp: reqwest::Response) -> Resp {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
     /// The single error entry of Magnum's error body.
     pub fn error(&self) -> &Value {
         &self.body["errors"][0]
@@ -275,17 +295,7 @@ impl TestApp {
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
-        let resp = req.send().await.expect("request sent");
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let text = resp.text().await.expect("body");
-        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Resp {
-            status,
-            headers,
-            body,
-            text,
-        }
+        Resp::read(req.send().await.expect("request sent")).await
     }
 
     pub async fn request(

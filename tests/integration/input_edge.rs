@@ -11,8 +11,7 @@ use rstest::rstest;
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    at, complete_cluster_with, header_map, spawn_fleet_on, spawn_with, template_as, Backend, Fleet,
-    TestApp,
+    at, complete_cluster_with, header_map, spawn_fleet_on, template_as, Backend, Fleet, TestApp,
 };
 
 const NUL_IN_BODY: &str =
@@ -137,19 +136,7 @@ async fn nul_in_the_url_is_refused_before_authentication_and_policy(
 const SECRET: &str = "identity-edge-secret";
 
 async fn jwt_app(backend: Backend) -> TestApp {
-    let dir = std::env::temp_dir().join(format!("fy-jwt-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let key = dir.join("secret");
-    std::fs::write(&key, SECRET).expect("write secret");
-    let mut app = spawn_with(backend, |s| {
-        s.default.auth_strategy = fleetyard::config::AuthStrategy::Jwt;
-        s.jwt.algorithms = "HS256".into();
-        s.jwt.key_file = Some(key);
-        s.jwt.audience = Some("fleetyard".into());
-    })
-    .await;
-    app.headers.clear();
-    app
+    crate::helpers::spawn_jwt_on(backend, SECRET).await
 }
 
 fn token(claims: Value) -> HeaderMap {
