@@ -22,7 +22,7 @@ KEYSTONE_VENV=.tox/keystone
 # schemathesis for the `fuzz-api` env (and the short run inside `test`). Changing it re-installs.
 SCHEMATHESIS_REQUIREMENTS="schemathesis==4.32.5"
 SCHEMATHESIS_VENV=.tox/schemathesis
-# The short run `test` ends with: examples per operation for the admin run (about 40 s for both
+# The short run `test` ends with: examples per operation for the admin run (about 50 s for both
 # backends); the `fuzz-api` env's default is 200 (about 14,000 requests per backend).
 FUZZ_API_SHORT_EXAMPLES=10
 

@@ -6,8 +6,8 @@ For each backend (SQLite in a temporary directory, and a fresh PostgreSQL databa
 schemathesis against `GET /v1/openapi.json` once per identity (admin, then member; the
 identity travels in `X-Project-Id`, `X-User-Id` and `X-Roles`), with every phase: examples,
 coverage, fuzzing (positive and negative data) and stateful (schemathesis follows the links
-it infers from the `Location` headers of the create operations: create -> show -> patch ->
-delete).
+the document declares from each create operation to show, update and delete with the new
+uuid, and those it infers itself: create -> show -> patch -> delete).
 
 Before the runs it seeds, as the admin, a public cluster template, a cluster built from it (the
 fake driver completes it) and a federation hosted on it, and hands schemathesis a config file
