@@ -416,8 +416,9 @@ def main() -> int:
     ap.add_argument("--min-requests", type=int, default=int(os.environ.get("FUZZ_API_MIN_REQUESTS", "0")),
                     help="fail a backend that sent fewer requests (env FUZZ_API_MIN_REQUESTS)")
     ap.add_argument("--request-timeout", type=float, default=10.0, help="seconds per request (default 10)")
-    ap.add_argument("--run-timeout", type=int, default=int(os.environ.get("FUZZ_API_RUN_TIMEOUT", "3600")),
-                    help="seconds for one schemathesis run before it counts as a hang (default 3600)")
+    ap.add_argument("--run-timeout", type=int, default=int(os.environ.get("FUZZ_API_RUN_TIMEOUT", "0")),
+                    help="seconds for one schemathesis run before it counts as a hang (env FUZZ_API_RUN_TIMEOUT;"
+                         " default 120 or 5 per example, whichever is larger: about 5 times what a run takes)")
     # One worker: with more, Python 3.11 before 3.11.8 fails in ast.parse from two threads
     # ("AST constructor recursion depth mismatch", CPython gh-106905) inside hypothesis.
     ap.add_argument("--workers", type=int, default=int(os.environ.get("FUZZ_API_WORKERS", "1")),
@@ -429,6 +430,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, reports)")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
+    if args.run_timeout <= 0:
+        args.run_timeout = max(120, 5 * args.examples)
     args.roles = [r.strip() for r in args.roles.split(",") if r.strip()]
     for role in args.roles:
         if role not in IDENTITIES:
