@@ -23,13 +23,20 @@ Checks (each response of each request):
   status_code_conformance      the status is one the document lists for the operation
   response_schema_conformance  the body matches the document's schema for that status
   content_type_conformance     the Content-Type is the one the document lists
-Excluded on purpose, and why:
-  negative_data_rejection, positive_data_acceptance, missing_required_header,
-  unsupported_method, ignored_auth and the rest of `-c all`: they test a stricter contract
-  than Magnum's. Magnum accepts (and ignores) data that the document does not describe in
-  several places (e.g. an unknown `OpenStack-API-Version` service), refuses schema-valid
-  data that points at objects that do not exist (400, not 2xx) and answers 404 before it
-  validates a body; no-auth mode has no credentials to ignore.
+Left out, with what `-c all` reports for them on a short run (seed 3, 5 examples):
+  ignored_auth (ST401) and negative_data_rejection (ST201): the document marks `X-Auth-Token`
+      required, and no-auth mode (what this runs) answers 200 without it by design; the JWT and
+      Keystone modes are covered by `./tox.sh cli` and `./tox.sh keystone`.
+  positive_data_acceptance (ST202): the document is looser than Magnum's validation (free
+      strings where Magnum wants a uuid marker, a known project id, a `kubernetes` coe, an
+      existing template), so schema-valid requests get Magnum's 400; tightening every field
+      of the document is further work.
+  unsupported_method (ST204): TRACE and other unrouted methods on `/` and a few paths get 404
+      where schemathesis wants 405.
+  missing_required_header, use_after_free, ensure_resource_availability,
+  object_level_authorization, response_headers_conformance, allow_header_conformance:
+      reported nothing on that short run, but have not been tried at full length, so they
+      are not enabled yet.
 
 A hang fails the run: every request has `--request-timeout` (default 10 s) and the whole
 schemathesis run a wall-clock limit; the server must still answer /healthcheck afterwards.
