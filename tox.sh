@@ -19,6 +19,12 @@ OSLO_VENV=.tox/oslo
 KEYSTONE_REQUIREMENTS="keystone==30.0.0 gunicorn"
 KEYSTONE_CONSTRAINTS=tools/keystone-constraints.txt
 KEYSTONE_VENV=.tox/keystone
+# schemathesis for the `fuzz-api` env (and the short run inside `test`). Changing it re-installs.
+SCHEMATHESIS_REQUIREMENTS="schemathesis==4.32.5"
+SCHEMATHESIS_VENV=.tox/schemathesis
+# The short run `test` ends with: examples per operation for the admin run (about 50 s for both
+# backends); the `fuzz-api` env's default is 200 (about 14,000 requests per backend).
+FUZZ_API_SHORT_EXAMPLES=10
 
 usage() {
   cat <<'EOF'
@@ -27,7 +33,8 @@ usage: ./tox.sh [ENV] [args...]
 envs:
   test    (default) the lint (the `lint` env), then ensure PostgreSQL/RabbitMQ, run
           the Rust tests (cargo nextest, or cargo test), then the real-client checks
-          (the `cli`, `keystone` and `oslo` envs); args go to the test runner
+          (the `cli`, `keystone` and `oslo` envs), then a short `fuzz-api` run
+          (FUZZ_API_EXAMPLES=10); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
   lint    cargo fmt --check and cargo clippy --all-targets -D warnings
   cli     build the fleetyard binary (or use $FLEETYARD_BIN), set up the client
@@ -50,6 +57,15 @@ envs:
           (default 60) with -rss_limit_mb and -timeout, so a panic, a hang or unbounded
           allocation fails; installs cargo-fuzz when missing. Runs on the stable toolchain
           without a sanitizer (--sanitizer none). Not part of `test`
+  fuzz-api
+          build the fleetyard binary (or use $FLEETYARD_BIN), install schemathesis
+          (pinned) into .tox/schemathesis and run tools/fuzz_api.py: schemathesis over
+          GET /v1/openapi.json against `fleetyard serve` (no-auth, as admin then member)
+          on SQLite and on a fresh PostgreSQL database; examples, coverage, fuzzing and
+          stateful phases; fails on any 5xx, a status or body the document does not
+          describe, a request past its 10 s timeout or fewer than 10,000 requests per
+          backend; FUZZ_API_EXAMPLES (default 200), FUZZ_API_BACKENDS (sqlite,postgresql),
+          FUZZ_API_ROLES (admin,member), FUZZ_API_SEED; args go to fuzz_api.py
   run     cargo run --release -- serve [args...]
   bench   tools/bench.sh [args...]
   help    this text
@@ -57,7 +73,7 @@ envs:
 environment:
   FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
   FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
-  FLEETYARD_BIN            binary for `cli`, `keystone` and `oslo` (skips the build)
+  FLEETYARD_BIN            binary for `cli`, `keystone`, `oslo` and `fuzz-api` (skips the build)
   FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
 EOF
 }
@@ -256,6 +272,41 @@ fuzz_env() {
   done
 }
 
+schemathesis_venv() {
+  local stamp="$SCHEMATHESIS_VENV/.requirements"
+  if [[ -x "$SCHEMATHESIS_VENV/bin/st" && -f "$stamp" ]] &&
+    [[ "$(cat "$stamp")" == "$SCHEMATHESIS_REQUIREMENTS" ]]; then
+    echo "reusing $SCHEMATHESIS_VENV ($SCHEMATHESIS_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$SCHEMATHESIS_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$SCHEMATHESIS_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$SCHEMATHESIS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check $SCHEMATHESIS_REQUIREMENTS || return
+  printf '%s' "$SCHEMATHESIS_REQUIREMENTS" >"$stamp"
+}
+
+fuzz_api_env() { # [fuzz_api.py args...]; FUZZ_API_* from the environment
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("fuzz-api (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "schemathesis venv $SCHEMATHESIS_VENV" schemathesis_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("fuzz-api (not run: no schemathesis venv)")
+    return 0
+  fi
+  part "fuzz-api: tools/fuzz_api.py --bin $bin (FUZZ_API_EXAMPLES=${FUZZ_API_EXAMPLES:-200})${*:+ $*}" \
+    "$SCHEMATHESIS_VENV/bin/python" tools/fuzz_api.py --bin "$bin" "$@"
+}
+
 ENV_NAME="${1:-test}"
 (($#)) && shift
 
@@ -268,6 +319,7 @@ test)
   cli_env
   keystone_env
   oslo_env
+  FUZZ_API_EXAMPLES="$FUZZ_API_SHORT_EXAMPLES" FUZZ_API_MIN_REQUESTS=0 fuzz_api_env
   finish
   ;;
 unit)
@@ -296,6 +348,12 @@ oslo)
   ;;
 fuzz)
   fuzz_env "$@"
+  finish
+  ;;
+fuzz-api)
+  test_env
+  part "ensure services" tools/ensure_services.sh
+  FUZZ_API_MIN_REQUESTS="${FUZZ_API_MIN_REQUESTS-10000}" fuzz_api_env "$@"
   finish
   ;;
 run)

@@ -87,10 +87,16 @@ pub fn list_cluster_templates() {}
     responses((status = 200, description = "Templates", body = ClusterTemplateCollection)))]
 pub fn list_cluster_templates_detail() {}
 
+// The create operations link to show, update and delete with the new uuid, so stateful
+// clients (schemathesis) can follow create -> show -> patch -> delete.
 #[utoipa::path(post, path = "/v1/clustertemplates", tag = "clustertemplates",
     operation_id = "createClusterTemplate", request_body = ClusterTemplateCreateRequest,
     responses((status = 201, description = "Created", body = ClusterTemplateView,
-        headers(("Location" = String, description = "The template's URL")))))]
+        headers(("Location" = String, description = "The template's URL")),
+        links(
+            ("show" = (operation_id = "showClusterTemplate", parameters(("clustertemplate_ident" = "$response.body#/uuid")))),
+            ("update" = (operation_id = "updateClusterTemplate", parameters(("clustertemplate_ident" = "$response.body#/uuid")))),
+            ("delete" = (operation_id = "deleteClusterTemplate", parameters(("clustertemplate_ident" = "$response.body#/uuid"))))))))]
 pub fn create_cluster_template() {}
 
 #[utoipa::path(get, path = "/v1/clustertemplates/{clustertemplate_ident}",
@@ -127,7 +133,11 @@ pub fn list_clusters_detail() {}
 #[utoipa::path(post, path = "/v1/clusters", tag = "clusters", operation_id = "createCluster",
     request_body = ClusterCreateRequest,
     responses((status = 202, description = "Accepted; the cluster is CREATE_IN_PROGRESS",
-        body = AcceptedView)))]
+        body = AcceptedView,
+        links(
+            ("show" = (operation_id = "showCluster", parameters(("cluster_ident" = "$response.body#/uuid")))),
+            ("update" = (operation_id = "updateCluster", parameters(("cluster_ident" = "$response.body#/uuid")))),
+            ("delete" = (operation_id = "deleteCluster", parameters(("cluster_ident" = "$response.body#/uuid"))))))))]
 pub fn create_cluster() {}
 
 #[utoipa::path(get, path = "/v1/clusters/{cluster_ident}", tag = "clusters",
@@ -183,7 +193,11 @@ pub fn list_nodegroups_detail() {}
     params(("cluster_ident" = String, Path, description = "Uuid or name")),
     request_body = NodeGroupCreateRequest,
     responses((status = 202, description = "Accepted; the node group as stored",
-        body = NodeGroupView)))]
+        body = NodeGroupView,
+        links(
+            ("show" = (operation_id = "showNodeGroup", parameters(("cluster_ident" = "$request.path.cluster_ident"), ("nodegroup_ident" = "$response.body#/uuid")))),
+            ("update" = (operation_id = "updateNodeGroup", parameters(("cluster_ident" = "$request.path.cluster_ident"), ("nodegroup_ident" = "$response.body#/uuid")))),
+            ("delete" = (operation_id = "deleteNodeGroup", parameters(("cluster_ident" = "$request.path.cluster_ident"), ("nodegroup_ident" = "$response.body#/uuid"))))))))]
 pub fn create_nodegroup() {}
 
 #[utoipa::path(get, path = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
@@ -223,7 +237,11 @@ pub fn list_federations_detail() {}
 
 #[utoipa::path(post, path = "/v1/federations", tag = "federations",
     operation_id = "createFederation", request_body = FederationCreateRequest,
-    responses((status = 202, description = "Accepted", body = AcceptedView)))]
+    responses((status = 202, description = "Accepted", body = AcceptedView,
+        links(
+            ("show" = (operation_id = "showFederation", parameters(("federation_ident" = "$response.body#/uuid")))),
+            ("update" = (operation_id = "updateFederation", parameters(("federation_ident" = "$response.body#/uuid")))),
+            ("delete" = (operation_id = "deleteFederation", parameters(("federation_ident" = "$response.body#/uuid"))))))))]
 pub fn create_federation() {}
 
 #[utoipa::path(get, path = "/v1/federations/{federation_ident}", tag = "federations",
