@@ -388,10 +388,12 @@ impl AmqpPublisher {
     /// Drops the connection (the next [`AmqpPublisher::connect`] opens a new one).
     pub async fn disconnect(&mut self) {
         if let Some(live) = self.live.take() {
-            let _ = live
+            // A partitioned broker never answers the close: give it as long as a confirm,
+            // then drop the connection (its socket closes with it).
+            let close = live
                 .connection
-                .close(200, "fleetyard relay stopping".into())
-                .await;
+                .close(200, "fleetyard relay stopping".into());
+            let _ = tokio::time::timeout(self.settings.confirm_timeout, close).await;
         }
     }
 
@@ -467,7 +469,17 @@ impl AmqpPublisher {
                 .map(|_| Delivery::Failed(reason.clone()))
                 .collect();
         }
-        let (confirms, mut broken) = self.send_all(events, &mut results).await;
+        // Declaring and publishing wait on the broker too: in a partition they would wait for
+        // ever, so they get the confirm timeout as well.
+        let timeout = self.settings.confirm_timeout;
+        let (confirms, mut broken) =
+            match tokio::time::timeout(timeout, self.send_all(events, &mut results)).await {
+                Ok(sent) => sent,
+                Err(_) => (
+                    Vec::new(),
+                    Some(format!("publishing took longer than {timeout:?}")),
+                ),
+            };
         let mut confirmed = vec![false; events.len()];
         for i in self
             .await_confirms(confirms, &mut results, &mut broken)

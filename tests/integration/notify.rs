@@ -851,3 +851,100 @@ async fn cluster_and_node_group_events_reach_the_broker_with_their_priority_rout
         assert_eq!(seen, written, "{resource}");
     }
 }
+
+/// The drill of a network partition between the service and the broker (a TCP proxy of the
+/// tests' own in front of RabbitMQ; the machine's broker is never touched): writes made during
+/// the partition answer as fast as without one, and once the network heals every event is
+/// delivered, duplicates (a publish the broker got but could not confirm) only ever with the
+/// same message id.
+#[tokio::test]
+async fn a_broker_partition_slows_no_write_and_loses_no_event() {
+    let app = spawn_app().await;
+    let exchange = unique("fy-test-partition");
+    let topic = unique("notifications");
+    let upstream = amqp_url()
+        .split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("host:port in the test broker's URL")
+        .to_string();
+    let proxy = crate::helpers::DbProxy::start(&upstream).await;
+    let through = amqp_url().replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let mut s = test_settings(&app.db.url);
+    s.oslo_messaging_notifications.driver = NotificationDriver::Messagingv2;
+    s.oslo_messaging_notifications.topics = topic.clone();
+    // The shortest claim: a publish the partition swallows is given up after 1 s.
+    s.oslo_messaging_notifications.relay_claim_timeout = 3;
+    s.default.transport_url = fleetyard::config::Secret::new(&through);
+    s.default.control_exchange = exchange.clone();
+    let settings = RelaySettings::from_settings(&s).expect("valid relay settings");
+    let mut relay = Relay::new(app.store.clone(), settings);
+
+    // Connected and delivering before the partition.
+    app.make_template("before", json!({})).await;
+    let report = relay.drain().await.expect("delivered before the partition");
+    assert_eq!((report.sent, report.failed), (1, 0));
+
+    proxy.set(crate::helpers::Link::Partitioned);
+    for i in 0..10 {
+        let one = std::time::Instant::now();
+        app.make_template(&format!("during-{i}"), json!({})).await;
+        assert!(
+            one.elapsed() < Duration::from_secs(2),
+            "a write during the partition took {:?}",
+            one.elapsed()
+        );
+    }
+    // The relay keeps trying; a round ends within the confirm timeout (publish) plus the
+    // connect timeout (the reconnection the partition also swallows).
+    for _ in 0..2 {
+        let attempt = tokio::time::timeout(Duration::from_secs(20), relay.run_once()).await;
+        assert!(attempt.is_ok(), "a relay round hung during the partition");
+    }
+    let (backlog, _) = app.store.outbox_backlog().await.expect("backlog");
+    assert!(
+        backlog > 0,
+        "events wait in the outbox during the partition"
+    );
+
+    proxy.set(crate::helpers::Link::Up);
+    let mut sent = 0;
+    for _ in 0..30 {
+        if let Ok(Ok(r)) = tokio::time::timeout(Duration::from_secs(15), relay.drain()).await {
+            sent += r.sent;
+        }
+        if app.store.outbox_backlog().await.expect("backlog").0 == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        app.store.outbox_backlog().await.expect("backlog"),
+        (0, None),
+        "every event is delivered once the network heals ({sent} sent after the heal)"
+    );
+
+    let broker = Broker::connect().await;
+    let queue = format!("{topic}.info");
+    let mut got = broker
+        .take(&queue, &exchange, 11, Duration::from_secs(10))
+        .await;
+    got.extend(broker.rest(&queue, &exchange).await);
+    broker.delete(&exchange, Some(&queue)).await;
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for m in &got {
+        assert_oslo_v2(m, &queue);
+        *by_id.entry(m.message_id()).or_default() += 1;
+    }
+    assert_eq!(
+        by_id.len(),
+        11,
+        "each of the 11 events arrives (by message id): {by_id:?}"
+    );
+    let duplicates: usize = by_id.values().map(|n| n - 1).sum();
+    assert_eq!(
+        got.len(),
+        11 + duplicates,
+        "duplicates carry an event's own message id"
+    );
+}
