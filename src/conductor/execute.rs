@@ -78,25 +78,22 @@ fn payload_str<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
 
 /// The strings listed under `key` (a resize's `nodes_to_remove`).
 fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
-    payload
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    payload_items(payload, key, |s| Some(s.to_string()))
 }
 
 /// The cluster uuids listed under `key` (a federation job's `joined` or `unjoined`).
 fn payload_clusters(payload: &Value, key: &str) -> Vec<ClusterId> {
+    payload_items(payload, key, |s| s.parse().ok())
+}
+
+/// The strings of the array under `key` that `parse` accepts.
+fn payload_items<T>(payload: &Value, key: &str, parse: impl Fn(&str) -> Option<T>) -> Vec<T> {
     payload
         .get(key)
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .filter_map(|v| v.as_str().and_then(|s| s.parse().ok()))
+                .filter_map(|v| v.as_str().and_then(&parse))
                 .collect()
         })
         .unwrap_or_default()
