@@ -210,7 +210,10 @@ pub struct NotificationsSection {
     pub retention_days: u32,
     /// Events one relay claims and publishes per round.
     pub relay_batch_size: u32,
-    /// Seconds between polls of an empty outbox (the upper bound of the delay a relay adds).
+    /// Seconds between polls of an idle outbox. A relay is woken by the commit of an event
+    /// (in its own process; on PostgreSQL in any process, through `LISTEN`/`NOTIFY`), so this
+    /// only bounds the delay when a wake-up is lost: the `LISTEN` connection is down, or on
+    /// SQLite the event was written by another process (a separate `fleetyard api`).
     pub relay_poll_interval: f64,
     /// Seconds a relay's claim on a batch lasts; a relay that dies mid-batch lets another
     /// relay take its events after this long.
@@ -226,7 +229,7 @@ impl Default for NotificationsSection {
             topics: "notifications".into(),
             retention_days: 7,
             relay_batch_size: 100,
-            relay_poll_interval: 0.2,
+            relay_poll_interval: 1.0,
             relay_claim_timeout: 30,
             relay_status_interval: 60,
         }

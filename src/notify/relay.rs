@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::amqp::{self, AmqpError, AmqpPublisher, Delivery, PublisherSettings};
 use crate::config::{NotificationDriver, Settings};
-use crate::store::{OutboxEvent, Store, StoreError};
+use crate::store::{OutboxEvent, OutboxWakeups, Store, StoreError};
 
 /// The oslo.messaging v2 envelope: the inner message as a JSON *string*.
 pub fn envelope(event: &OutboxEvent) -> serde_json::Value {
@@ -38,7 +38,9 @@ pub struct RelaySettings {
     /// Who holds a claim: unique per relay (host, process, random suffix).
     pub owner: String,
     pub batch_size: u32,
-    /// Pause between polls of an empty outbox.
+    /// The fallback poll of an idle relay: a commit wakes the relay at once (see
+    /// [`OutboxWakeups`]); this bounds the delay when a wake-up is lost (a dropped `LISTEN`
+    /// connection, a writer in another process on SQLite).
     pub poll_interval: Duration,
     /// How long a claim holds before another relay may take the events.
     pub claim_timeout: Duration,
@@ -183,6 +185,7 @@ pub struct Relay {
     store: Arc<dyn Store>,
     settings: RelaySettings,
     sink: Sink,
+    wakeups: OutboxWakeups,
 }
 
 /// Splits a batch (in outbox order) into rounds: round `k` holds the `k`-th event of every
@@ -210,10 +213,12 @@ impl Relay {
             (NotificationDriver::Messagingv2, None) | (NotificationDriver::Log, _) => Sink::Log,
             (NotificationDriver::Noop, _) => Sink::Noop,
         };
+        let wakeups = store.outbox_wakeups();
         Relay {
             store,
             settings,
             sink,
+            wakeups,
         }
     }
 
@@ -356,6 +361,8 @@ impl Relay {
                 }
                 last_prune = Some(Instant::now());
             }
+            // Wake-ups from here on are for commits this round may not see.
+            self.wakeups.mark_seen();
             let pause = match self.run_once().await {
                 Ok(r) if r.failed > 0 => {
                     backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -366,7 +373,16 @@ impl Relay {
                     if r.claimed > 0 {
                         continue;
                     }
-                    self.settings.poll_interval
+                    let next_status = self
+                        .settings
+                        .status_interval
+                        .saturating_sub(last_status.elapsed());
+                    let wake = self
+                        .wakeups
+                        .wait(self.settings.poll_interval.min(next_status))
+                        .await;
+                    tracing::trace!(?wake, "notification relay woke");
+                    continue;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, retry_in = ?backoff, "notification relay: events wait in the outbox");

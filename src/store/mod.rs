@@ -23,6 +23,7 @@ pub(crate) mod sql;
 mod sql_store;
 mod sqlite;
 mod templates;
+mod wakeup;
 mod write;
 
 use async_trait::async_trait;
@@ -42,6 +43,7 @@ pub use rows::QuotaRow;
 pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;
 pub use templates::TEMPLATE_SORT_KEYS;
+pub use wakeup::{OutboxWakeups, Wake};
 pub use write::Write;
 
 use crate::domain::cluster::{Cluster, NodeGroup};
@@ -313,6 +315,9 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     async fn release_events(&self, owner: &str, ids: &[i64], attempted: bool) -> StoreResult<()>;
     /// Unsent events and the creation time of the oldest one.
     async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)>;
+    /// What wakes a relay of this store when an event is committed: this process's commits,
+    /// and on PostgreSQL every process's (`LISTEN` on a connection of the relay's own).
+    fn outbox_wakeups(&self) -> OutboxWakeups;
 }
 
 /// How a PostgreSQL pool connects and how long it waits (SQLite, local, ignores the timeouts).

@@ -11,6 +11,7 @@ use sqlx::types::Json;
 use super::db::{Pool, Tx};
 use super::rows::{OutboxRow, OUTBOX_COLUMNS};
 use super::sql;
+use super::wakeup::OUTBOX_CHANNEL;
 use super::{Dialect, NewEvent, OutboxEvent, StoreResult};
 
 /// Unsent, and unclaimed, claimed by `$1`, or claimed by someone whose claim expired before `$2`.
@@ -37,22 +38,35 @@ fn events(rows: Vec<OutboxRow>) -> StoreResult<Vec<OutboxEvent>> {
     rows.into_iter().map(OutboxRow::into_event).collect()
 }
 
+/// The insert of one event. On PostgreSQL it also notifies [`OUTBOX_CHANNEL`] in the same
+/// statement (no extra round trip): the server delivers the notification to every listening
+/// relay when, and only if, the transaction commits (several in one transaction are one).
+static INSERT: LazyLock<[String; 2]> = LazyLock::new(|| {
+    Dialect::both(|d| {
+        let notify = match d {
+            Dialect::Postgres => format!(" RETURNING pg_notify('{OUTBOX_CHANNEL}', '')"),
+            Dialect::Sqlite => String::new(),
+        };
+        format!(
+            "INSERT INTO outbox (message_id, resource_type, resource_uuid, event_type, \
+             priority, message, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7){notify}"
+        )
+    })
+});
+
 /// Writes one event in the caller's transaction.
 #[tracing::instrument(level = "debug", skip_all, fields(event = %e.event_type, resource = %e.resource_uuid))]
 pub(super) async fn insert(tx: &mut Tx, e: &NewEvent) -> StoreResult<()> {
-    tx.sql(
-        "INSERT INTO outbox (message_id, resource_type, resource_uuid, event_type, \
-         priority, message, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(e.message_id.hyphenated().to_string())
-    .bind(&e.resource_type)
-    .bind(&e.resource_uuid)
-    .bind(&e.event_type)
-    .bind(&e.priority)
-    .bind(Json(&e.message))
-    .bind(sql::now())
-    .execute(&mut *tx)
-    .await?;
+    tx.sql(tx.dialect().pick(&INSERT))
+        .bind(e.message_id.hyphenated().to_string())
+        .bind(&e.resource_type)
+        .bind(&e.resource_uuid)
+        .bind(&e.event_type)
+        .bind(&e.priority)
+        .bind(Json(&e.message))
+        .bind(sql::now())
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 

@@ -69,9 +69,7 @@ impl PgStore {
 
     /// The store over `pool`, each statement bounded by `statement_timeout`.
     pub fn from_pool(pool: PgPool, statement_timeout: Duration) -> PgStore {
-        PgStore(SqlStore {
-            pool: Pool::Pg(pool, statement_timeout),
-        })
+        PgStore(SqlStore::new(Pool::Pg(pool, statement_timeout)))
     }
 
     /// The store, to share as `Arc<dyn Store>`.

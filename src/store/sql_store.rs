@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::db::Pool;
+use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
     clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, services, templates, write,
 };
@@ -24,9 +25,28 @@ use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 /// The store over a PostgreSQL or SQLite pool ([`super::PgStore`], [`super::SqliteStore`]).
 pub struct SqlStore {
     pub(crate) pool: Pool,
+    /// Wakes this process's relays after a commit that wrote an event.
+    signal: OutboxSignal,
 }
 
 impl SqlStore {
+    pub(crate) fn new(pool: Pool) -> SqlStore {
+        SqlStore {
+            pool,
+            signal: OutboxSignal::default(),
+        }
+    }
+
+    /// Commits a write set; a set with an event wakes this process's relays (PostgreSQL
+    /// notifies every process's from the transaction itself, see `outbox::insert`).
+    async fn commit_set(&self, writes: &[Write]) -> StoreResult<Option<ClusterTemplate>> {
+        let written = write::commit(&self.pool, writes).await?;
+        if write::has_event(writes) {
+            self.signal.committed();
+        }
+        Ok(written)
+    }
+
     /// A template write set: the template write, then its events.
     fn template_writes(first: Write, events: &[NewEvent]) -> Vec<Write> {
         let mut writes = Vec::with_capacity(1 + events.len());
@@ -37,7 +57,7 @@ impl SqlStore {
 
     /// Commits a set that writes a template and returns the template as written.
     async fn commit_template(&self, writes: &[Write]) -> StoreResult<ClusterTemplate> {
-        write::commit(&self.pool, writes)
+        self.commit_set(writes)
             .await?
             .ok_or_else(|| StoreError::Corrupt("the template write returned no row".into()))
     }
@@ -46,7 +66,7 @@ impl SqlStore {
 #[async_trait]
 impl ResourceStore for SqlStore {
     async fn commit(&self, writes: &[Write]) -> StoreResult<()> {
-        write::commit(&self.pool, writes).await.map(|_| ())
+        self.commit_set(writes).await.map(|_| ())
     }
 
     async fn get_cluster(&self, scope: &Scope, ident: &Ident) -> StoreResult<Cluster> {
@@ -305,5 +325,12 @@ impl Store for SqlStore {
 
     async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)> {
         outbox::backlog(&self.pool).await
+    }
+
+    fn outbox_wakeups(&self) -> OutboxWakeups {
+        match &self.pool {
+            Pool::Pg(pool, _) => OutboxWakeups::listening(&self.signal, pool),
+            Pool::Lite(_) => OutboxWakeups::in_process(&self.signal),
+        }
     }
 }

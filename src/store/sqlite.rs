@@ -73,9 +73,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| map_sqlx(e, constraint_name))?;
-        Ok(SqliteStore(SqlStore {
-            pool: Pool::Lite(pool),
-        }))
+        Ok(SqliteStore(SqlStore::new(Pool::Lite(pool))))
     }
 
     /// The store, to share as `Arc<dyn Store>`.

@@ -134,6 +134,11 @@ impl Write {
     }
 }
 
+/// Whether the set writes an outbox event (its commit wakes the relays).
+pub(super) fn has_event(writes: &[Write]) -> bool {
+    writes.iter().any(|w| matches!(w, Write::Event(_)))
+}
+
 /// Commits every write in one transaction, or none of them. Returns the template the set
 /// inserted or updated last, if it wrote one.
 #[tracing::instrument(skip_all, fields(writes = writes.len()))]

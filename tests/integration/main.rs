@@ -21,6 +21,7 @@ mod noauth_identity;
 mod node_limit;
 mod nodegroups;
 mod notify;
+mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
 mod store_contract;

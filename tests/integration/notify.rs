@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{open_store, spawn_app, test_settings, Backend};
 
-fn amqp_url() -> String {
+pub(crate) fn amqp_url() -> String {
     std::env::var("FLEETYARD_TEST_AMQP_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
@@ -23,12 +23,17 @@ fn amqp_url() -> String {
 /// A port nothing listens on: the broker "down".
 const CLOSED_BROKER: &str = "amqp://guest:guest@127.0.0.1:1/%2f";
 
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
 }
 
 /// Relay settings for `messagingv2` to `exchange`/`topic` on `url`.
-fn relay_settings(db_url: &str, url: &str, exchange: &str, topic: &str) -> RelaySettings {
+pub(crate) fn relay_settings(
+    db_url: &str,
+    url: &str,
+    exchange: &str,
+    topic: &str,
+) -> RelaySettings {
     let mut s = test_settings(db_url);
     s.oslo_messaging_notifications.driver = NotificationDriver::Messagingv2;
     s.oslo_messaging_notifications.topics = topic.into();
@@ -38,13 +43,13 @@ fn relay_settings(db_url: &str, url: &str, exchange: &str, topic: &str) -> Relay
 }
 
 /// A lapin connection for the test's side: consuming and cleaning up.
-struct Broker {
+pub(crate) struct Broker {
     _conn: Connection,
-    channel: Channel,
+    pub(crate) channel: Channel,
 }
 
 impl Broker {
-    async fn connect() -> Broker {
+    pub(crate) async fn connect() -> Broker {
         let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
             .await
             .expect("RabbitMQ must be reachable (./tox.sh starts it)");
@@ -58,7 +63,13 @@ impl Broker {
     /// Takes up to `n` messages published to `exchange` from `queue`, waiting up to `wait`
     /// for them. Messages from other exchanges (other runs sharing an oslo queue) are left
     /// unacknowledged, so they go back to the queue when the channel closes.
-    async fn take(&self, queue: &str, exchange: &str, n: usize, wait: Duration) -> Vec<Message> {
+    pub(crate) async fn take(
+        &self,
+        queue: &str,
+        exchange: &str,
+        n: usize,
+        wait: Duration,
+    ) -> Vec<Message> {
         let deadline = tokio::time::Instant::now() + wait;
         let mut out = Vec::new();
         while out.len() < n && tokio::time::Instant::now() < deadline {
@@ -82,12 +93,12 @@ impl Broker {
     }
 
     /// Everything left in `queue` from `exchange` after a short settle.
-    async fn rest(&self, queue: &str, exchange: &str) -> Vec<Message> {
+    pub(crate) async fn rest(&self, queue: &str, exchange: &str) -> Vec<Message> {
         self.take(queue, exchange, usize::MAX, Duration::from_millis(500))
             .await
     }
 
-    async fn delete(&self, exchange: &str, queue: Option<&str>) {
+    pub(crate) async fn delete(&self, exchange: &str, queue: Option<&str>) {
         if let Some(q) = queue {
             let _ = self
                 .channel
@@ -103,7 +114,7 @@ impl Broker {
 
 /// One consumed message, decoded.
 #[derive(Debug, Clone)]
-struct Message {
+pub(crate) struct Message {
     routing_key: String,
     content_type: Option<String>,
     content_encoding: Option<String>,
@@ -112,7 +123,7 @@ struct Message {
     headers_len: Option<usize>,
     body: Value,
     /// `oslo.message`, parsed.
-    inner: Value,
+    pub(crate) inner: Value,
 }
 
 impl From<&lapin::message::Delivery> for Message {
@@ -137,7 +148,7 @@ impl From<&lapin::message::Delivery> for Message {
 }
 
 impl Message {
-    fn message_id(&self) -> String {
+    pub(crate) fn message_id(&self) -> String {
         self.inner["message_id"]
             .as_str()
             .expect("message_id")
@@ -153,7 +164,7 @@ impl Message {
 
 /// Asserts what every oslo listener needs of a message, and that no token rides along.
 #[track_caller]
-fn assert_oslo_v2(m: &Message, routing_key: &str) {
+pub(crate) fn assert_oslo_v2(m: &Message, routing_key: &str) {
     assert_eq!(m.routing_key, routing_key);
     assert_eq!(m.content_type.as_deref(), Some("application/json"));
     assert_eq!(m.content_encoding.as_deref(), Some("utf-8"));
@@ -398,7 +409,7 @@ async fn events_written_while_the_broker_is_down_wait_and_then_arrive_once_in_or
     assert_eq!(names, ["a", "a1", "a2", "a3", "a3"]);
 }
 
-fn raw_event(resource: &str, seq: usize) -> NewEvent {
+pub(crate) fn raw_event(resource: &str, seq: usize) -> NewEvent {
     let message_id = uuid::Uuid::new_v4();
     NewEvent {
         message_id,
