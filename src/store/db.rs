@@ -389,6 +389,34 @@ impl Dialect {
         }
     }
 
+    /// `IN` a list of integer ids bound as one text parameter `param` ([`Dialect::id_list`]):
+    /// one statement and one plan for a list of any length.
+    pub(crate) fn in_id_list(self, param: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("= ANY(CAST({param} AS BIGINT[]))"),
+            Dialect::Sqlite => format!("IN (SELECT value FROM json_each({param}))"),
+        }
+    }
+
+    /// The text to bind for [`Dialect::in_id_list`]: a PostgreSQL array literal or a JSON
+    /// array.
+    pub(crate) fn id_list(self, ids: &[i64]) -> String {
+        let (open, close) = match self {
+            Dialect::Postgres => ('{', '}'),
+            Dialect::Sqlite => ('[', ']'),
+        };
+        let mut text = String::with_capacity(2 + ids.len() * 8);
+        text.push(open);
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&id.to_string());
+        }
+        text.push(close);
+        text
+    }
+
     /// Whether sqlx's migrations table exists.
     pub(crate) fn migrations_table_exists(self) -> &'static str {
         match self {

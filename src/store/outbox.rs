@@ -1,7 +1,6 @@
 //! The `outbox` table: events written in the transaction of the change they report, and the
 //! relay's claims. A resource's events are delivered in the order they were written.
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -21,18 +20,50 @@ const CLAIMABLE: &str = "sent_at IS NULL AND (claimed_by IS NULL \
 static ANY_CLAIMABLE: LazyLock<String> =
     LazyLock::new(|| format!("SELECT EXISTS (SELECT 1 FROM outbox WHERE {CLAIMABLE})"));
 
-/// The first `$3` claimable rows; PostgreSQL skips rows another relay is claiming.
-static CANDIDATES: LazyLock<[String; 2]> = LazyLock::new(|| {
+/// Claims for `$1`, until `$4`, the first `$3` claimable rows, keeping each resource's order:
+/// a resource's candidates are kept up to its first unsent row that is not a candidate (held
+/// by another relay, or past the limit), so a later event never overtakes an earlier one. One
+/// statement: PostgreSQL locks the candidates and skips rows another relay is claiming.
+static CLAIM: LazyLock<[String; 2]> = LazyLock::new(|| {
     Dialect::both(|d| {
         format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE {CLAIMABLE} ORDER BY id LIMIT $3{}",
-            d.skip_locked()
+            "WITH candidates AS (SELECT id, resource_uuid FROM outbox WHERE {CLAIMABLE} \
+             ORDER BY id LIMIT $3{lock}), \
+             blocked AS (SELECT o.resource_uuid, MIN(o.id) AS first_id FROM outbox o \
+             WHERE o.sent_at IS NULL AND o.id <= (SELECT MAX(id) FROM candidates) \
+             AND o.id NOT IN (SELECT id FROM candidates) GROUP BY o.resource_uuid) \
+             UPDATE outbox SET claimed_by = $1, claim_expires_at = $4 WHERE id IN \
+             (SELECT c.id FROM candidates c LEFT JOIN blocked b \
+             ON b.resource_uuid = c.resource_uuid \
+             WHERE b.first_id IS NULL OR c.id < b.first_id) \
+             RETURNING {OUTBOX_COLUMNS}",
+            lock = d.skip_locked()
         )
     })
 });
 
-/// Batches keep the bind count far below both backends' limits.
-const CHUNK: usize = 500;
+/// Marks the rows of the id list `$2` sent at `$1`, in one statement.
+static MARK_SENT: LazyLock<[String; 2]> = LazyLock::new(|| {
+    Dialect::both(|d| {
+        format!(
+            "UPDATE outbox SET sent_at = $1, attempts = attempts + 1, \
+             claimed_by = NULL, claim_expires_at = NULL \
+             WHERE sent_at IS NULL AND id {}",
+            d.in_id_list("$2")
+        )
+    })
+});
+
+/// Gives `$1`'s claims on the id list `$3` back, counting `$2` attempts.
+static RELEASE: LazyLock<[String; 2]> = LazyLock::new(|| {
+    Dialect::both(|d| {
+        format!(
+            "UPDATE outbox SET claimed_by = NULL, claim_expires_at = NULL, \
+             attempts = attempts + $2 WHERE claimed_by = $1 AND sent_at IS NULL AND id {}",
+            d.in_id_list("$3")
+        )
+    })
+});
 
 fn events(rows: Vec<OutboxRow>) -> StoreResult<Vec<OutboxEvent>> {
     rows.into_iter().map(OutboxRow::into_event).collect()
@@ -83,27 +114,19 @@ pub(super) async fn pending(pool: &Pool, limit: u32) -> StoreResult<Vec<OutboxEv
     events(rows)
 }
 
+/// Marks delivered events sent: one statement, however many.
 #[tracing::instrument(level = "debug", skip_all, fields(count = ids.len()))]
 pub(super) async fn mark_sent(pool: &Pool, ids: &[i64]) -> StoreResult<()> {
     if ids.is_empty() {
         return Ok(());
     }
-    let now = sql::now();
-    let mut tx = pool.begin_write().await?;
-    for chunk in ids.chunks(CHUNK) {
-        let text = format!(
-            "UPDATE outbox SET sent_at = $1, attempts = attempts + 1, \
-             claimed_by = NULL, claim_expires_at = NULL \
-             WHERE sent_at IS NULL AND id IN ({})",
-            sql::placeholders(2, chunk.len())
-        );
-        tx.sql(&text)
-            .bind(now)
-            .bind_all(chunk.iter().copied())
-            .execute(&mut tx)
-            .await?;
-    }
-    tx.commit().await
+    let d = pool.dialect();
+    pool.sql(d.pick(&MARK_SENT))
+        .bind(sql::now())
+        .bind(d.id_list(ids))
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 #[tracing::instrument(level = "debug", skip_all)]
@@ -115,7 +138,8 @@ pub(super) async fn prune_sent(pool: &Pool, older_than: DateTime<Utc>) -> StoreR
 }
 
 /// Claims for `owner` up to `limit` unsent events in id order, keeping each resource's order
-/// (see [`deliverable`]). An idle relay never opens a write transaction.
+/// (see [`CLAIM`]), in one statement. On SQLite, where a claim takes the database's write
+/// lock, an idle relay first reads whether anything is claimable.
 #[tracing::instrument(level = "debug", skip_all, fields(owner = %owner, limit = limit))]
 pub(super) async fn claim(
     pool: &Pool,
@@ -124,55 +148,34 @@ pub(super) async fn claim(
     claim: Duration,
 ) -> StoreResult<Vec<OutboxEvent>> {
     let now = sql::now();
-    // A plain read first: an idle relay never opens a write transaction.
-    let any: bool = pool
-        .sql(&ANY_CLAIMABLE)
-        .bind(owner)
-        .bind(now)
-        .scalar_one(pool)
-        .await?;
-    if !any {
-        return Ok(Vec::new());
-    }
-    let mut tx = pool.begin_write().await?;
-    let rows: Vec<OutboxRow> = tx
-        .sql(tx.dialect().pick(&CANDIDATES))
+    let expires =
+        now + chrono::Duration::from_std(claim).unwrap_or_else(|_| chrono::Duration::seconds(60));
+    let d = pool.dialect();
+    let stmt = pool
+        .sql(d.pick(&CLAIM))
         .bind(owner)
         .bind(now)
         .bind(i64::from(limit.max(1)))
-        .fetch_all(&mut tx)
-        .await?;
-    let Some(last) = rows.last().map(|r| r.id) else {
-        return Ok(Vec::new());
+        .bind(expires);
+    let mut rows: Vec<OutboxRow> = match d {
+        Dialect::Postgres => stmt.fetch_all(pool).await?,
+        Dialect::Sqlite => {
+            let any: bool = pool
+                .sql(&ANY_CLAIMABLE)
+                .bind(owner)
+                .bind(now)
+                .scalar_one(pool)
+                .await?;
+            if !any {
+                return Ok(Vec::new());
+            }
+            let mut tx = pool.begin_write().await?;
+            let rows = stmt.fetch_all(&mut tx).await?;
+            tx.commit().await?;
+            rows
+        }
     };
-    // Every unsent row up to the last candidate, locked or claimed by others too: those hold
-    // their resource's later rows back.
-    let unsent: Vec<(i64, String)> = tx
-        .sql(
-            "SELECT id, resource_uuid FROM outbox WHERE sent_at IS NULL AND id <= $1 \
-             ORDER BY id",
-        )
-        .bind(last)
-        .fetch_all(&mut tx)
-        .await?;
-    let candidates = rows.iter().map(|r| r.id).collect();
-    let kept = deliverable(&candidates, &unsent);
-    let rows: Vec<_> = rows.into_iter().filter(|r| kept.contains(&r.id)).collect();
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let expires =
-        now + chrono::Duration::from_std(claim).unwrap_or_else(|_| chrono::Duration::seconds(60));
-    let text = format!(
-        "UPDATE outbox SET claimed_by = $1, claim_expires_at = $2 WHERE id IN ({})",
-        sql::placeholders(3, rows.len())
-    );
-    let mut q = tx.sql(&text).bind(owner).bind(expires);
-    for r in &rows {
-        q = q.bind(r.id);
-    }
-    q.execute(&mut tx).await?;
-    tx.commit().await?;
+    rows.sort_unstable_by_key(|r| r.id);
     events(rows)
 }
 
@@ -187,22 +190,14 @@ pub(super) async fn release(
     if ids.is_empty() {
         return Ok(());
     }
-    let mut tx = pool.begin_write().await?;
-    for chunk in ids.chunks(CHUNK) {
-        let text = format!(
-            "UPDATE outbox SET claimed_by = NULL, claim_expires_at = NULL, \
-             attempts = attempts + $2 WHERE claimed_by = $1 AND sent_at IS NULL \
-             AND id IN ({})",
-            sql::placeholders(3, chunk.len())
-        );
-        tx.sql(&text)
-            .bind(owner)
-            .bind(i32::from(attempted))
-            .bind_all(chunk.iter().copied())
-            .execute(&mut tx)
-            .await?;
-    }
-    tx.commit().await
+    let d = pool.dialect();
+    pool.sql(d.pick(&RELEASE))
+        .bind(owner)
+        .bind(i32::from(attempted))
+        .bind(d.id_list(ids))
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 /// Unsent events and the creation time of the oldest one.
@@ -217,24 +212,4 @@ pub(super) async fn backlog(pool: &Pool) -> StoreResult<(i64, Option<DateTime<Ut
         .scalar_optional(pool)
         .await?;
     Ok((count, oldest))
-}
-
-/// The outbox rows a relay may deliver from the rows it could lock (`candidates`), given every
-/// unsent row up to the last candidate, in id order (`unsent`: id and resource): a resource's
-/// rows are kept up to its first unsent row that is not a candidate (held by another relay), so
-/// a later event of a resource never overtakes an earlier one.
-fn deliverable(candidates: &HashSet<i64>, unsent: &[(i64, String)]) -> HashSet<i64> {
-    let mut blocked = HashSet::new();
-    let mut kept = HashSet::new();
-    for (id, resource) in unsent {
-        if blocked.contains(resource) {
-            continue;
-        }
-        if candidates.contains(id) {
-            kept.insert(*id);
-        } else {
-            blocked.insert(resource.clone());
-        }
-    }
-    kept
 }
