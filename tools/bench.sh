@@ -7,6 +7,8 @@
 #   BENCH_DURATION=10 BENCH_CONNECTIONS=32     per-scenario seconds and connections
 #   BENCH_KEYSTONE=0                  skip the Keystone-token GET (it needs .tox/keystone and
 #                                     .tox/clients: run ./tox.sh keystone once)
+#   BENCH_ONLY=notifications          only the notification section: raw lapin confirmed
+#                                     publishing beside the relay, and commit-to-consumer latency
 #
 # Figures are medians of a single run on a shared machine: compare ratios within a run.
 set -euo pipefail
@@ -38,6 +40,17 @@ cleanup() {
 trap cleanup EXIT
 
 say() { printf '==> bench: %s\n' "$*" >&2; }
+
+notifications() { # raw lapin vs the relay (msg/s, ratio) and commit-to-consumer p50/p99
+  say "notifications: relay throughput beside raw lapin, commit-to-consumer latency"
+  cargo run -q --release --example notify_bench -- --pg-url "$PG_ADMIN" 2>&1 || echo "notify bench failed"
+}
+
+if [[ "${BENCH_ONLY:-}" == notifications ]]; then
+  tools/ensure_services.sh >&2
+  notifications
+  exit 0
+fi
 
 tools/ensure_services.sh >&2
 if ! command -v wrk >/dev/null 2>&1; then
@@ -255,8 +268,5 @@ awk -F'\t' '
 ' "$RESULTS" | sort -t: -k1,1n
 echo
 echo "$SYNC"
-if [[ -f examples/notify_bench.rs ]]; then
-  echo
-  say "notifications: commit-to-consumer latency and relay throughput"
-  cargo run -q --release --example notify_bench -- --pg-url "$PG_ADMIN" 2>&1 || echo "notify bench failed"
-fi
+echo
+notifications
