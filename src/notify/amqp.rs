@@ -513,7 +513,7 @@ impl AmqpPublisher {
     ) -> (Vec<(usize, String, PublisherConfirm)>, Option<String>) {
         let mut confirms = Vec::with_capacity(events.len() * self.settings.topics.len());
         for (i, event) in events.iter().enumerate() {
-            let body = match serde_json::to_vec(&super::relay::envelope(event)) {
+            let body = match super::relay::envelope_bytes(event) {
                 Ok(b) => b,
                 Err(e) => {
                     results[i] = Delivery::Failed(format!("cannot serialise: {e}"));
@@ -521,8 +521,8 @@ impl AmqpPublisher {
                 }
             };
             let priority = routing_priority(&event.priority);
-            for topic in self.settings.topics.clone() {
-                let key = format!("{topic}.{priority}");
+            for t in 0..self.settings.topics.len() {
+                let key = format!("{}.{priority}", self.settings.topics[t]);
                 if let Err(e) = self.ensure_queue(&key).await {
                     return (confirms, Some(format!("declaring queue {key}: {e}")));
                 }

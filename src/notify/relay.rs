@@ -24,6 +24,33 @@ pub fn envelope(event: &OutboxEvent) -> serde_json::Value {
     json!({"oslo.version": "2.0", "oslo.message": event.message.to_string()})
 }
 
+/// The same envelope as published: its JSON bytes, written in one pass with the inner message
+/// escaped as it is serialised (no intermediate string or map). serde_json's compact output
+/// has no raw control characters, so `"` and `\` are all a JSON string must escape in it.
+pub fn envelope_bytes(event: &OutboxEvent) -> Result<Vec<u8>, serde_json::Error> {
+    struct Escaped<'a>(&'a mut Vec<u8>);
+    impl std::io::Write for Escaped<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            for &b in buf {
+                if b == b'"' || b == b'\\' {
+                    self.0.push(b'\\');
+                }
+                self.0.push(b);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut body = Vec::with_capacity(512);
+    // serde_json's map order, as `envelope` serialises.
+    body.extend_from_slice(br#"{"oslo.message":""#);
+    serde_json::to_writer(Escaped(&mut body), &event.message)?;
+    body.extend_from_slice(br#"","oslo.version":"2.0"}"#);
+    Ok(body)
+}
+
 /// The longest pause between two attempts to reach the broker.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// The first pause after a failure.
@@ -430,6 +457,25 @@ mod tests {
         ];
         assert_eq!(rounds(&events), vec![vec![0, 1, 3], vec![2, 5], vec![4]]);
         assert!(rounds(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_envelope_bytes_are_the_serialised_envelope() {
+        let mut e = event(1, "a");
+        e.message = json!({
+            "event_type": "magnum.cluster.create",
+            "payload": {"name": "quote \" back \\ slash", "nl": "a\nb\tc\u{1}", "é": "ü🦀"},
+            "n": [1, 2.5, null, true]
+        });
+        let bytes = envelope_bytes(&e).expect("serialises");
+        assert_eq!(
+            bytes,
+            serde_json::to_vec(&envelope(&e)).expect("serialises")
+        );
+        let back: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let inner: serde_json::Value =
+            serde_json::from_str(back["oslo.message"].as_str().expect("a string")).expect("JSON");
+        assert_eq!(inner, e.message);
     }
 
     #[test]
