@@ -211,7 +211,8 @@ impl Bench {
         Ok(rate)
     }
 
-    /// Fills the outbox, then times `relays` relays draining it.
+    /// Fills the outbox, then times `relays` relays draining it as a running relay does
+    /// (`Relay::deliver_backlog`).
     async fn relay_throughput(&self, n: usize, relays: usize) -> anyhow::Result<(f64, f64)> {
         let mut set = Vec::new();
         for _ in 0..relays {
@@ -228,7 +229,7 @@ impl Bench {
             let store = self.store.clone();
             tasks.push(tokio::spawn(async move {
                 loop {
-                    let r = relay.run_once().await?;
+                    let r = relay.deliver_backlog().await?;
                     if r.claimed == 0 {
                         if store.outbox_backlog().await?.0 == 0 {
                             return Ok::<_, anyhow::Error>(());

@@ -161,6 +161,15 @@ struct Deliveries {
 }
 
 impl Deliveries {
+    fn report(&self, claimed: usize) -> BatchReport {
+        BatchReport {
+            claimed,
+            sent: self.sent.len(),
+            failed: self.failed.len(),
+            held: self.held.len(),
+        }
+    }
+
     fn all_sent(events: &[OutboxEvent]) -> Deliveries {
         Deliveries {
             sent: events.iter().map(|e| e.id).collect(),
@@ -231,6 +240,46 @@ pub fn rounds(events: &[OutboxEvent]) -> Vec<Vec<usize>> {
     rounds
 }
 
+/// Claims a batch for `owner`.
+async fn claim(
+    store: &dyn Store,
+    settings: &RelaySettings,
+    owner: &str,
+) -> Result<Vec<OutboxEvent>, RelayError> {
+    Ok(store
+        .claim_events(owner, settings.batch_size, settings.claim_timeout)
+        .await?)
+}
+
+/// Hands a claimed batch to the sink.
+async fn deliver(sink: &mut Sink, events: &[OutboxEvent]) -> Deliveries {
+    match sink {
+        Sink::Log => {
+            for e in events {
+                tracing::info!(
+                    target: "fleetyard::notification",
+                    event_type = %e.event_type,
+                    priority = %e.priority,
+                    message_id = %e.message_id,
+                    "{}",
+                    envelope(e)
+                );
+            }
+            Deliveries::all_sent(events)
+        }
+        Sink::Noop => Deliveries::all_sent(events),
+        Sink::Amqp(publisher) => publish_in_rounds(publisher, events).await,
+    }
+}
+
+/// Marks what was delivered sent (one statement) and gives `owner`'s other claims back.
+async fn settle(store: &dyn Store, owner: &str, d: Deliveries) -> Result<(), RelayError> {
+    store.mark_events_sent(&d.sent).await?;
+    store.release_events(owner, &d.failed, true).await?;
+    store.release_events(owner, &d.held, false).await?;
+    Ok(())
+}
+
 impl Relay {
     pub fn new(store: Arc<dyn Store>, settings: RelaySettings) -> Relay {
         let sink = match (settings.driver, &settings.publisher) {
@@ -266,51 +315,16 @@ impl Relay {
             publisher.connect().await?;
         }
         let started = Instant::now();
-        let events = self
-            .store
-            .claim_events(
-                &self.settings.owner,
-                self.settings.batch_size,
-                self.settings.claim_timeout,
-            )
-            .await?;
-        let mut report = BatchReport {
-            claimed: events.len(),
-            ..BatchReport::default()
-        };
+        let events = claim(&*self.store, &self.settings, &self.settings.owner).await?;
         if events.is_empty() {
-            return Ok(report);
+            return Ok(BatchReport::default());
         }
         tracing::Span::current().record("claimed", events.len());
         let claimed = started.elapsed();
-        let Deliveries { sent, failed, held } = match &mut self.sink {
-            Sink::Log => {
-                for e in &events {
-                    tracing::info!(
-                        target: "fleetyard::notification",
-                        event_type = %e.event_type,
-                        priority = %e.priority,
-                        message_id = %e.message_id,
-                        "{}",
-                        envelope(e)
-                    );
-                }
-                Deliveries::all_sent(&events)
-            }
-            Sink::Noop => Deliveries::all_sent(&events),
-            Sink::Amqp(publisher) => publish_in_rounds(publisher, &events).await,
-        };
-        report.sent = sent.len();
-        report.failed = failed.len();
-        report.held = held.len();
+        let deliveries = deliver(&mut self.sink, &events).await;
+        let report = deliveries.report(events.len());
         let delivered = started.elapsed();
-        self.store.mark_events_sent(&sent).await?;
-        self.store
-            .release_events(&self.settings.owner, &failed, true)
-            .await?;
-        self.store
-            .release_events(&self.settings.owner, &held, false)
-            .await?;
+        settle(&*self.store, &self.settings.owner, deliveries).await?;
         tracing::debug!(
             claimed = report.claimed,
             sent = report.sent,
@@ -322,6 +336,63 @@ impl Relay {
             "notification relay round"
         );
         Ok(report)
+    }
+
+    /// Delivers the backlog batch after batch, the database work of one batch overlapping the
+    /// broker's of another: while batch `n` is published and confirmed, batch `n - 1` is marked
+    /// sent and batch `n + 1` is claimed. Consecutive batches are claimed under two alternating
+    /// owner names, so the claim of `n + 1` treats `n`'s unsent events as held elsewhere: a
+    /// resource with an event in flight has none in the next batch, and each resource's order
+    /// is kept as in [`Relay::run_once`]. Stops at an empty claim, or after a batch with a
+    /// failure (the caller backs off); the totals.
+    pub async fn deliver_backlog(&mut self) -> Result<BatchReport, RelayError> {
+        if let Sink::Amqp(publisher) = &mut self.sink {
+            publisher.connect().await?;
+        }
+        let owners = [
+            self.settings.owner.clone(),
+            format!("{}+", self.settings.owner),
+        ];
+        let store = &*self.store;
+        let settings = &self.settings;
+        let sink = &mut self.sink;
+        let mut total = BatchReport::default();
+        let mut turn = 0;
+        let mut current = claim(store, settings, &owners[turn]).await?;
+        let mut previous: Option<Deliveries> = None;
+        loop {
+            if current.is_empty() {
+                if let Some(done) = previous.take() {
+                    settle(store, &owners[1 - turn], done).await?;
+                }
+                return Ok(total);
+            }
+            let next_owner = &owners[1 - turn];
+            let prepare = async {
+                if let Some(done) = previous.take() {
+                    settle(store, next_owner, done).await?;
+                }
+                claim(store, settings, next_owner).await
+            };
+            let (deliveries, next) = tokio::join!(deliver(sink, &current), prepare);
+            total += deliveries.report(current.len());
+            let next = match next {
+                Ok(next) => next,
+                Err(e) => {
+                    settle(store, &owners[turn], deliveries).await?;
+                    return Err(e);
+                }
+            };
+            if !deliveries.failed.is_empty() {
+                settle(store, &owners[turn], deliveries).await?;
+                let ids: Vec<i64> = next.iter().map(|e| e.id).collect();
+                store.release_events(next_owner, &ids, false).await?;
+                return Ok(total);
+            }
+            previous = Some(deliveries);
+            current = next;
+            turn = 1 - turn;
+        }
     }
 
     /// Rounds until one claims nothing or delivers nothing; the totals.
@@ -390,7 +461,7 @@ impl Relay {
             }
             // Wake-ups from here on are for commits this round may not see.
             self.wakeups.mark_seen();
-            let pause = match self.run_once().await {
+            let pause = match self.deliver_backlog().await {
                 Ok(r) if r.failed > 0 => {
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                     backoff

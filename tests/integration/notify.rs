@@ -428,8 +428,10 @@ pub(crate) fn raw_event(resource: &str, seq: usize) -> NewEvent {
     }
 }
 
-/// Two relays over one outbox: each event is delivered once, each resource's in order.
-async fn two_relays_race(backend: Backend) {
+/// Two relays over one outbox: each event is delivered once, each resource's in order; each
+/// relay goes round by round (`run_once`) or, as a running relay does, through its pipelined
+/// backlog delivery (`deliver_backlog`).
+async fn two_relays_race(backend: Backend, pipelined: bool) {
     let (store, db) = open_store(backend).await;
     let exchange = unique("fy-test-race");
     let topic = unique("notifications");
@@ -452,7 +454,11 @@ async fn two_relays_race(backend: Backend) {
     let run = |mut r: Relay, store: Arc<dyn Store>| async move {
         let mut sent = 0;
         loop {
-            let report = r.run_once().await.expect("round");
+            let report = if pipelined {
+                r.deliver_backlog().await.expect("backlog")
+            } else {
+                r.run_once().await.expect("round")
+            };
             sent += report.sent;
             assert_eq!(report.failed, 0);
             if report.claimed == 0 {
@@ -494,12 +500,24 @@ async fn two_relays_race(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_relays_racing_over_one_outbox_deliver_each_event_once_on_postgres() {
-    two_relays_race(Backend::Postgres).await;
+    two_relays_race(Backend::Postgres, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_delivering_their_backlog_pipelined_deliver_each_event_once_in_order_on_postgres(
+) {
+    two_relays_race(Backend::Postgres, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_delivering_their_backlog_pipelined_deliver_each_event_once_in_order_on_sqlite()
+{
+    two_relays_race(Backend::Sqlite, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_relays_racing_over_one_outbox_deliver_each_event_once_on_sqlite() {
-    two_relays_race(Backend::Sqlite).await;
+    two_relays_race(Backend::Sqlite, false).await;
 }
 
 /// Claims keep a resource's later events behind an earlier one another relay holds.
