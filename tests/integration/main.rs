@@ -10,6 +10,7 @@ mod clusters;
 mod conductor;
 mod conventions;
 mod db_outage;
+mod drills;
 mod federation_jobs;
 mod federations;
 mod input_edge;
