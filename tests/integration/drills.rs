@@ -10,3 +10,4 @@ mod bus;
 mod conductor_kill;
 mod db;
 mod process;
+mod scale_out;
