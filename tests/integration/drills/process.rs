@@ -56,6 +56,13 @@ impl Env {
     }
 }
 
+/// The binary the drills run: `FLEETYARD_DRILL_BIN` (`./tox.sh drills` sets the release
+/// build), or the one this suite was built with.
+fn binary() -> String {
+    std::env::var("FLEETYARD_DRILL_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_fleetyard").to_string())
+}
+
 /// A port nothing listens on right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -94,7 +101,7 @@ impl Process {
             uuid::Uuid::new_v4().simple()
         ));
         let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleetyard"));
+        let mut cmd = Command::new(binary());
         cmd.arg(role.command())
             .envs(env.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env("FLEETYARD__DEFAULT__HOST", name)
