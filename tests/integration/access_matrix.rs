@@ -79,6 +79,9 @@ struct Row {
     /// Whether the owner's control acts on A's spare object of the kind the path ends with
     /// (a DELETE, or a change the main object refuses while clusters use it).
     spare: bool,
+    /// For a list: the placeholder of the kind it lists, whose A object B also tries as the
+    /// `marker` (the answer must be the missing marker's).
+    marker: Option<&'static str>,
     note: &'static str,
 }
 
@@ -96,6 +99,7 @@ const fn row(method: &'static str, path: &'static str) -> Row {
         cross: &[],
         names: true,
         spare: false,
+        marker: None,
         note: "",
     }
 }
@@ -135,11 +139,12 @@ const fn read(path: &'static str, cross: &'static [&'static [&'static str]]) -> 
 }
 
 /// A list: the owner and A's reader get A's, B gets its own.
-const fn list(path: &'static str) -> Row {
+const fn list(path: &'static str, marker: &'static str) -> Row {
     Row {
         owner: Succeeds(200),
         other: Own(200),
         reader: Same,
+        marker: Some(marker),
         ..row("GET", path)
     }
 }
@@ -205,8 +210,8 @@ static MATRIX: &[Row] = &[
         ..public("HEAD", "/healthcheck")
     },
     // ---- Cluster templates ----
-    list("/v1/clustertemplates"),
-    list("/v1/clustertemplates/detail"),
+    list("/v1/clustertemplates", CT),
+    list("/v1/clustertemplates/detail", CT),
     Row {
         body: Some(
             r#"{"name": "m-template", "coe": "kubernetes", "image_id": "fedora-coreos-40"}"#,
@@ -235,8 +240,8 @@ static MATRIX: &[Row] = &[
         &[&[CT]],
     )),
     // ---- Clusters ----
-    list("/v1/clusters"),
-    list("/v1/clusters/detail"),
+    list("/v1/clusters", CL),
+    list("/v1/clusters/detail", CL),
     write(
         "POST",
         "/v1/clusters",
@@ -279,8 +284,14 @@ static MATRIX: &[Row] = &[
         &[&[CL], &[UPGRADE]],
     ),
     // ---- Node groups ----
-    read(NODEGROUPS, &[&[CL]]),
-    read("/v1/clusters/{cluster_ident}/nodegroups/detail", &[&[CL]]),
+    Row {
+        marker: Some(NG),
+        ..read(NODEGROUPS, &[&[CL]])
+    },
+    Row {
+        marker: Some(NG),
+        ..read("/v1/clusters/{cluster_ident}/nodegroups/detail", &[&[CL]])
+    },
     write(
         "POST",
         NODEGROUPS,
@@ -307,17 +318,17 @@ static MATRIX: &[Row] = &[
         &[&[CL, NG], &[NG]],
     )),
     // ---- Federations ----
-    list("/v1/federations"),
-    list("/v1/federations/detail"),
+    list("/v1/federations", FED),
+    list("/v1/federations/detail", FED),
     write(
         "POST",
         "/v1/federations",
         Some(
-            r#"{"name": "m-fed", "hostcluster_id": "{cluster_ident}", "properties": {"dns-zone": "m.example."}}"#,
+            r#"{"name": "m-fed", "hostcluster_id": "{cluster_ident}", "member_ids": ["{member_ident}"], "properties": {"dns-zone": "m.example."}}"#,
         ),
         202,
         "federation:create",
-        &[&[CL]],
+        &[&[CL], &[MEMBER]],
     ),
     read(FEDERATION, &[&[FED]]),
     write(
@@ -886,6 +897,7 @@ async fn check(s: &Scene<'_>, row: &Row, class: &str, expect: Expect, h: &Header
             let r = send(app, row, b, h).await;
             assert_eq!(r.status, status, "{what}: {}", r.text);
             assert_names_none_of_a(&what, &r, world);
+            marker_like_missing(s, row, &what, h).await;
         }
         Same | Public(_) => {
             let mine = send(app, row, b, h).await;
@@ -929,8 +941,22 @@ async fn check(s: &Scene<'_>, row: &Row, class: &str, expect: Expect, h: &Header
                     assert_like_missing(&how, &t, &g, &pairs);
                 }
             }
+            marker_like_missing(s, row, &what, h).await;
         }
     }
+}
+
+/// For a list row: A's object as the `marker` of B's own listing answers as a missing one.
+async fn marker_like_missing(s: &Scene<'_>, row: &Row, what: &str, h: &HeaderMap) {
+    let Some(k) = row.marker else { return };
+    let own = s.world.b_own();
+    let (path, _) = request_of(row, &own);
+    let theirs = &s.world.a[k].uuid;
+    let gone = missing(k, false);
+    let t = s.app.get_as(&format!("{path}?marker={theirs}"), h).await;
+    let g = s.app.get_as(&format!("{path}?marker={gone}"), h).await;
+    let how = format!("{what}, A's {k} as the marker");
+    assert_like_missing(&how, &t, &g, &[(gone, theirs.clone())]);
 }
 
 /// The status the OpenAPI document gives for a successful (method, path), if it lists it.
@@ -1242,6 +1268,10 @@ fn markdown() -> String {
          |---|---|---|---|---|---|---|---|\n",
     );
     for row in MATRIX {
+        let mut other = cell(row.other);
+        if row.marker.is_some() {
+            other.push_str("; A's object as `marker`: 404, as if missing");
+        }
         let anonymous = match row.owner {
             Public(s) => s.to_string(),
             _ => "401".into(),
@@ -1252,7 +1282,7 @@ fn markdown() -> String {
             row.path,
             row.query,
             cell(row.owner),
-            cell(row.other),
+            other,
             cell(row.reader),
             cell(row.admin),
             anonymous,
