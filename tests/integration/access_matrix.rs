@@ -223,14 +223,17 @@ static MATRIX: &[Row] = &[
         ..row("POST", "/v1/clustertemplates")
     },
     read(TEMPLATE, &[&[CT]]),
-    spare(write(
-        "PATCH",
-        TEMPLATE,
-        Some(r#"[{"op": "replace", "path": "/labels", "value": {"matrix": "yes"}}]"#),
-        200,
-        "clustertemplate:update",
-        &[&[CT]],
-    )),
+    spare(Row {
+        note: "a template clusters use cannot change (as in Magnum)",
+        ..write(
+            "PATCH",
+            TEMPLATE,
+            Some(r#"[{"op": "replace", "path": "/labels", "value": {"matrix": "yes"}}]"#),
+            200,
+            "clustertemplate:update",
+            &[&[CT]],
+        )
+    }),
     spare(write(
         "DELETE",
         TEMPLATE,
@@ -1272,6 +1275,11 @@ fn markdown() -> String {
         if row.marker.is_some() {
             other.push_str("; A's object as `marker`: 404, as if missing");
         }
+        let note = match (row.spare, row.note) {
+            (false, n) => n.to_string(),
+            (true, "") => "the owner acts on a spare object".to_string(),
+            (true, n) => format!("the owner acts on a spare object: {n}"),
+        };
         let anonymous = match row.owner {
             Public(s) => s.to_string(),
             _ => "401".into(),
@@ -1286,7 +1294,7 @@ fn markdown() -> String {
             cell(row.reader),
             cell(row.admin),
             anonymous,
-            row.note
+            note
         ));
     }
     out
