@@ -18,10 +18,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use fleetyard::auth::policy::{Credentials, Enforcer};
+
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::header::HeaderMap;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::helpers::{
     at, drain, fixture, header_map, id, spawn_pki, template_body, uuid_of, Backend, Pki, Resp,
@@ -1242,6 +1244,122 @@ async fn every_served_route_has_exactly_one_row() {
                     "{m} {path} answers {} but has no row in the access matrix: {}",
                     r.status, r.text
                 ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ================================================================================================
+// The table agrees with the default policy
+// ================================================================================================
+
+/// The rules that decide a request about the caller's own project on (method, path): those the
+/// defaults list for it, less the variants for other projects, privileged subjects and publishing.
+fn deciding_rules(method: &str, path: &str) -> Vec<&'static str> {
+    Enforcer::defaults()
+        .iter()
+        .filter(|d| {
+            d.operations
+                .iter()
+                .any(|(m, p)| *m == method && shape(p) == shape(path))
+        })
+        .map(|d| d.name)
+        .filter(|n| {
+            !n.ends_with("_all_projects")
+                && !n.ends_with("_privileged")
+                && *n != "clustertemplate:publish"
+        })
+        .collect()
+}
+
+#[test]
+fn the_matrix_agrees_with_the_default_policy() {
+    let enforcer = Enforcer::with_defaults();
+    let creds = |user: &str, project: &str, roles: &[&str], is_admin: bool| Credentials {
+        user_id: Some(user.into()),
+        project_id: Some(project.into()),
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+        is_admin,
+        ..Credentials::default()
+    };
+    let classes = [
+        (
+            "A's member",
+            creds("user-a", "project-a", &["member", "reader"], false),
+        ),
+        (
+            "B's member",
+            creds("user-b", "project-b", &["member", "reader"], false),
+        ),
+        (
+            "A's reader",
+            creds("reader-a", "project-a", &["reader"], false),
+        ),
+        (
+            "the admin",
+            creds(
+                "admin-user",
+                "admin-project",
+                &["admin", "member", "reader"],
+                true,
+            ),
+        ),
+    ];
+    // A's objects for everyone but B, whose refusals come before any lookup (its own project).
+    let target = |class: &str| {
+        let project = if class == "B's member" {
+            "project-b"
+        } else {
+            "project-a"
+        };
+        let user = if class == "B's member" {
+            "user-b"
+        } else {
+            "user-a"
+        };
+        let mut t = Map::new();
+        t.insert("project_id".into(), json!(project));
+        t.insert("user_id".into(), json!(user));
+        t
+    };
+    let mut problems = Vec::new();
+    for row in MATRIX {
+        let rules = deciding_rules(row.method, row.path);
+        let public = matches!(row.owner, Public(_));
+        if public != rules.is_empty() {
+            problems.push(format!(
+                "{}: public rows have no policy rule, every other row has one ({rules:?}).",
+                name(row)
+            ));
+            continue;
+        }
+        let cells = [row.owner, row.other, row.reader, row.admin];
+        for ((class, cred), expect) in classes.iter().zip(cells) {
+            let allowed = |rule: &str| enforcer.enforce(rule, &target(class), cred);
+            match expect {
+                Succeeds(_) | Same => {
+                    for rule in rules.iter().filter(|r| !allowed(r)) {
+                        problems.push(format!(
+                            "{}: {class} succeeds, but the default {rule} refuses it.",
+                            name(row)
+                        ));
+                    }
+                }
+                Policy(rule) => {
+                    if !rules.contains(&rule) {
+                        problems.push(format!(
+                            "{}: {rule} does not protect it (its rules: {rules:?}).",
+                            name(row)
+                        ));
+                    } else if allowed(rule) {
+                        problems.push(format!(
+                            "{}: {class} is refused by {rule}, which allows it.",
+                            name(row)
+                        ));
+                    }
+                }
+                _ => {}
             }
         }
     }
