@@ -26,8 +26,8 @@ use reqwest::Method;
 use serde_json::{json, Map, Value};
 
 use crate::helpers::{
-    at, drain, fixture, header_map, id, spawn_pki, template_body, uuid_of, Backend, Pki, Resp,
-    TestApp,
+    at, drain, events_of, fixture, header_map, id, spawn_pki, template_body, uuid_of, Backend, Pki,
+    Resp, TestApp,
 };
 
 // ================================================================================================
@@ -477,8 +477,6 @@ struct World {
     fixed: BTreeMap<&'static str, String>,
     /// Every uuid of A's objects, which no answer to B may name.
     a_uuids: Vec<String>,
-    /// A's clusters, whose jobs B and the reader must not add to.
-    a_clusters: Vec<String>,
 }
 
 type Binding = BTreeMap<&'static str, String>;
@@ -792,7 +790,6 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         b: b_map,
         fixed,
         a_uuids,
-        a_clusters: clusters.values().cloned().collect(),
     }
 }
 
@@ -861,15 +858,18 @@ async fn a_view(app: &TestApp, c: &Callers, world: &World) -> Vec<(String, u16, 
     out
 }
 
-/// Every job of A's clusters, as (cluster, operation, job) triples.
-async fn a_jobs(app: &TestApp, world: &World) -> Vec<String> {
+/// Every job about A's objects, and every notification about them still in the outbox.
+async fn a_trail(app: &TestApp, world: &World) -> Vec<String> {
     let mut out = Vec::new();
-    for c in &world.a_clusters {
-        let jobs = app.store.jobs_for(id(c)).await.expect("jobs");
+    for uuid in &world.a_uuids {
+        let jobs = app.store.jobs_for(id(uuid)).await.expect("jobs");
         out.extend(
             jobs.iter()
-                .map(|(j, _)| format!("{c} {} {}", j.operation.as_str(), j.id)),
+                .map(|(j, _)| format!("{uuid} job {} {}", j.operation.as_str(), j.id)),
         );
+        for (event, outcome, _) in events_of(app, uuid).await {
+            out.push(format!("{uuid} event {event} {outcome}"));
+        }
     }
     out.sort();
     out
@@ -995,7 +995,8 @@ async fn walk(backend: Backend, auth: Auth) {
     for (what, status, text) in &before {
         assert_eq!(*status, 200, "A reads its own {what}: {text}");
     }
-    let jobs_before = a_jobs(app, &world).await;
+    let trail_before = a_trail(app, &world).await;
+    assert!(!trail_before.is_empty(), "A's objects left jobs and events");
 
     // ---- B, A's reader and a caller without a token: nothing of A's changes ----
     for row in MATRIX {
@@ -1027,9 +1028,9 @@ async fn walk(backend: Backend, auth: Auth) {
         assert_eq!(b, a, "{}: A's view changed during the others' walk", b.0);
     }
     assert_eq!(
-        jobs_before,
-        a_jobs(app, &world).await,
-        "B or A's reader queued work on A's clusters"
+        trail_before,
+        a_trail(app, &world).await,
+        "B or A's reader queued work or events about A's objects"
     );
 
     // ---- The owner's positive control, and the admin's on admin-only rows ----
