@@ -1146,8 +1146,9 @@ fn shape(path: &str) -> String {
 
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-/// The routes registered in `src/api` (`web::resource(..).route(web::get()..)` and
-/// `.route("..", web::get()..)`), as (METHOD, path, file).
+/// The routes registered in `src/api` (`web::resource("..")` followed by
+/// `.route(web::get()..)`, and `.route("..", web::get()..)`), as (METHOD, path, file). The
+/// source is read with its whitespace removed, so a call split over lines reads the same.
 fn registered_routes() -> Vec<(String, String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api");
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -1158,46 +1159,52 @@ fn registered_routes() -> Vec<(String, String, String)> {
     files.sort();
     let mut out = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file).expect("source");
+        let text: String = std::fs::read_to_string(&file)
+            .expect("source")
+            .split_whitespace()
+            .collect();
         let file = file
             .file_name()
             .map(|f| f.to_string_lossy().to_string())
             .unwrap_or_default();
+        let mut marks: Vec<(usize, &str)> = ["web::scope(\"/v1\")", "web::resource(", ".route("]
+            .iter()
+            .flat_map(|pat| text.match_indices(pat).collect::<Vec<_>>())
+            .collect();
+        marks.sort();
         // Resource modules are configured inside the `/v1` scope; mod.rs says where it starts.
         let mut prefix = if file == "mod.rs" { "" } else { "/v1" };
         let mut resource = None;
-        for line in text.lines().map(str::trim) {
-            if line.contains("web::scope(\"/v1\")") {
-                prefix = "/v1";
-            }
-            if let Some(p) = quoted_after(line, "web::resource(") {
-                resource = Some(p);
-            }
-            for m in METHODS {
-                let call = format!("web::{}()", m.to_lowercase());
-                if !line.contains(&call) {
-                    continue;
+        for (at, mark) in marks {
+            let rest = &text[at + mark.len()..];
+            match mark {
+                ".route(" => {
+                    let (path, rest) = match literal(rest) {
+                        Some((p, rest)) => (Some(p), rest.strip_prefix(',').unwrap_or(rest)),
+                        None => (resource.clone(), rest),
+                    };
+                    let method = rest
+                        .strip_prefix("web::")
+                        .and_then(|r| r.split_once("()"))
+                        .map(|(m, _)| m.to_uppercase())
+                        .filter(|m| METHODS.contains(&m.as_str()));
+                    if let (Some(m), Some(p)) = (method, path) {
+                        out.push((m, format!("{prefix}{p}"), file.clone()));
+                    }
                 }
-                let path = match quoted_after(line, ".route(")
-                    .or_else(|| quoted_after(line, "cfg.route("))
-                {
-                    Some(p) => Some(p),
-                    None => resource.clone(),
-                };
-                if let Some(p) = path {
-                    out.push((m.to_string(), format!("{prefix}{p}"), file.clone()));
-                }
+                "web::resource(" => resource = literal(rest).map(|(p, _)| p),
+                _ => prefix = "/v1",
             }
         }
     }
     out
 }
 
-/// The string literal right after `call` on `line`, if any.
-fn quoted_after(line: &str, call: &str) -> Option<String> {
-    let rest = &line[line.find(call)? + call.len()..];
-    let rest = rest.strip_prefix('"')?;
-    Some(rest[..rest.find('"')?].to_string())
+/// The string literal `text` starts with, and what follows it.
+fn literal(text: &str) -> Option<(String, &str)> {
+    let rest = text.strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some((rest[..end].to_string(), &rest[end + 1..]))
 }
 
 #[tokio::test]
