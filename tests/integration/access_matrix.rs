@@ -12,8 +12,9 @@
 //! * a member of A (the positive control) gets the documented status everywhere else.
 //!
 //! `MATRIX` is the table; `every_served_route_has_exactly_one_row` holds it to the OpenAPI
-//! document, to the routes registered in `src/api` and to what the service answers; the walk runs
-//! on PostgreSQL with JWTs and on SQLite with no-auth identity headers.
+//! document, to the routes registered in `src/api` and to what the service answers;
+//! `the_matrix_agrees_with_the_default_policy` holds every cell to the default rules that decide
+//! it; the walk runs on PostgreSQL with JWTs and on SQLite with no-auth identity headers.
 //! `cargo nextest run access_matrix_as_markdown --no-capture` prints the table.
 
 use std::collections::{BTreeMap, BTreeSet};
