@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod access_matrix;
 mod api_ref;
 mod certificates;
 mod cluster_templates;
