@@ -98,6 +98,19 @@ impl Pool {
         }
     }
 
+    /// Open, idle and most connections.
+    pub fn status(&self) -> super::PoolStatus {
+        let (size, idle, max) = match self {
+            Pool::Pg(p, _) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+            Pool::Lite(p) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+        };
+        super::PoolStatus {
+            size,
+            idle: u32::try_from(idle).unwrap_or(u32::MAX),
+            max,
+        }
+    }
+
     /// A statement for this pool's backend.
     pub fn sql<'q>(&self, text: &'q str) -> Stmt<'q> {
         Stmt::new(self.dialect(), text)

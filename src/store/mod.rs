@@ -313,6 +313,32 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     async fn release_events(&self, owner: &str, ids: &[i64], attempted: bool) -> StoreResult<()>;
     /// Unsent events and the creation time of the oldest one.
     async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)>;
+
+    // ---- Operations ---------------------------------------------------------------------------
+    /// Pending jobs: due and unleased, leased, and when the oldest due one became due.
+    async fn job_gauges(&self) -> StoreResult<JobGauges>;
+    /// The connection pool's size, idle connections and limit.
+    fn pool_status(&self) -> PoolStatus;
+}
+
+/// Pending jobs as `/metrics` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JobGauges {
+    /// Due (`run_after` passed) and not held by a live lease.
+    pub due: i64,
+    /// Held by a conductor's live lease.
+    pub leased: i64,
+    /// When the oldest due job became due.
+    pub oldest_due: Option<DateTime<Utc>>,
+}
+
+/// The connection pool, as `/metrics` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolStatus {
+    /// Open connections, idle or in use.
+    pub size: u32,
+    pub idle: u32,
+    pub max: u32,
 }
 
 /// How a PostgreSQL pool connects and how long it waits (SQLite, local, ignores the timeouts).

@@ -11,8 +11,8 @@ use super::{
     clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, services, templates, write,
 };
 use super::{
-    Dialect, NewEvent, OutboxEvent, PageRequest, QuotaRow, ResourceStore, Scope, ServiceRecord,
-    Store, StoreError, StoreResult, Write,
+    Dialect, JobGauges, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, ResourceStore,
+    Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
 };
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
@@ -305,5 +305,13 @@ impl Store for SqlStore {
 
     async fn outbox_backlog(&self) -> StoreResult<(i64, Option<DateTime<Utc>>)> {
         outbox::backlog(&self.pool).await
+    }
+
+    async fn job_gauges(&self) -> StoreResult<JobGauges> {
+        jobs::gauges(&self.pool).await
+    }
+
+    fn pool_status(&self) -> PoolStatus {
+        self.pool.status()
     }
 }

@@ -19,6 +19,7 @@ mod isolation;
 mod jwt_attacks;
 mod keystone;
 mod kubernetes_driver;
+mod metrics;
 mod noauth_identity;
 mod node_limit;
 mod nodegroups;
