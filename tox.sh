@@ -328,7 +328,7 @@ drills_env() { # [test runner args...]
   bin="$(readlink -f "$bin")"
   local runner=(cargo test --no-fail-fast --test integration drills:: -- --nocapture --test-threads 1)
   if cargo nextest --version >/dev/null 2>&1; then
-    runner=(cargo nextest run --no-fail-fast --no-capture --test-threads 1 drills::)
+    runner=(cargo nextest run --no-fail-fast --no-capture drills::)
   fi
   FLEETYARD_DRILL_BIN="$bin" \
     FLEETYARD_DRILL_BROKER_SECONDS="${FLEETYARD_DRILL_BROKER_SECONDS:-60}" \

@@ -169,9 +169,22 @@ impl Tx {
         Stmt::new(self.dialect(), text)
     }
 
+    /// Commits. On PostgreSQL, a COMMIT whose answer never came (the connection broke, or the
+    /// network held it past the statement timeout) may have been applied or not:
+    /// [`StoreError::CommitUnconfirmed`], never a plain failure, so that no caller is told a
+    /// change failed that the database kept.
     pub async fn commit(self) -> StoreResult<()> {
         match self {
-            Tx::Pg(t, limit) => bounded(limit, t.commit()).await,
+            Tx::Pg(t, limit) => match tokio::time::timeout(limit, t.commit()).await {
+                Ok(Ok(())) => Ok(()),
+                Err(_) => Err(StoreError::CommitUnconfirmed(format!(
+                    "no answer within {limit:?}"
+                ))),
+                Ok(Err(e @ (sqlx::Error::Io(_) | sqlx::Error::Protocol(_)))) => {
+                    Err(StoreError::CommitUnconfirmed(e.to_string()))
+                }
+                Ok(Err(e)) => Err(pg_err(e)),
+            },
             Tx::Lite(t) => t.commit().await.map_err(lite_err),
         }
     }

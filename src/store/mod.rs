@@ -76,6 +76,9 @@ pub enum StoreError {
     /// overloaded server).
     #[error("the database did not answer within {0:?}")]
     TimedOut(std::time::Duration),
+    /// The COMMIT was sent and its answer never came: the change may have been applied.
+    #[error("the database did not confirm the commit ({0}); it may have been applied")]
+    CommitUnconfirmed(String),
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
     #[error("migration failed: {0}")]

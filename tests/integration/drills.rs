@@ -9,5 +9,6 @@ mod broker_outage;
 mod bus;
 mod conductor_kill;
 mod db;
+mod db_under_load;
 mod process;
 mod scale_out;

@@ -157,7 +157,7 @@ async fn the_broker_refused_then_partitioned_slows_no_write_and_loses_no_event()
         let (median, max) = median_max(times);
         assert!(n > 0, "no write ran while the broker was {state:?}");
         assert!(
-            max < Duration::from_secs(1),
+            max < Duration::from_secs(2),
             "a write took {max:?} while the broker was {state:?}"
         );
         report.push(format!(
