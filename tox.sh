@@ -66,6 +66,13 @@ envs:
           describe, a request past its 10 s timeout or fewer than 10,000 requests per
           backend; FUZZ_API_EXAMPLES (default 200), FUZZ_API_BACKENDS (sqlite,postgresql),
           FUZZ_API_ROLES (admin,member), FUZZ_API_SEED; args go to fuzz_api.py
+  drills  the fault drills of tests/integration/drills/ at full length, one at a time, on
+          the release binary (built, or $FLEETYARD_BIN): a conductor SIGKILLed through 100
+          jobs, the API killed mid-request, the broker refused and then partitioned for
+          FLEETYARD_DRILL_BROKER_SECONDS (60) each under writes, and the scale-out run of
+          three API and three conductor processes over FLEETYARD_DRILL_CLUSTERS (1000)
+          clusters and FLEETYARD_DRILL_FEDERATIONS (100) federations with kills; figures are
+          printed (the suite runs short forms of the same drills); args go to the test runner
   run     cargo run --release -- serve [args...]
   bench   tools/bench.sh [args...]
   help    this text
@@ -73,7 +80,8 @@ envs:
 environment:
   FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
   FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
-  FLEETYARD_BIN            binary for `cli`, `keystone`, `oslo` and `fuzz-api` (skips the build)
+  FLEETYARD_BIN            binary for `cli`, `keystone`, `oslo`, `fuzz-api` and `drills` (skips the build)
+  FLEETYARD_DRILL_SEED     replays a drill's random kill times (each drill prints its seed)
   FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
 EOF
 }
@@ -307,6 +315,28 @@ fuzz_api_env() { # [fuzz_api.py args...]; FUZZ_API_* from the environment
     "$SCHEMATHESIS_VENV/bin/python" tools/fuzz_api.py --bin "$bin" "$@"
 }
 
+drills_env() { # [test runner args...]
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --release --bin fleetyard" cargo build --release --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("drills (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/release/fleetyard"
+  fi
+  bin="$(readlink -f "$bin")"
+  local runner=(cargo test --no-fail-fast --test integration drills:: -- --nocapture --test-threads 1)
+  if cargo nextest --version >/dev/null 2>&1; then
+    runner=(cargo nextest run --no-fail-fast --no-capture drills::)
+  fi
+  FLEETYARD_DRILL_BIN="$bin" \
+    FLEETYARD_DRILL_BROKER_SECONDS="${FLEETYARD_DRILL_BROKER_SECONDS:-60}" \
+    FLEETYARD_DRILL_CLUSTERS="${FLEETYARD_DRILL_CLUSTERS:-1000}" \
+    FLEETYARD_DRILL_FEDERATIONS="${FLEETYARD_DRILL_FEDERATIONS:-100}" \
+    part "drills: ${runner[*]} (FLEETYARD_DRILL_BIN=$bin)${*:+ $*}" "${runner[@]}" "$@"
+}
+
 ENV_NAME="${1:-test}"
 (($#)) && shift
 
@@ -354,6 +384,12 @@ fuzz-api)
   test_env
   part "ensure services" tools/ensure_services.sh
   FUZZ_API_MIN_REQUESTS="${FUZZ_API_MIN_REQUESTS-10000}" fuzz_api_env "$@"
+  finish
+  ;;
+drills)
+  test_env
+  part "ensure services" tools/ensure_services.sh
+  drills_env "$@"
   finish
   ;;
 run)

@@ -67,6 +67,7 @@ pub struct Settings {
     pub quotas: QuotasSection,
     pub certificates: CertificatesSection,
     pub keystone_authtoken: KeystoneAuthtokenSection,
+    pub metrics: MetricsSection,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -241,6 +242,15 @@ impl Default for NotificationsSection {
 pub struct PolicySection {
     /// YAML (or JSON) file overriding default rules; unset means the built-in defaults.
     pub policy_file: Option<PathBuf>,
+}
+
+/// Prometheus metrics, served on an address of their own.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// `host:port` where `GET /metrics` is served, without authentication (bind it where
+    /// only Prometheus reaches it); empty serves no metrics. Never served on the API's port.
+    pub listen_address: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -759,6 +769,13 @@ impl Settings {
                 "[cluster] max_node_count: must be between 1 and {MAX_NODE_LIMIT}"
             )));
         }
+        let metrics = self.metrics.listen_address.trim();
+        if !metrics.is_empty() && metrics.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::Invalid(format!(
+                "[metrics] listen_address: expected an IP address and port such as \
+                 127.0.0.1:9464, not '{metrics}'"
+            )));
+        }
         if self.api.max_limit == 0 {
             return Err(ConfigError::Invalid(
                 "[api] max_limit: must be at least 1".into(),
@@ -876,6 +893,20 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::io::Write;
+
+    #[test]
+    fn the_metrics_address_must_be_an_ip_and_a_port() {
+        let mut s = Settings::default();
+        s.metrics.listen_address = "127.0.0.1:9464".into();
+        assert!(s.validate().is_ok());
+        s.metrics.listen_address = "localhost".into();
+        let err = s.validate().expect_err("no port");
+        assert!(
+            err.to_string()
+                .contains("[metrics] listen_address: expected an IP address and port"),
+            "{err}"
+        );
+    }
 
     fn load_text(text: &str) -> Result<Settings, ConfigError> {
         let mut file = tempfile_in_target();

@@ -21,6 +21,7 @@ pub mod conductor;
 pub mod config;
 pub mod domain;
 pub mod drivers;
+pub mod metrics;
 pub mod notify;
 pub mod startup;
 pub mod store;

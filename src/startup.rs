@@ -177,6 +177,16 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
     let store = open_store(&settings).await?;
     let state = AppState::new(settings.clone(), store.clone())?;
     let mut background = Vec::new();
+    let metrics_address = settings.metrics.listen_address.trim();
+    if !metrics_address.is_empty() {
+        let metrics = crate::metrics::MetricsServer::bind(metrics_address, store.clone())?;
+        tracing::info!(address = %metrics_address, "Prometheus metrics at /metrics");
+        background.push(tokio::spawn(async move {
+            if let Err(e) = metrics.run_until_stopped().await {
+                tracing::error!(error = %e, "the metrics server stopped");
+            }
+        }));
+    }
     if roles.conductor {
         let conductor = Arc::new(
             crate::conductor::Conductor::new(

@@ -65,12 +65,21 @@ impl ApiError {
     }
 }
 
+/// The 503 sentence of a change whose commit the database did not confirm: the client must
+/// not take it as failed (the change may be there) nor resend it blindly.
+pub const COMMIT_UNCONFIRMED: &str = "The database did not confirm the change in time; it may \
+     have been applied. Check before retrying.";
+
 impl From<StoreError> for ApiError {
     /// The generic mapping; handlers turn `NotFound`, `Ambiguous` and the constraints they
     /// expect into resource-specific sentences first.
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Unavailable(_) | StoreError::TimedOut(_) => ApiError::Unavailable(err),
+            StoreError::CommitUnconfirmed(_) => {
+                tracing::warn!(error = %err, "a commit's outcome is unknown");
+                ApiError::ServiceUnavailable(COMMIT_UNCONFIRMED.into())
+            }
             StoreError::Conflict { ref constraint } => ApiError::Conflict(format!(
                 "The request conflicts with existing data ({constraint})."
             )),

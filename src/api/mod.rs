@@ -190,10 +190,17 @@ pub async fn request_middleware(
                 .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
         }
         let span = tracing::Span::current();
-        if let Some(route) = resp.request().match_pattern() {
+        let route = resp.request().match_pattern();
+        if let Some(route) = &route {
             span.record("route", route.as_str());
         }
         span.record("status", status.as_u16());
+        crate::metrics::http_request(
+            resp.request().method().as_str(),
+            route.as_deref().unwrap_or("unmatched"),
+            status.as_u16(),
+            started.elapsed(),
+        );
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "request handled"

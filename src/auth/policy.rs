@@ -300,6 +300,7 @@ const FEDERATIONS: &str = "/v1/federations";
 const FEDERATION: &str = "/v1/federations/{federation_ident}";
 const FEDERATIONS_DETAIL: &str = "/v1/federations/detail";
 const NODEGROUPS: &str = "/v1/clusters/{cluster_ident}/nodegroups";
+const NODEGROUPS_DETAIL: &str = "/v1/clusters/{cluster_ident}/nodegroups/detail";
 const NODEGROUP: &str = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}";
 const CERTIFICATES: &str = "/v1/certificates";
 const CERTIFICATE: &str = "/v1/certificates/{cluster_ident}";
@@ -476,9 +477,10 @@ static DEFAULTS: &[RuleDefault] = rule_table! {
     "nodegroup:get" => ADMIN_OR_READER, "Retrieve information about the given nodegroup.",
         [("GET", NODEGROUP)];
     "nodegroup:get_all" => ADMIN_OR_READER,
-        "Retrieve a list of nodegroups that belong to a cluster.", [("GET", NODEGROUPS)];
+        "Retrieve a list of nodegroups that belong to a cluster.",
+        [("GET", NODEGROUPS), ("GET", NODEGROUPS_DETAIL)];
     "nodegroup:get_all_all_projects" => ADMIN, "Retrieve a list of nodegroups across projects.",
-        [("GET", NODEGROUPS)];
+        [("GET", NODEGROUPS), ("GET", NODEGROUPS_DETAIL)];
     "nodegroup:get_one_all_projects" => ADMIN,
         "Retrieve information about a given nodegroup across projects.", [("GET", NODEGROUP)];
     "nodegroup:create" => ADMIN_OR_MEMBER, "Create a new nodegroup.", [("POST", NODEGROUPS)];

@@ -17,6 +17,21 @@ use crate::drivers::{
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::{StoreError, StoreResult, Write};
 
+impl Outcome {
+    /// The `result` label of `fleetyard_conductor_jobs_total`.
+    pub fn result(&self) -> &'static str {
+        match self {
+            Outcome::Idle => "idle",
+            Outcome::Completed { .. } => "done",
+            Outcome::Started { .. } => "started",
+            Outcome::Retried { .. } => "retried",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Skipped { .. } => "skipped",
+            Outcome::LostLease { .. } => "lost_lease",
+        }
+    }
+}
+
 /// What one call of [`Conductor::try_execute_one`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -199,7 +214,9 @@ impl Conductor {
             attempt = job.attempts,
             driver = %job.driver,
         );
-        self.work(job).instrument(span).await
+        let outcome = self.work(job).instrument(span).await?;
+        crate::metrics::job_worked(outcome.result());
+        Ok(outcome)
     }
 
     /// Works a claimed job under its lease, renewed while the driver runs.

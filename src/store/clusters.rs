@@ -258,10 +258,15 @@ pub(super) async fn delete(tx: &mut Tx, uuid: &ClusterId) -> StoreResult<()> {
         .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
-    tx.sql("DELETE FROM cluster WHERE uuid = $1")
+    let deleted = tx
+        .sql("DELETE FROM cluster WHERE uuid = $1")
         .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
+    // Gone already: another conductor saw the same end first, and its event is written.
+    if deleted == 0 {
+        return Err(StoreError::Stale);
+    }
     Ok(())
 }
 

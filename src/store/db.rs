@@ -98,6 +98,19 @@ impl Pool {
         }
     }
 
+    /// Open, idle and most connections.
+    pub fn status(&self) -> super::PoolStatus {
+        let (size, idle, max) = match self {
+            Pool::Pg(p, _) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+            Pool::Lite(p) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+        };
+        super::PoolStatus {
+            size,
+            idle: u32::try_from(idle).unwrap_or(u32::MAX),
+            max,
+        }
+    }
+
     /// A statement for this pool's backend.
     pub fn sql<'q>(&self, text: &'q str) -> Stmt<'q> {
         Stmt::new(self.dialect(), text)
@@ -156,9 +169,22 @@ impl Tx {
         Stmt::new(self.dialect(), text)
     }
 
+    /// Commits. On PostgreSQL, a COMMIT whose answer never came (the connection broke, or the
+    /// network held it past the statement timeout) may have been applied or not:
+    /// [`StoreError::CommitUnconfirmed`], never a plain failure, so that no caller is told a
+    /// change failed that the database kept.
     pub async fn commit(self) -> StoreResult<()> {
         match self {
-            Tx::Pg(t, limit) => bounded(limit, t.commit()).await,
+            Tx::Pg(t, limit) => match tokio::time::timeout(limit, t.commit()).await {
+                Ok(Ok(())) => Ok(()),
+                Err(_) => Err(StoreError::CommitUnconfirmed(format!(
+                    "no answer within {limit:?}"
+                ))),
+                Ok(Err(e @ (sqlx::Error::Io(_) | sqlx::Error::Protocol(_)))) => {
+                    Err(StoreError::CommitUnconfirmed(e.to_string()))
+                }
+                Ok(Err(e)) => Err(pg_err(e)),
+            },
             Tx::Lite(t) => t.commit().await.map_err(lite_err),
         }
     }

@@ -205,9 +205,14 @@ pub(super) async fn update(tx: &mut Tx, f: &Federation, now: DateTime<Utc>) -> S
 
 #[tracing::instrument(level = "debug", skip_all, fields(federation_id = id))]
 pub(super) async fn delete(tx: &mut Tx, id: i64) -> StoreResult<()> {
-    tx.sql("DELETE FROM federation WHERE id = $1")
+    let deleted = tx
+        .sql("DELETE FROM federation WHERE id = $1")
         .bind(id)
         .execute(&mut *tx)
         .await?;
+    // Gone already: another conductor saw the same end first, and its event is written.
+    if deleted == 0 {
+        return Err(StoreError::Stale);
+    }
     Ok(())
 }

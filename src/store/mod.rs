@@ -78,6 +78,9 @@ pub enum StoreError {
     /// overloaded server).
     #[error("the database did not answer within {0:?}")]
     TimedOut(std::time::Duration),
+    /// The COMMIT was sent and its answer never came: the change may have been applied.
+    #[error("the database did not confirm the commit ({0}); it may have been applied")]
+    CommitUnconfirmed(String),
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
     #[error("migration failed: {0}")]
@@ -318,6 +321,32 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     /// What wakes a relay of this store when an event is committed: this process's commits,
     /// and on PostgreSQL every process's (`LISTEN` on a connection of the relay's own).
     fn outbox_wakeups(&self) -> OutboxWakeups;
+
+    // ---- Operations ---------------------------------------------------------------------------
+    /// Pending jobs: due and unleased, leased, and when the oldest due one became due.
+    async fn job_gauges(&self) -> StoreResult<JobGauges>;
+    /// The connection pool's size, idle connections and limit.
+    fn pool_status(&self) -> PoolStatus;
+}
+
+/// Pending jobs as `/metrics` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JobGauges {
+    /// Due (`run_after` passed) and not held by a live lease.
+    pub due: i64,
+    /// Held by a conductor's live lease.
+    pub leased: i64,
+    /// When the oldest due job became due.
+    pub oldest_due: Option<DateTime<Utc>>,
+}
+
+/// The connection pool, as `/metrics` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolStatus {
+    /// Open connections, idle or in use.
+    pub size: u32,
+    pub idle: u32,
+    pub max: u32,
 }
 
 /// How a PostgreSQL pool connects and how long it waits (SQLite, local, ignores the timeouts).

@@ -12,8 +12,8 @@ use super::{
     clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, services, templates, write,
 };
 use super::{
-    Dialect, NewEvent, OutboxEvent, PageRequest, QuotaRow, ResourceStore, Scope, ServiceRecord,
-    Store, StoreError, StoreResult, Write,
+    Dialect, JobGauges, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, ResourceStore,
+    Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
 };
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
@@ -332,5 +332,13 @@ impl Store for SqlStore {
             Pool::Pg(pool, _) => OutboxWakeups::listening(&self.signal, pool),
             Pool::Lite(_) => OutboxWakeups::in_process(&self.signal),
         }
+    }
+
+    async fn job_gauges(&self) -> StoreResult<JobGauges> {
+        jobs::gauges(&self.pool).await
+    }
+
+    fn pool_status(&self) -> PoolStatus {
+        self.pool.status()
     }
 }

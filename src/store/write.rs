@@ -33,6 +33,8 @@ pub enum Write {
     InsertCluster(Box<NewCluster>),
     /// Writes every mutable column; `cluster.version` is the version it was read at.
     UpdateCluster(Box<Cluster>),
+    /// Deletes the cluster with its node groups and keys; [`super::StoreError::Stale`] when
+    /// it is gone already, so two conductors that both saw a delete end write its event once.
     DeleteCluster {
         uuid: ClusterId,
     },
@@ -72,6 +74,7 @@ pub enum Write {
     },
     /// Writes every mutable column; `federation.version` is the version it was read at.
     UpdateFederation(Box<Federation>),
+    /// Deletes the federation; [`super::StoreError::Stale`] when it is gone already.
     DeleteFederation {
         id: i64,
     },

@@ -14,11 +14,16 @@ use crate::helpers::{
     pg_host_port, spawn_with, template_body, Backend, DbProxy, Link, Resp, TestApp,
 };
 
-const UNAVAILABLE: &str = "The service is temporarily unavailable; try again shortly.";
+pub(crate) const UNAVAILABLE: &str = "The service is temporarily unavailable; try again shortly.";
+pub(crate) const COMMIT_UNCONFIRMED: &str = "The database did not confirm the change in time; \
+     it may have been applied. Check before retrying.";
 
 /// The app on a fresh PostgreSQL database reached through a proxy, with the given
 /// `[database]` timeouts.
-async fn app_behind_proxy(pool_timeout: f64, statement_timeout: f64) -> (TestApp, DbProxy) {
+pub(crate) async fn app_behind_proxy(
+    pool_timeout: f64,
+    statement_timeout: f64,
+) -> (TestApp, DbProxy) {
     let upstream = pg_host_port();
     let proxy = DbProxy::start(&upstream).await;
     let app = spawn_with(Backend::Postgres, |s| {
@@ -137,7 +142,9 @@ async fn a_partition_gets_503_within_the_timeouts_and_commits_nothing_behind_the
     let body = template_body("in-flight");
     let (post, took) = timed(&app, Method::POST, "/v1/clustertemplates", Some(&body)).await;
     assert_eq!(proxy.link(), Link::Partitioned, "the commit was held");
-    post.assert_error(503, UNAVAILABLE);
+    // The service cannot know whether the held COMMIT will apply: it says so, and does not
+    // call the change failed.
+    post.assert_error(503, COMMIT_UNCONFIRMED);
     assert!(
         took < Duration::from_millis(2500),
         "the in-flight POST took {took:?} (statement timeout 2 s)"

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod access_matrix;
 mod api_ref;
 mod certificates;
 mod cluster_templates;
@@ -10,6 +11,7 @@ mod clusters;
 mod conductor;
 mod conventions;
 mod db_outage;
+mod drills;
 mod federation_jobs;
 mod federations;
 mod input_edge;
@@ -17,6 +19,7 @@ mod isolation;
 mod jwt_attacks;
 mod keystone;
 mod kubernetes_driver;
+mod metrics;
 mod noauth_identity;
 mod node_limit;
 mod nodegroups;

@@ -457,6 +457,79 @@ contract!(
 );
 
 contract!(
+    a_second_delete_of_a_gone_cluster_is_refused_with_its_event,
+    |store: Arc<dyn Store>, url: String| async move {
+        use fleetyard::store::Write;
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        insert_cluster(&url, &t.uuid.to_string()).await;
+        let c = store
+            .get_cluster(&scope("p1"), &Ident::Name("c1".into()))
+            .await
+            .expect("cluster");
+        // Two conductors polled the same delete and both saw it end.
+        let delete = Write::DeleteCluster { uuid: c.uuid };
+        store
+            .commit(&[delete.clone(), Write::event(event("deleted"))])
+            .await
+            .expect("the first delete");
+        let err = store
+            .commit(&[delete, Write::event(event("deleted-again"))])
+            .await
+            .expect_err("the cluster is gone");
+        assert!(matches!(err, StoreError::Stale), "{err:?}");
+        let events = store.pending_events(10).await.expect("events");
+        let uuids: Vec<&str> = events.iter().map(|e| e.resource_uuid.as_str()).collect();
+        assert_eq!(uuids, vec!["deleted"], "the delete's event is written once");
+        assert!(store.find_cluster(&c.uuid).await.expect("find").is_none());
+    }
+);
+
+contract!(
+    a_second_delete_of_a_gone_federation_is_refused_with_its_event,
+    |store: Arc<dyn Store>, _url: String| async move {
+        use fleetyard::domain::federation::NewFederation;
+        use fleetyard::domain::status::FederationStatus;
+        use fleetyard::store::Write;
+        let uuid = FederationId::new();
+        store
+            .commit(&[Write::InsertFederation {
+                federation: Box::new(NewFederation {
+                    uuid,
+                    project_id: "p1".into(),
+                    user_id: "u".into(),
+                    name: FederationName::parse("f").expect("a valid name"),
+                    hostcluster_id: ClusterId::new(),
+                    member_ids: vec![],
+                    properties: Default::default(),
+                }),
+                status: FederationStatus::DeleteInProgress,
+            }])
+            .await
+            .expect("federation");
+        let f = store
+            .get_federation(&scope("p1"), &Ident::Uuid(uuid.0))
+            .await
+            .expect("federation");
+        let delete = Write::DeleteFederation { id: f.id };
+        store
+            .commit(&[delete.clone(), Write::event(event("deleted"))])
+            .await
+            .expect("the first delete");
+        let err = store
+            .commit(&[delete, Write::event(event("deleted-again"))])
+            .await
+            .expect_err("the federation is gone");
+        assert!(matches!(err, StoreError::Stale), "{err:?}");
+        let events = store.pending_events(10).await.expect("events");
+        let uuids: Vec<&str> = events.iter().map(|e| e.resource_uuid.as_str()).collect();
+        assert_eq!(uuids, vec!["deleted"], "the delete's event is written once");
+    }
+);
+
+contract!(
     a_delete_refuses_inside_its_transaction_when_the_cluster_is_federated,
     |store: Arc<dyn Store>, url: String| async move {
         use fleetyard::domain::federation::NewFederation;
