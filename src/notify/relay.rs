@@ -51,8 +51,9 @@ pub fn envelope_bytes(event: &OutboxEvent) -> Result<Vec<u8>, serde_json::Error>
     Ok(body)
 }
 
-/// The longest pause between two attempts to reach the broker.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The longest pause between two attempts to reach the broker: after an outage of any
+/// length, the backlog starts to drain at most this long after the broker is back.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// The first pause after a failure.
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
 /// How often sent events past their retention are deleted.
@@ -253,6 +254,13 @@ async fn claim(
 
 /// Hands a claimed batch to the sink.
 async fn deliver(sink: &mut Sink, events: &[OutboxEvent]) -> Deliveries {
+    let d = deliver_to(sink, events).await;
+    crate::metrics::published("confirmed", d.sent.len() as u64);
+    crate::metrics::published("failed", d.failed.len() as u64);
+    d
+}
+
+async fn deliver_to(sink: &mut Sink, events: &[OutboxEvent]) -> Deliveries {
     match sink {
         Sink::Log => {
             for e in events {

@@ -149,6 +149,33 @@ async fn metrics_show_requests_by_route_and_status_jobs_outbox_and_pool() {
         0.0
     );
     assert!(value(&s, "fleetyard_conductor_jobs_total{result=done}", &text) >= 1.0);
+
+    // A relay (the log driver) sends the backlog: counted as confirmed, the backlog gone.
+    let (backlog, _) = app.store.outbox_backlog().await.expect("backlog");
+    assert!(
+        backlog >= 3,
+        "the conductor's event joined the backlog: {backlog}"
+    );
+    let mut settings = crate::helpers::test_settings(&app.db.url);
+    settings.oslo_messaging_notifications.driver = fleetyard::config::NotificationDriver::Log;
+    let relay_settings =
+        fleetyard::notify::relay::RelaySettings::from_settings(&settings).expect("settings");
+    let mut relay = fleetyard::notify::relay::Relay::new(app.store.clone(), relay_settings);
+    let report = relay.drain().await.expect("the log driver delivers");
+    assert_eq!(report.sent as i64, backlog);
+    let (text, s) = scrape(port).await;
+    assert!(
+        value(
+            &s,
+            "fleetyard_notifications_published_total{result=confirmed}",
+            &text
+        ) >= backlog as f64
+    );
+    assert_eq!(value(&s, "fleetyard_outbox_backlog", &text), 0.0);
+    assert_eq!(
+        value(&s, "fleetyard_outbox_oldest_pending_age_seconds", &text),
+        0.0
+    );
 }
 
 #[tokio::test]
