@@ -253,14 +253,7 @@ async fn a_conductor_killed_at_random_points_of_100_jobs_does_each_effect_once()
     }
 
     // ---- Each notification written once -------------------------------------------------------
-    let repeated = db
-        .repeated(
-            "SELECT resource_uuid, event_type, message->'payload'->>'outcome', \
-             CAST(COUNT(*) AS TEXT) FROM outbox \
-             GROUP BY resource_uuid, event_type, message->'payload'->>'outcome'",
-        )
-        .await;
-    assert!(repeated.is_empty(), "events written twice: {repeated:?}");
+    db.assert_each_event_written_once().await;
     let events = db
         .rows(
             "SELECT event_type, message->'payload'->>'outcome', CAST(COUNT(*) AS TEXT) \

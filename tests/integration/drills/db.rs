@@ -70,10 +70,18 @@ impl Db {
             .collect()
     }
 
-    /// The rows of a `(key, count)` query whose count is above one: duplicates.
-    pub async fn repeated(&self, grouped_sql: &str) -> Vec<Vec<String>> {
-        self.rows(&format!("{grouped_sql} HAVING COUNT(*) > 1"))
-            .await
+    /// No resource has two notifications of one type and outcome (PostgreSQL: the outcome
+    /// is read from the stored JSON message).
+    pub async fn assert_each_event_written_once(&self) {
+        let repeated = self
+            .rows(
+                "SELECT resource_uuid, event_type, message->'payload'->>'outcome', \
+                 CAST(COUNT(*) AS TEXT) FROM outbox \
+                 GROUP BY resource_uuid, event_type, message->'payload'->>'outcome' \
+                 HAVING COUNT(*) > 1",
+            )
+            .await;
+        assert!(repeated.is_empty(), "events written twice: {repeated:?}");
     }
 }
 

@@ -470,14 +470,7 @@ async fn three_apis_and_three_conductors_survive_kills_through_the_life_cycle() 
     .map(|(op, count)| vec![op.to_string(), "done".to_string(), count.to_string()])
     .collect();
     assert_eq!(jobs, expected_jobs, "jobs by operation and state");
-    let repeated = db
-        .repeated(
-            "SELECT resource_uuid, event_type, message->'payload'->>'outcome', \
-             CAST(COUNT(*) AS TEXT) FROM outbox \
-             GROUP BY resource_uuid, event_type, message->'payload'->>'outcome'",
-        )
-        .await;
-    assert!(repeated.is_empty(), "events written twice: {repeated:?}");
+    db.assert_each_event_written_once().await;
     let events = db
         .rows(
             "SELECT event_type, message->'payload'->>'outcome', CAST(COUNT(*) AS TEXT) \
