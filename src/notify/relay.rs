@@ -52,7 +52,8 @@ pub fn envelope_bytes(event: &OutboxEvent) -> Result<Vec<u8>, serde_json::Error>
 }
 
 /// The longest pause between two attempts to reach the broker: after an outage of any
-/// length, the backlog starts to drain at most this long after the broker is back.
+/// length, the backlog starts to drain within this pause plus one connection attempt of the
+/// broker's return.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// The first pause after a failure.
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
