@@ -96,15 +96,16 @@ fn describe() {
     );
 }
 
-/// One API request, answered.
-pub fn http_request(method: &str, route: &str, status: u16, elapsed: Duration) {
+/// One API request, answered; `route` is the matched route template (taken, not copied).
+pub fn http_request(method: &str, route: Option<String>, status: u16, elapsed: Duration) {
     if !enabled() {
         return;
     }
+    let route = route.map_or(metrics::SharedString::const_str("unmatched"), Into::into);
     metrics::histogram!(
         "fleetyard_http_request_duration_seconds",
         "method" => method.to_string(),
-        "route" => route.to_string(),
+        "route" => route,
         "status" => status.to_string(),
     )
     .record(elapsed.as_secs_f64());

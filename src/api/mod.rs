@@ -197,7 +197,7 @@ pub async fn request_middleware(
         span.record("status", status.as_u16());
         crate::metrics::http_request(
             resp.request().method().as_str(),
-            route.as_deref().unwrap_or("unmatched"),
+            route,
             status.as_u16(),
             started.elapsed(),
         );

@@ -232,31 +232,24 @@ pub(super) async fn retry(
     Ok(())
 }
 
-/// Pending jobs: due and unleased, under a live lease, and the oldest due one's due time. All
-/// three read the pending rows only (the `ix_job_due` partial index), however many jobs are done.
+/// Pending jobs: due and unleased (with the oldest due time, in the same statement), and under
+/// a live lease. Both read the pending rows only (the `ix_job_due` partial index), however many
+/// jobs are done.
 #[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn gauges(pool: &Pool) -> StoreResult<super::JobGauges> {
     let now = sql::now();
-    let due: i64 = pool
+    let (due, oldest_due): (i64, Option<DateTime<Utc>>) = pool
         .sql(
-            "SELECT COUNT(*) FROM job WHERE state = 'pending' AND run_after <= $1 \
-             AND (lease_expires_at IS NULL OR lease_expires_at < $1)",
+            "SELECT COUNT(*), MIN(run_after) FROM job WHERE state = 'pending' \
+             AND run_after <= $1 AND (lease_expires_at IS NULL OR lease_expires_at < $1)",
         )
         .bind(now)
-        .scalar_one(pool)
+        .fetch_one(pool)
         .await?;
     let leased: i64 = pool
         .sql("SELECT COUNT(*) FROM job WHERE state = 'pending' AND lease_expires_at >= $1")
         .bind(now)
         .scalar_one(pool)
-        .await?;
-    let oldest_due: Option<DateTime<Utc>> = pool
-        .sql(
-            "SELECT run_after FROM job WHERE state = 'pending' AND run_after <= $1 \
-             AND (lease_expires_at IS NULL OR lease_expires_at < $1) ORDER BY run_after LIMIT 1",
-        )
-        .bind(now)
-        .scalar_optional(pool)
         .await?;
     Ok(super::JobGauges {
         due,

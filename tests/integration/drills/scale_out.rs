@@ -192,23 +192,26 @@ async fn until_none(db: &Db, sql: &str, limit: Duration, what: &str) {
     assert!(ok, "{what}: {} left after {limit:?}", db.count(sql).await);
 }
 
-/// Kills `victim` and starts it again after a pause; the client follows an API's new address.
+/// Kills API process `victim` and conductor process `victim`, and starts each again after a
+/// pause; the client follows the API's new address.
 async fn kill_and_restart(
     cloud: &Cloud,
-    procs: &mut [Process],
+    apis: &mut [Process],
+    conductors: &mut [Process],
     victim: usize,
-    role: Role,
     env: &Env,
     kills: &mut usize,
 ) {
-    let old = procs[victim].url.clone();
-    procs[victim].kill().await;
-    *kills += 1;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let name = format!("{}-restarted-{kills}", procs[victim].name);
-    procs[victim] = Process::start(role, &name, env).await;
-    if let (Some(old), Some(new)) = (old, procs[victim].url.clone()) {
-        cloud.replace(&old, &new);
+    for (procs, role) in [(apis, Role::Api), (conductors, Role::Conductor)] {
+        let old = procs[victim].url.clone();
+        procs[victim].kill().await;
+        *kills += 1;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let name = format!("{}-restarted-{kills}", procs[victim].name);
+        procs[victim] = Process::start(role, &name, env).await;
+        if let (Some(old), Some(new)) = (old, procs[victim].url.clone()) {
+            cloud.replace(&old, &new);
+        }
     }
 }
 
@@ -275,16 +278,7 @@ async fn three_apis_and_three_conductors_survive_kills_through_the_life_cycle() 
         }))
     };
     tokio::time::sleep(Duration::from_millis(800)).await;
-    kill_and_restart(&cloud, &mut apis, 1, Role::Api, &env, &mut kills).await;
-    kill_and_restart(
-        &cloud,
-        &mut conductors,
-        1,
-        Role::Conductor,
-        &env,
-        &mut kills,
-    )
-    .await;
+    kill_and_restart(&cloud, &mut apis, &mut conductors, 1, &env, &mut kills).await;
     creating.await.expect("creates");
     until_none(
         &db,
@@ -326,16 +320,7 @@ async fn three_apis_and_three_conductors_survive_kills_through_the_life_cycle() 
         }))
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    kill_and_restart(&cloud, &mut apis, 2, Role::Api, &env, &mut kills).await;
-    kill_and_restart(
-        &cloud,
-        &mut conductors,
-        2,
-        Role::Conductor,
-        &env,
-        &mut kills,
-    )
-    .await;
+    kill_and_restart(&cloud, &mut apis, &mut conductors, 2, &env, &mut kills).await;
     federating.await.expect("federation creates");
     until_none(
         &db,
@@ -431,16 +416,7 @@ async fn three_apis_and_three_conductors_survive_kills_through_the_life_cycle() 
         }))
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    kill_and_restart(
-        &cloud,
-        &mut conductors,
-        0,
-        Role::Conductor,
-        &env,
-        &mut kills,
-    )
-    .await;
-    kill_and_restart(&cloud, &mut apis, 0, Role::Api, &env, &mut kills).await;
+    kill_and_restart(&cloud, &mut apis, &mut conductors, 0, &env, &mut kills).await;
     deleting.await.expect("deletes");
     until_none(
         &db,
