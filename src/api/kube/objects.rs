@@ -83,7 +83,11 @@ pub struct KubernetesApiEndpoints {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerAddressByClientCidr {
-    #[serde(rename = "clientCIDR", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "clientCIDR",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub client_cidr: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_address: String,
