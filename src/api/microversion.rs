@@ -30,7 +30,7 @@ impl fmt::Display for Version {
 }
 
 pub const MIN_VERSION: Version = Version::new(1, 1);
-pub const MAX_VERSION: Version = Version::new(1, 14);
+pub const MAX_VERSION: Version = Version::new(1, 15);
 
 // The versions at which behaviour changes, named after what they bring.
 
@@ -50,6 +50,9 @@ pub const MISSING_TEMPLATE_IS_404: Version = Version::new(1, 10);
 pub const CREDENTIAL_ROTATION: Version = Version::new(1, 12);
 /// Cluster bodies name the orchestration handle `cluster_id` instead of `stack_id`.
 pub const CLUSTER_ID_FIELD: Version = Version::new(1, 13);
+/// Cluster detail bodies carry the cluster registry's `registry_labels` and
+/// `registry_annotations` (the Kubernetes object's `metadata.labels`/`annotations`).
+pub const REGISTRY_METADATA: Version = Version::new(1, 15);
 /// The service type written in response headers.
 pub const SERVICE_TYPE: &str = "container-infrastructure-management";
 /// The service types accepted in the request header.

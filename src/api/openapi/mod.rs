@@ -120,7 +120,7 @@ fn finish(doc: &mut Value) {
         "required": false,
         "description": negotiated,
         "schema": {"type": "string"},
-        "example": "container-infra 1.14",
+        "example": "container-infra 1.15",
     });
     components["headers"][VERSION] = json!({
         "description": format!("The negotiated version: `{SERVICE_TYPE} X.Y`. Sent with \

@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::Link;
-use crate::api::microversion::CLUSTER_ID_FIELD;
+use crate::api::microversion::{CLUSTER_ID_FIELD, REGISTRY_METADATA};
 use crate::api::timestamp;
 use crate::api::RequestContext;
 use crate::domain::cluster::{label_diff, Cluster, NodeGroup};
@@ -194,6 +194,13 @@ pub struct ClusterView {
     /// Failed node groups and their reasons, when the cluster is in a `*_FAILED` status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<BTreeMap<String, String>>,
+    /// The cluster registry object's `metadata.labels` (Kubernetes labels, not the COE
+    /// `labels` above), from microversion 1.15.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_labels: Option<BTreeMap<String, String>>,
+    /// The cluster registry object's `metadata.annotations`, from microversion 1.15.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_annotations: Option<BTreeMap<String, String>>,
 }
 
 impl ClusterView {
@@ -258,6 +265,9 @@ impl ClusterView {
             created_at: timestamp(c.created_at),
             updated_at: c.updated_at.map(timestamp),
             faults,
+            registry_labels: (ctx.version >= REGISTRY_METADATA).then(|| c.registry.labels.clone()),
+            registry_annotations: (ctx.version >= REGISTRY_METADATA)
+                .then(|| c.registry.annotations.clone()),
         }
     }
 }
