@@ -10,6 +10,7 @@ pub mod credentials;
 pub mod error;
 pub mod federations;
 pub mod keystone;
+pub mod kube;
 pub mod links;
 pub mod lookup;
 pub mod microversion;

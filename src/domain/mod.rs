@@ -9,6 +9,7 @@ pub mod keypair;
 pub mod labels;
 pub mod names;
 pub mod scope;
+pub mod selector;
 pub mod status;
 pub mod template;
 

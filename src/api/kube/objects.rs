@@ -1,0 +1,168 @@
+//! The wire forms of `clusterregistry.k8s.io/v1alpha1`: `Cluster`, `ClusterList` and the parts
+//! of `metav1.ObjectMeta` the registry keeps, as kubectl sends and reads them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const GROUP: &str = "clusterregistry.k8s.io";
+pub const VERSION: &str = "v1alpha1";
+pub const API_VERSION: &str = "clusterregistry.k8s.io/v1alpha1";
+pub const KIND: &str = "Cluster";
+pub const LIST_KIND: &str = "ClusterList";
+pub const RESOURCE: &str = "clusters";
+pub const SINGULAR: &str = "cluster";
+/// `kubectl get cr`: a short name no core Kubernetes resource uses.
+pub const SHORT_NAME: &str = "cr";
+/// `kubectl get all-clusters`.
+pub const CATEGORY: &str = "all-clusters";
+/// `<resource>.<group>`, as Status messages name the resource.
+pub const QUALIFIED_RESOURCE: &str = "clusters.clusterregistry.k8s.io";
+
+/// A registry `Cluster`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cluster {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ClusterSpec,
+    #[serde(default, skip_serializing_if = "ClusterStatus::is_empty")]
+    pub status: ClusterStatus,
+}
+
+/// The `metav1.ObjectMeta` fields the registry stores or fills in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub generate_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_api_endpoints: Option<KubernetesApiEndpoints>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_info: Option<AuthInfo>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubernetesApiEndpoints {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_endpoints: Vec<ServerAddressByClientCidr>,
+    /// PEM CA certificates, base64 on the wire (OpenAPI format `byte`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerAddressByClientCidr {
+    #[serde(
+        rename = "clientCIDR",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub client_cidr: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server_address: String,
+}
+
+/// Pointers to where credentials live; never credentials themselves.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<ObjectReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<ObjectReference>,
+}
+
+/// The registry's own three-field reference (not `core/v1.ObjectReference`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReference {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ClusterCondition>,
+}
+
+impl ClusterStatus {
+    pub fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterCondition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `metav1.ListMeta`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMeta {
+    #[serde(default)]
+    pub resource_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub r#continue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining_item_count: Option<i64>,
+}
+
+/// `ClusterList`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterList<'a> {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub metadata: ListMeta,
+    pub items: &'a [Cluster],
+}
