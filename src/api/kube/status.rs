@@ -182,6 +182,9 @@ pub enum KubeError {
     /// 400 BadRequest.
     #[error("{0}")]
     BadRequest(String),
+    /// 413: a body over the limit.
+    #[error("Request entity too large: limit is {0}")]
+    RequestEntityTooLarge(usize),
     /// 415 on a patch type the resource does not take.
     #[error("{UNSUPPORTED_PATCH_SENTENCE}")]
     UnsupportedMediaType,
@@ -339,6 +342,7 @@ impl KubeError {
             KubeError::Invalid { .. } => "Invalid",
             KubeError::BadRequest(_) => "BadRequest",
             KubeError::UnsupportedMediaType => "UnsupportedMediaType",
+            KubeError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             KubeError::MethodNotAllowed { .. } | KubeError::MethodNotAllowedHere => {
                 "MethodNotAllowed"
             }
@@ -427,6 +431,7 @@ impl ResponseError for KubeError {
             KubeError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             KubeError::BadRequest(_) => StatusCode::BAD_REQUEST,
             KubeError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            KubeError::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             KubeError::MethodNotAllowed { .. } | KubeError::MethodNotAllowedHere => {
                 StatusCode::METHOD_NOT_ALLOWED
             }
