@@ -150,12 +150,13 @@ fn check_key(key: &str) -> Result<(), SelectorError> {
     }
 }
 
-fn check_value(key: &str, value: &str) -> Result<(), SelectorError> {
+fn check_value(key: &str, index: usize, value: &str) -> Result<(), SelectorError> {
     if value.is_empty() || is_name_part(value) {
         Ok(())
     } else {
         Err(err(format!(
-            "unable to parse requirement: values[0][{key}]: Invalid value: {}: {LABEL_VALUE_MSG}",
+            "unable to parse requirement: values[{index}][{key}]: Invalid value: {}: \
+             {LABEL_VALUE_MSG}",
             quote(value)
         )))
     }
@@ -176,15 +177,21 @@ fn parse_values(key: &str, rest: &str) -> Result<Vec<String>, SelectorError> {
                 rest.chars().take(16).collect::<String>()
             ))
         })?;
+    if inner.trim().is_empty() {
+        return Err(err(
+            "unable to parse requirement: values: Invalid value: []string{}: for 'in', 'notin' \
+             operators, values set can't be empty",
+        ));
+    }
     let mut values = Vec::new();
-    for v in inner.split(',') {
+    for (i, v) in inner.split(',').enumerate() {
         if values.len() >= MAX_VALUES {
             return Err(err(format!(
                 "unable to parse requirement: a set may have at most {MAX_VALUES} values"
             )));
         }
         let v = v.trim();
-        check_value(key, v)?;
+        check_value(key, i, v)?;
         values.push(v.to_string());
     }
     Ok(values)
@@ -205,7 +212,7 @@ fn parse_requirement(term: &str) -> Result<Requirement, SelectorError> {
         if let Some((k, v)) = t.split_once(sym) {
             let (k, v) = (k.trim(), v.trim());
             check_key(k)?;
-            check_value(k, v)?;
+            check_value(k, 0, v)?;
             if v.contains(['=', '!', '(', ')', ' ']) {
                 return Err(err(format!(
                     "found '{v}', expected: ',' or 'end of string'"
@@ -448,6 +455,7 @@ mod tests {
             ",env",
             "env in prod",
             "env in (a,b",
+            "env in ()",
             "Bad Key=x",
             "env=bad value!",
             "env foo (a)",
