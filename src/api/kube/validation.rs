@@ -6,8 +6,9 @@
 use base64::Engine;
 use serde_json::Value;
 
+use super::objects::Cluster;
 use super::schema;
-use super::status::{quote, Cause, KubeError, CLUSTERS};
+use super::status::{quote, Cause, KubeError, Resource, CLUSTERS};
 
 /// `?fieldValidation=`: what to do with unknown fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -635,6 +636,60 @@ pub fn validate_cluster(body: &Value, mode: FieldValidation) -> Result<Vec<Strin
     Ok(warnings)
 }
 
+/// `apiVersion` and `kind`, when present, must be the resource's (400 otherwise, as the
+/// apiserver); absent ones are for the caller to fill.
+pub fn check_type_meta(body: &Value, resource: &Resource) -> Result<(), KubeError> {
+    let expected = resource.api_version();
+    if let Some(v) = body["apiVersion"].as_str().filter(|v| !v.is_empty()) {
+        if v != expected {
+            return Err(KubeError::bad_request(format!(
+                "the API version in the data ({}) does not match the expected API version ({expected})",
+                echo(v)
+            )));
+        }
+    }
+    if let Some(k) = body["kind"].as_str().filter(|k| !k.is_empty()) {
+        if k != resource.kind {
+            return Err(KubeError::bad_request(format!(
+                "the kind in the data ({}) does not match the expected kind ({})",
+                echo(k),
+                resource.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A body's `metadata.namespace`, when set, must be the URL's (400 otherwise).
+pub fn check_namespace(body: &Value, url_namespace: &str) -> Result<(), KubeError> {
+    match body["metadata"]["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() && ns != url_namespace => Err(KubeError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// On PUT, the body's `metadata.name` must be the URL's (400 otherwise).
+pub fn check_name(body: &Value, url_name: &str) -> Result<(), KubeError> {
+    let name = body["metadata"]["name"].as_str().unwrap_or("");
+    if name == url_name {
+        return Ok(());
+    }
+    Err(KubeError::bad_request(format!(
+        "the name of the object ({}) does not match the name on the URL ({})",
+        echo(name),
+        echo(url_name)
+    )))
+}
+
+/// The wire `Cluster` of a validated body; a type error (a number where a string belongs) is
+/// a 400 `Cluster in version "v1alpha1" cannot be handled as a Cluster: <why>`.
+pub fn decode_cluster(body: &Value) -> Result<Cluster, KubeError> {
+    serde_json::from_value(body.clone())
+        .map_err(|e| KubeError::undecodable(&CLUSTERS, &e.to_string()))
+}
+
 /// The longest generateName prefix kept (63 - 5 random characters).
 const MAX_GENERATED_PREFIX: usize = 58;
 
@@ -1039,6 +1094,50 @@ mod tests {
                 "spec.authInfo.controller.namespace"
             ]
         );
+    }
+
+    #[test]
+    fn type_meta_namespace_and_name_must_match_the_request() {
+        assert!(check_type_meta(&good(), &CLUSTERS).is_ok());
+        assert!(check_type_meta(&json!({}), &CLUSTERS).is_ok());
+        assert_eq!(
+            check_type_meta(&json!({"apiVersion": "v1"}), &CLUSTERS)
+                .err()
+                .map(|e| e.to_string()),
+            Some(
+                "the API version in the data (v1) does not match the expected API version \
+                 (clusterregistry.k8s.io/v1alpha1)"
+                    .into()
+            )
+        );
+        assert!(check_type_meta(&json!({"kind": "Pod"}), &CLUSTERS).is_err());
+        let b = json!({"metadata": {"name": "a", "namespace": "p1"}});
+        assert!(check_namespace(&b, "p1").is_ok());
+        assert_eq!(
+            check_namespace(&b, "p2")
+                .err()
+                .map(|e| e.status_code().as_u16()),
+            Some(400)
+        );
+        assert!(check_name(&b, "a").is_ok());
+        assert_eq!(
+            check_name(&b, "b").err().map(|e| e.to_string()),
+            Some("the name of the object (a) does not match the name on the URL (b)".into())
+        );
+    }
+
+    #[test]
+    fn decoding_reports_type_errors_as_400() {
+        let c = decode_cluster(&good()).ok().unwrap_or_default();
+        assert_eq!(c.metadata.name, "alpha");
+        assert_eq!(
+            c.spec.auth_info.and_then(|a| a.controller).map(|r| r.name),
+            Some("alpha-creds".into())
+        );
+        let e = decode_cluster(&json!({"metadata": {"labels": {"a": 1}}})).err();
+        assert!(e.is_some_and(|e| e.status_code().as_u16() == 400
+            && e.to_string()
+                .starts_with("Cluster in version \"v1alpha1\" cannot be handled as a Cluster: ")));
     }
 
     #[test]
