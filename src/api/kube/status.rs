@@ -310,16 +310,20 @@ impl KubeError {
     /// 400 of strict field validation: `Cluster in version "v1alpha1" cannot be handled as a
     /// Cluster: strict decoding error: unknown field "a", unknown field "b"`.
     pub fn strict_decoding(resource: &Resource, unknown: &[String]) -> Self {
-        let fields: Vec<String> = unknown
+        let problems: Vec<String> = unknown
             .iter()
             .map(|f| format!("unknown field {}", quote(f)))
             .collect();
+        Self::strict_decoding_problems(resource, &problems)
+    }
+    /// The same 400 with problems already worded (`duplicate field "x"`, `unknown field "y"`).
+    pub fn strict_decoding_problems(resource: &Resource, problems: &[String]) -> Self {
         KubeError::BadRequest(format!(
             "{} in version {} cannot be handled as a {}: strict decoding error: {}",
             resource.kind,
             quote(resource.version),
             resource.kind,
-            fields.join(", ")
+            problems.join(", ")
         ))
     }
     /// 400 of a body that is not a decodable object: `Cluster in version "v1alpha1" cannot be

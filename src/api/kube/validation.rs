@@ -3,7 +3,10 @@
 //! pointers to them), CIDRs that parse, addresses that are addresses, CA bundles that are PEM
 //! certificates.
 
+use std::cell::RefCell;
+
 use base64::Engine;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::objects::Cluster;
@@ -62,17 +65,117 @@ pub fn apply_field_validation(
     unknown: &[String],
     mode: FieldValidation,
 ) -> Result<Vec<String>, KubeError> {
-    if unknown.is_empty() {
+    field_problems(&[], unknown, mode)
+}
+
+/// Duplicate and unknown fields, worded as the apiserver's strict decoder, under a mode.
+fn field_problems(
+    duplicates: &[String],
+    unknown: &[String],
+    mode: FieldValidation,
+) -> Result<Vec<String>, KubeError> {
+    let problems: Vec<String> = duplicates
+        .iter()
+        .map(|f| format!("duplicate field {}", quote(f)))
+        .chain(
+            unknown
+                .iter()
+                .map(|f| format!("unknown field {}", quote(f))),
+        )
+        .collect();
+    if problems.is_empty() {
         return Ok(vec![]);
     }
     match mode {
-        FieldValidation::Strict => Err(KubeError::strict_decoding(&CLUSTERS, unknown)),
-        FieldValidation::Warn => Ok(unknown
-            .iter()
-            .map(|f| format!("unknown field {}", quote(f)))
-            .collect()),
+        FieldValidation::Strict => Err(KubeError::strict_decoding_problems(&CLUSTERS, &problems)),
+        FieldValidation::Warn => Ok(problems),
         FieldValidation::Ignore => Ok(vec![]),
     }
+}
+
+/// Seed that walks raw JSON and records the paths of keys seen twice in one object.
+struct Dup<'a> {
+    path: String,
+    out: &'a RefCell<Vec<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Dup<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Dup<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        while seq
+            .next_element_seed(Dup {
+                path: format!("{}[{i}]", self.path),
+                out: self.out,
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let child = if self.path.is_empty() {
+                k.clone()
+            } else {
+                format!("{}.{k}", self.path)
+            };
+            if !seen.insert(k) {
+                let mut out = self.out.borrow_mut();
+                if out.len() < schema::MAX_UNKNOWN_REPORTED && !out.contains(&child) {
+                    out.push(child.clone());
+                }
+            }
+            map.next_value_seed(Dup {
+                path: child,
+                out: self.out,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Paths of keys that appear twice in one object of a raw JSON body (`metadata.name`), at
+/// most 100; empty for a body that is not JSON.
+pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
+    let out = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let _ = Dup {
+        path: String::new(),
+        out: &out,
+    }
+    .deserialize(&mut de);
+    out.into_inner()
 }
 
 // ---- credentials ---------------------------------------------------------------------------
@@ -614,6 +717,32 @@ fn name_of(body: &Value) -> String {
 /// labels, annotations and spec (422 with every cause). Returns the warnings (Warn mode) for
 /// the `Warning` header.
 pub fn validate_cluster(body: &Value, mode: FieldValidation) -> Result<Vec<String>, KubeError> {
+    validate_with_duplicates(body, &[], mode)
+}
+
+/// `validate_cluster` of a raw POST/PUT body: parsed here (400 if it is not JSON), with
+/// duplicate keys treated like unknown fields (Strict: 400, Warn: warnings). Returns the
+/// parsed body and the warnings.
+pub fn validate_cluster_raw(
+    raw: &[u8],
+    mode: FieldValidation,
+) -> Result<(Value, Vec<String>), KubeError> {
+    let body: Value = serde_json::from_slice(raw)
+        .map_err(|e| KubeError::undecodable(&CLUSTERS, &e.to_string()))?;
+    let duplicates = if mode == FieldValidation::Ignore {
+        vec![]
+    } else {
+        duplicate_fields(raw)
+    };
+    let warnings = validate_with_duplicates(&body, &duplicates, mode)?;
+    Ok((body, warnings))
+}
+
+fn validate_with_duplicates(
+    body: &Value,
+    duplicates: &[String],
+    mode: FieldValidation,
+) -> Result<Vec<String>, KubeError> {
     if !body.is_object() {
         return Err(KubeError::undecodable(
             &CLUSTERS,
@@ -627,7 +756,7 @@ pub fn validate_cluster(body: &Value, mode: FieldValidation) -> Result<Vec<Strin
     if let Some(c) = cluster_name_cause(body) {
         return Err(KubeError::invalid(&CLUSTERS, name_of(body), vec![c]));
     }
-    let warnings = apply_field_validation(&unknown_fields(body), mode)?;
+    let warnings = field_problems(duplicates, &unknown_fields(body), mode)?;
     let mut causes = metadata_causes(body);
     causes.extend(spec_causes(body));
     if !causes.is_empty() {
@@ -1138,6 +1267,49 @@ mod tests {
         assert!(e.is_some_and(|e| e.status_code().as_u16() == 400
             && e.to_string()
                 .starts_with("Cluster in version \"v1alpha1\" cannot be handled as a Cluster: ")));
+    }
+
+    #[test]
+    fn duplicate_fields_are_strict_errors_or_warnings() {
+        let raw = br#"{"metadata":{"name":"a","name":"b","labels":{"x":"1","x":"2"}},
+            "spec":{"kubernetesApiEndpoints":{"serverEndpoints":[{"serverAddress":"h","serverAddress":"i"}]}}}"#;
+        assert_eq!(
+            duplicate_fields(raw),
+            vec![
+                "metadata.name",
+                "metadata.labels.x",
+                "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress"
+            ]
+        );
+        let raw = br#"{"metadata":{"name":"a","name":"b"},"spec":{"bogus":1}}"#;
+        assert_eq!(
+            validate_cluster_raw(raw, FieldValidation::Strict)
+                .err()
+                .map(|e| e.to_string()),
+            Some(
+                "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: strict decoding \
+                 error: duplicate field \"metadata.name\", unknown field \"spec.bogus\""
+                    .into()
+            )
+        );
+        let (body, warnings) = validate_cluster_raw(raw, FieldValidation::Warn)
+            .ok()
+            .unwrap_or_default();
+        assert_eq!(body["metadata"]["name"], "b");
+        assert_eq!(
+            warnings,
+            vec![
+                "duplicate field \"metadata.name\"".to_string(),
+                "unknown field \"spec.bogus\"".to_string()
+            ]
+        );
+        assert!(validate_cluster_raw(raw, FieldValidation::Ignore).is_ok());
+        assert_eq!(
+            validate_cluster_raw(b"{nope", FieldValidation::Ignore)
+                .err()
+                .map(|e| e.status_code().as_u16()),
+            Some(400)
+        );
     }
 
     #[test]
