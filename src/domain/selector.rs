@@ -274,11 +274,15 @@ impl LabelSelector {
             return Ok(LabelSelector::default());
         }
         let mut requirements = Vec::new();
-        for term in split_terms(s)? {
+        let terms = split_terms(s)?;
+        let last = terms.len().saturating_sub(1);
+        for (i, term) in terms.into_iter().enumerate() {
             if term.trim().is_empty() {
-                return Err(err(
-                    "found ',', expected: !, identifier, or 'end of string'",
-                ));
+                return Err(err(match i {
+                    0 => "found ',', expected: !, identifier, or 'end of string'",
+                    i if i == last => "found '', expected: identifier after ','",
+                    _ => "found ',', expected: identifier after ','",
+                }));
             }
             requirements.push(parse_requirement(term)?);
         }
@@ -463,6 +467,14 @@ mod tests {
         ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad} should fail");
         }
+        assert_eq!(
+            LabelSelector::parse("env=prod,").map_err(|e| e.0),
+            Err("found '', expected: identifier after ','".into())
+        );
+        assert_eq!(
+            LabelSelector::parse(",env").map_err(|e| e.0),
+            Err("found ',', expected: !, identifier, or 'end of string'".into())
+        );
         assert_eq!(
             LabelSelector::parse("env in prod").map_err(|e| e.0),
             Err("unable to parse requirement: found 'prod', expected: '('".into())
