@@ -4,6 +4,7 @@
 //! blocks for the handlers.
 
 pub mod discovery;
+pub mod list;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
