@@ -34,6 +34,7 @@ use crate::domain::cluster::{
 use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
 use crate::domain::names::ClusterName;
+use crate::domain::registry::RegistryMeta;
 use crate::domain::status::{ClusterStatus, HealthStatus};
 use crate::domain::template::ClusterTemplate;
 use crate::domain::{ClusterId, TemplateId};
@@ -344,6 +345,8 @@ impl ClusterCreate {
             floating_ip_enabled: self.floating_ip_enabled.unwrap_or(spec.floating_ip_enabled),
             master_lb_enabled,
             nodegroups,
+            status: ClusterStatus::CreateInProgress,
+            registry: RegistryMeta::default(),
         })
     }
 }
@@ -764,61 +767,68 @@ async fn delete(
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:delete", &target(&c))?;
-        let feds = state
-            .store
-            .federations_of_cluster(&c.uuid)
-            .await?;
-        if !feds.is_empty() {
-            let names: Vec<String> = feds
-                .iter()
-                .map(|f| format!("{} ({})", f.name, f.uuid))
-                .collect();
-            return Err(ApiError::conflict(format!(
-                "Cluster {} hosts or belongs to federation(s) {}; unjoin it or delete the federation first.",
-                c.name,
-                names.join(", ")
-            )));
-        }
-        if c.status == ClusterStatus::DeleteInProgress {
-            return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
-        }
-        let template = template_of(&state, &c).await?;
-        let driver = driver_for(&state, &template)?;
-        let ngs = nodegroups_of(&state, &c).await?;
-        let mut next = c.clone();
-        next.status = ClusterStatus::DeleteInProgress;
-        next.status_reason = None;
-        let job = state.job(
-            Operation::ClusterDelete,
-            c.uuid,
-            driver.name(),
-            json!({}),
-        );
-        let writes = vec![
-            Write::update_cluster(&next),
-            // Re-checked under the row lock: a federation created or joined meanwhile wins.
-            Write::RefuseIfFederated {
-                cluster_uuid: c.uuid,
-            },
-            Write::job(job),
-            Write::event(events::cluster_event(
-                &state.settings.default.host,
-                Action::Delete,
-                Outcome::Pending,
-                &next,
-                &ngs,
-                Some(&initiator(&ctx)),
-            )),
-        ];
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
-            // Stale: re-read. Federated meanwhile: the next round's check names the federation.
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        Ok(match delete_attempt(&state, &ctx, &c).await? {
+            Attempt::Done(()) => Attempt::Done(HttpResponse::NoContent().finish()),
+            Attempt::Retry => Attempt::Retry,
+        })
     })
     .await
+}
+
+/// One attempt at starting the delete of `c` (looked up and authorized by the caller): refused
+/// while the cluster hosts or belongs to a federation; otherwise `DELETE_IN_PROGRESS`, the
+/// driver's delete job and the pending event in one commit. Done at once when a delete is
+/// already under way.
+pub(crate) async fn delete_attempt(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+) -> Result<Attempt<()>, ApiError> {
+    let feds = state.store.federations_of_cluster(&c.uuid).await?;
+    if !feds.is_empty() {
+        let names: Vec<String> = feds
+            .iter()
+            .map(|f| format!("{} ({})", f.name, f.uuid))
+            .collect();
+        return Err(ApiError::conflict(format!(
+            "Cluster {} hosts or belongs to federation(s) {}; unjoin it or delete the federation first.",
+            c.name,
+            names.join(", ")
+        )));
+    }
+    if c.status == ClusterStatus::DeleteInProgress {
+        return Ok(Attempt::Done(()));
+    }
+    let template = template_of(state, c).await?;
+    let driver = driver_for(state, &template)?;
+    let ngs = nodegroups_of(state, c).await?;
+    let mut next = c.clone();
+    next.status = ClusterStatus::DeleteInProgress;
+    next.status_reason = None;
+    let job = state.job(Operation::ClusterDelete, c.uuid, driver.name(), json!({}));
+    let writes = vec![
+        Write::update_cluster(&next),
+        // Re-checked under the row lock: a federation created or joined meanwhile wins.
+        Write::RefuseIfFederated {
+            cluster_uuid: c.uuid,
+        },
+        Write::job(job),
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Delete,
+            Outcome::Pending,
+            &next,
+            &ngs,
+            Some(&initiator(ctx)),
+        )),
+    ];
+    match state.store.commit(&writes).await {
+        Ok(()) => Ok(Attempt::Done(())),
+        // Stale: re-read. Federated meanwhile: the next round's check names the federation.
+        Err(StoreError::Stale) => Ok(Attempt::Retry),
+        Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Finds the node group an action names (uuid, name or integer id), else the default worker.

@@ -124,6 +124,8 @@ pub fn normalized_path(path: &str) -> String {
         .unwrap_or("");
     match first {
         "" | "v1" | "healthcheck" => trimmed.to_string(),
+        // The Kubernetes-facing APIs and what kubectl asks for around them.
+        f if kube::ROOTS.contains(&f) => trimmed.to_string(),
         _ => format!("/v1{trimmed}"),
     }
 }
@@ -227,5 +229,11 @@ mod tests {
             "/v1/clustertemplates"
         );
         assert_eq!(normalized_path("/healthcheck"), "/healthcheck");
+        assert_eq!(
+            normalized_path("/apis/clusterregistry.k8s.io/v1alpha1/clusters/"),
+            "/apis/clusterregistry.k8s.io/v1alpha1/clusters"
+        );
+        assert_eq!(normalized_path("/openapi/v3"), "/openapi/v3");
+        assert_eq!(normalized_path("/version"), "/version");
     }
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
-use crate::domain::status::ClusterStatus;
 use crate::domain::ClusterId;
 
 /// The cluster row a create inserts.
@@ -24,8 +23,8 @@ pub fn cluster(n: &NewCluster, now: DateTime<Utc>) -> Cluster {
         master_flavor_id: n.master_flavor_id.clone(),
         flavor_id: n.flavor_id.clone(),
         stack_id: None,
-        api_address: None,
-        status: ClusterStatus::CreateInProgress,
+        api_address: n.registry.api_address(),
+        status: n.status,
         status_reason: None,
         health_status: None,
         health_status_reason: BTreeMap::new(),
@@ -40,6 +39,7 @@ pub fn cluster(n: &NewCluster, now: DateTime<Utc>) -> Cluster {
         version: 0,
         created_at: now,
         updated_at: None,
+        registry: n.registry.clone(),
     }
 }
 

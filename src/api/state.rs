@@ -23,6 +23,8 @@ pub struct AppState {
     pub certificates: crate::certificates::Certificates,
     /// How the links of answers start (`[api] public_endpoint`, proxy headers, or the request).
     pub links: super::links::LinkBase,
+    /// The cluster registry's change feed, started by the first watch.
+    pub registry_feed: super::kube::feed::RegistryFeed,
 }
 
 impl AppState {
@@ -88,6 +90,7 @@ impl AppState {
             certificates,
             links: super::links::LinkBase::from_settings(&settings),
             settings: Arc::new(settings),
+            registry_feed: super::kube::feed::RegistryFeed::new(store.clone()),
             store,
             enforcer: Arc::new(enforcer),
             authenticator: Arc::new(authenticator),

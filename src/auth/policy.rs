@@ -306,9 +306,17 @@ const CERTIFICATES: &str = "/v1/certificates";
 const CERTIFICATE: &str = "/v1/certificates/{cluster_ident}";
 const QUOTAS: &str = "/v1/quotas";
 const QUOTA: &str = "/v1/quotas/{project_id}/{resource}";
-const REGISTRY: &str = "/apis/clusterregistry.k8s.io/v1alpha1/clusters";
-const REGISTRY_ONE: &str = "/apis/clusterregistry.k8s.io/v1alpha1/clusters/{name}";
-const REGISTRY_STATUS: &str = "/apis/clusterregistry.k8s.io/v1alpha1/clusters/{name}/status";
+const REGISTRY_ALL: &str = "/apis/clusterregistry.k8s.io/v1alpha1/clusters";
+const REGISTRY: &str = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters";
+const REGISTRY_ONE: &str =
+    "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters/{name}";
+const KUBECONFIG_ALL: &str = "/apis/clusterregistry.k8s.io/v1alpha1/kubeconfig";
+const KUBECONFIG: &str = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/kubeconfig";
+const PROFILES_ALL: &str = "/apis/multicluster.x-k8s.io/v1alpha1/clusterprofiles";
+const PROFILES: &str =
+    "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/clusterprofiles";
+const PROFILE: &str =
+    "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/clusterprofiles/{name}";
 
 /// `name => check string, description, [(method, path), ...];`
 macro_rules! rule_table {
@@ -505,16 +513,27 @@ static DEFAULTS: &[RuleDefault] = rule_table! {
     "stats:get_all" => ADMIN_OR_READER, "Retrieve magnum stats.", [("GET", "/v1/stats")];
 
     // ---- Kubernetes-style cluster registry (clusterregistry.k8s.io), a Fleetyard addition ----
-    "clusterregistry:get" => ADMIN_OR_READER, "Retrieve a registered cluster.",
-        [("GET", REGISTRY_ONE), ("GET", REGISTRY_STATUS)];
-    "clusterregistry:list" => ADMIN_OR_READER, "List or watch registered clusters.",
-        [("GET", REGISTRY)];
-    "clusterregistry:create" => ADMIN_OR_MEMBER, "Register a cluster.", [("POST", REGISTRY)];
-    "clusterregistry:update" => ADMIN_OR_MEMBER, "Replace or patch a registered cluster.",
-        [("PUT", REGISTRY_ONE), ("PATCH", REGISTRY_ONE), ("PUT", REGISTRY_STATUS),
-         ("PATCH", REGISTRY_STATUS)];
-    "clusterregistry:delete" => ADMIN_OR_MEMBER, "Delete a registered cluster.",
-        [("DELETE", REGISTRY_ONE)];
+    "registry:get" => ADMIN_OR_READER,
+        "Retrieve a cluster through the registry (clusterregistry.k8s.io Cluster or \
+         multicluster.x-k8s.io ClusterProfile).",
+        [("GET", REGISTRY_ONE), ("GET", PROFILE)];
+    "registry:list" => ADMIN_OR_READER,
+        "List a project's clusters through the registry (every project the caller may see with \
+         the all-namespaces path).",
+        [("GET", REGISTRY), ("GET", REGISTRY_ALL), ("GET", PROFILES), ("GET", PROFILES_ALL)];
+    "registry:watch" => ADMIN_OR_READER, "Watch clusters through the registry (?watch=true).",
+        [("GET", REGISTRY), ("GET", REGISTRY_ALL), ("GET", PROFILES), ("GET", PROFILES_ALL)];
+    "registry:create" => ADMIN_OR_MEMBER, "Register a cluster (driver external).",
+        [("POST", REGISTRY)];
+    "registry:update" => ADMIN_OR_MEMBER,
+        "Replace or patch a cluster's registry object (labels, annotations, endpoints).",
+        [("PUT", REGISTRY_ONE), ("PATCH", REGISTRY_ONE)];
+    "registry:delete" => ADMIN_OR_MEMBER, "Delete a cluster through the registry.",
+        [("DELETE", REGISTRY_ONE), ("DELETE", REGISTRY)];
+    "registry:export" => ADMIN_OR_READER,
+        "Export a kubeconfig (servers and CAs, no credentials) for the clusters a label selector \
+         picks.",
+        [("GET", KUBECONFIG), ("GET", KUBECONFIG_ALL)];
 };
 
 // ================================================================================================
@@ -1268,7 +1287,7 @@ mod tests {
         let (t, member) = (target("p1", "creator"), creds("p1", "u1", "member"));
         let rules = "cluster:get cluster:create cluster:update cluster:delete cluster:resize \
                      nodegroup:create credential:rotate federation:join certificate:get \
-                     certificate:create certificate:rotate_ca clusterregistry:update";
+                     certificate:create certificate:rotate_ca registry:update";
         for rule in rules.split_whitespace() {
             assert!(enforcer.enforce(rule, &t, &member), "{rule}");
         }
@@ -1295,12 +1314,12 @@ mod tests {
         let enforcer = Enforcer::with_defaults();
         let (t, reader) = (target("p1", "u1"), creds("p1", "u1", "reader"));
         let reads = "cluster:get cluster:get_all clustertemplate:detail quota:get stats:get_all \
-                     clusterregistry:list certificate:get";
+                     registry:list certificate:get";
         for rule in reads.split_whitespace() {
             assert!(enforcer.enforce(rule, &t, &reader), "{rule}");
         }
         let writes = "cluster:create clustertemplate:create nodegroup:create federation:create \
-                      certificate:create clusterregistry:create";
+                      certificate:create registry:create";
         for rule in writes.split_whitespace() {
             assert!(!enforcer.enforce(rule, &t, &reader), "{rule}");
         }

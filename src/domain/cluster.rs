@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::labels::Labels;
 use super::names::ClusterName;
+use super::registry::RegistryMeta;
 use super::status::{ClusterStatus, HealthStatus};
 use super::{ClusterId, NodeGroupId, TemplateId};
 
@@ -47,6 +48,8 @@ pub struct Cluster {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: Option<DateTime<Utc>>,
+    /// The cluster registry's part of the row.
+    pub registry: RegistryMeta,
 }
 
 /// A cluster about to be inserted, with its two default node groups.
@@ -69,6 +72,9 @@ pub struct NewCluster {
     pub floating_ip_enabled: bool,
     pub master_lb_enabled: bool,
     pub nodegroups: Vec<NewNodeGroup>,
+    /// `CREATE_IN_PROGRESS` for a cluster to provision; `CREATE_COMPLETE` for one registered.
+    pub status: ClusterStatus,
+    pub registry: RegistryMeta,
 }
 
 /// A Kubernetes taint as node groups carry it.

@@ -8,6 +8,7 @@ pub mod job;
 pub mod keypair;
 pub mod labels;
 pub mod names;
+pub mod registry;
 pub mod scope;
 pub mod selector;
 pub mod status;

@@ -2,6 +2,7 @@
 //! conductor owns every status change. Operations are idempotent: a retried job calls the
 //! same operation again and must not create anything twice.
 
+pub mod external;
 pub mod fake;
 pub mod kubernetes;
 
@@ -330,6 +331,10 @@ impl DriverRegistry {
 
     /// The driver that does the work, when it is configured in this process.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Driver>> {
+        // Registered clusters' driver: always there, never named by a template.
+        if name == crate::domain::registry::EXTERNAL_DRIVER {
+            return Some(Arc::new(external::ExternalDriver));
+        }
         if !self.is_available(name) {
             return None;
         }

@@ -164,16 +164,19 @@ pub(super) async fn stats(pool: &Pool, project_id: Option<&str>) -> StoreResult<
     Ok((clusters, nodes.unwrap_or(0)))
 }
 
-/// Inserts the cluster with status `CREATE_IN_PROGRESS` and its node groups.
+/// Inserts the cluster (with its `status`: in progress, or complete for a registered one) and
+/// its node groups.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %c.uuid))]
 pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> StoreResult<()> {
     tx.sql(
         "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
-         keypair, docker_volume_size, labels, master_flavor_id, flavor_id, status, \
+         keypair, docker_volume_size, labels, master_flavor_id, flavor_id, \
          create_timeout, discovery_url, fixed_network, fixed_subnet, \
-         floating_ip_enabled, master_lb_enabled, version, created_at) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'CREATE_IN_PROGRESS', $11, $12, \
-         $13, $14, $15, $16, 0, $17)",
+         floating_ip_enabled, master_lb_enabled, version, created_at, status, api_address, \
+         registry_labels, registry_annotations, generation, server_endpoints, ca_bundle, \
+         auth_info) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
     )
     .bind_id(&c.uuid)
     .bind(&c.project_id)
@@ -192,6 +195,14 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
     .bind(c.floating_ip_enabled)
     .bind(c.master_lb_enabled)
     .bind(now)
+    .bind(c.status.as_str())
+    .bind(c.registry.api_address())
+    .bind(Json(&c.registry.labels))
+    .bind(Json(&c.registry.annotations))
+    .bind(c.registry.generation)
+    .bind(Json(&c.registry.server_endpoints))
+    .bind(&c.registry.ca_bundle)
+    .bind(Json(&c.registry.auth_info))
     .execute(&mut *tx)
     .await?;
     for ng in &c.nodegroups {
@@ -212,7 +223,9 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
              health_status_reason = $12, create_timeout = $13, discovery_url = $14, \
              coe_version = $15, container_version = $16, fixed_network = $17, \
              fixed_subnet = $18, floating_ip_enabled = $19, master_lb_enabled = $20, \
-             cluster_template_id = $21, updated_at = $22, version = version + 1 \
+             cluster_template_id = $21, updated_at = $22, version = version + 1, \
+             registry_labels = $25, registry_annotations = $26, generation = $27, \
+             server_endpoints = $28, ca_bundle = $29, auth_info = $30 \
              WHERE id = $23 AND version = $24",
         )
         .bind(&c.name)
@@ -239,6 +252,12 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
         .bind(now)
         .bind(c.id)
         .bind(c.version)
+        .bind(Json(&c.registry.labels))
+        .bind(Json(&c.registry.annotations))
+        .bind(c.registry.generation)
+        .bind(Json(&c.registry.server_endpoints))
+        .bind(&c.registry.ca_bundle)
+        .bind(Json(&c.registry.auth_info))
         .execute(&mut *tx)
         .await?;
     if done == 0 {

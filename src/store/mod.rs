@@ -17,6 +17,7 @@ mod nodegroups;
 mod outbox;
 mod postgres;
 mod quotas;
+mod registry;
 mod rows;
 mod services;
 pub(crate) mod sql;
@@ -39,6 +40,7 @@ pub use federations::FEDERATION_SORT_KEYS;
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
+pub use registry::{ClusterChange, RegistryEntry, RegistryPage};
 pub use rows::QuotaRow;
 pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;
@@ -321,6 +323,22 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     /// What wakes a relay of this store when an event is committed: this process's commits,
     /// and on PostgreSQL every process's (`LISTEN` on a connection of the relay's own).
     fn outbox_wakeups(&self) -> OutboxWakeups;
+
+    // ---- Cluster registry ---------------------------------------------------------------------
+    /// A page of clusters in (project, name) order, with driver and node count.
+    async fn registry_page(&self, page: &RegistryPage) -> StoreResult<Vec<RegistryEntry>>;
+    /// The cluster of `project` whose registry name is `name`.
+    async fn registry_get(&self, project: &str, name: &str) -> StoreResult<Option<RegistryEntry>>;
+    async fn registry_entries(&self, uuids: &[ClusterId]) -> StoreResult<Vec<RegistryEntry>>;
+    /// Changes of cluster rows after resourceVersion `after`, oldest first.
+    async fn registry_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<ClusterChange>>;
+    /// The latest resourceVersion, and the highest one pruned from the change log.
+    async fn registry_bounds(&self) -> StoreResult<(i64, i64)>;
+    /// Drops changes older than `keep_seconds` (never the latest); returns how many.
+    async fn prune_registry_changes(&self, keep_seconds: u64) -> StoreResult<u64>;
+    /// What wakes a registry watch when a cluster row changes (this process's commits; on
+    /// PostgreSQL every process's).
+    fn registry_wakeups(&self) -> OutboxWakeups;
 
     // ---- Operations ---------------------------------------------------------------------------
     /// Pending jobs: due and unleased, leased, and when the oldest due one became due.

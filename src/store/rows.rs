@@ -11,6 +11,7 @@ use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobResource, Operation};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::labels::Labels;
+use crate::domain::registry::{AuthPointers, RegistryMeta, ServerEndpoint};
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus};
 use crate::domain::template::{ClusterTemplate, TemplateSpec};
 /// A uuid column read into the id type it holds.
@@ -28,7 +29,8 @@ pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
     cluster_template_id, keypair, docker_volume_size, labels, master_flavor_id, flavor_id, \
     stack_id, api_address, status, status_reason, health_status, health_status_reason, \
     create_timeout, discovery_url, coe_version, container_version, fixed_network, fixed_subnet, \
-    floating_ip_enabled, master_lb_enabled, version, created_at, updated_at";
+    floating_ip_enabled, master_lb_enabled, version, created_at, updated_at, registry_labels, \
+    registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct ClusterRow {
@@ -60,6 +62,13 @@ pub(crate) struct ClusterRow {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: Option<DateTime<Utc>>,
+    pub registry_labels: Json<BTreeMap<String, String>>,
+    pub registry_annotations: Json<BTreeMap<String, String>>,
+    pub resource_version: i64,
+    pub generation: i64,
+    pub server_endpoints: Json<Vec<ServerEndpoint>>,
+    pub ca_bundle: Option<String>,
+    pub auth_info: Json<AuthPointers>,
 }
 
 impl ClusterRow {
@@ -99,6 +108,15 @@ impl ClusterRow {
             version: self.version,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            registry: RegistryMeta {
+                labels: self.registry_labels.0,
+                annotations: self.registry_annotations.0,
+                resource_version: self.resource_version,
+                generation: self.generation,
+                server_endpoints: self.server_endpoints.0,
+                ca_bundle: self.ca_bundle,
+                auth_info: self.auth_info.0,
+            },
         })
     }
 }

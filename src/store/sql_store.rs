@@ -9,11 +9,13 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, services, templates, write,
+    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, registry, services,
+    templates, write,
 };
 use super::{
-    Dialect, JobGauges, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, ResourceStore,
-    Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
+    ClusterChange, Dialect, JobGauges, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow,
+    RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError,
+    StoreResult, Write,
 };
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
@@ -27,6 +29,8 @@ pub struct SqlStore {
     pub(crate) pool: Pool,
     /// Wakes this process's relays after a commit that wrote an event.
     signal: OutboxSignal,
+    /// Wakes this process's registry watches after a commit that changed a cluster row.
+    registry_signal: OutboxSignal,
 }
 
 impl SqlStore {
@@ -34,6 +38,7 @@ impl SqlStore {
         SqlStore {
             pool,
             signal: OutboxSignal::default(),
+            registry_signal: OutboxSignal::default(),
         }
     }
 
@@ -43,6 +48,9 @@ impl SqlStore {
         let written = write::commit(&self.pool, writes).await?;
         if write::has_event(writes) {
             self.signal.committed();
+        }
+        if write::touches_clusters(writes) {
+            self.registry_signal.committed();
         }
         Ok(written)
     }
@@ -331,6 +339,39 @@ impl Store for SqlStore {
         match &self.pool {
             Pool::Pg(pool, _) => OutboxWakeups::listening(&self.signal, pool),
             Pool::Lite(_) => OutboxWakeups::in_process(&self.signal),
+        }
+    }
+
+    async fn registry_page(&self, page: &RegistryPage) -> StoreResult<Vec<RegistryEntry>> {
+        registry::page(&self.pool, page).await
+    }
+
+    async fn registry_get(&self, project: &str, name: &str) -> StoreResult<Option<RegistryEntry>> {
+        registry::get(&self.pool, project, name).await
+    }
+
+    async fn registry_entries(&self, uuids: &[ClusterId]) -> StoreResult<Vec<RegistryEntry>> {
+        registry::by_uuids(&self.pool, uuids).await
+    }
+
+    async fn registry_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<ClusterChange>> {
+        registry::changes(&self.pool, after, limit).await
+    }
+
+    async fn registry_bounds(&self) -> StoreResult<(i64, i64)> {
+        registry::bounds(&self.pool).await
+    }
+
+    async fn prune_registry_changes(&self, keep_seconds: u64) -> StoreResult<u64> {
+        registry::prune(&self.pool, keep_seconds).await
+    }
+
+    fn registry_wakeups(&self) -> OutboxWakeups {
+        match &self.pool {
+            Pool::Pg(pool, _) => {
+                OutboxWakeups::listening_on(registry::REGISTRY_CHANNEL, &self.registry_signal, pool)
+            }
+            Pool::Lite(_) => OutboxWakeups::in_process(&self.registry_signal),
         }
     }
 

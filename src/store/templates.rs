@@ -52,9 +52,11 @@ pub const TEMPLATE_SORT_KEYS: &[(&str, bool)] = &[
 ];
 
 /// Templates the caller's project (`$1`) may see over alias `t`: its own, and public ones not
-/// hidden. The every-project text names `$1` too, so the statement always binds it.
-const VISIBLE_OWN: &str = "(t.project_id = $1 OR (t.public AND NOT t.hidden))";
-const VISIBLE_ALL: &str = "($1 = $1)";
+/// hidden. The every-project text names `$1` too, so the statement always binds it. The
+/// built-in template of registered clusters (project `''`) is nobody's to see or change.
+const VISIBLE_OWN: &str =
+    "(t.project_id <> '' AND (t.project_id = $1 OR (t.public AND NOT t.hidden)))";
+const VISIBLE_ALL: &str = "($1 = $1 AND t.project_id <> '')";
 
 fn visibility(all_projects: bool) -> &'static str {
     if all_projects {

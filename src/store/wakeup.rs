@@ -66,6 +66,7 @@ pub struct OutboxWakeups {
 /// The `LISTEN` side on PostgreSQL: a pool of one connection of its own (never one of the
 /// store's), and the task holding it once [`OutboxWakeups::wait`] first ran.
 struct Remote {
+    channel: &'static str,
     pool: PgPool,
     running: Option<(watch::Receiver<u64>, AbortOnDrop)>,
 }
@@ -89,6 +90,15 @@ impl OutboxWakeups {
 
     /// Also listens on PostgreSQL, with a connection opened from `store_pool`'s options.
     pub(crate) fn listening(signal: &OutboxSignal, store_pool: &PgPool) -> OutboxWakeups {
+        Self::listening_on(OUTBOX_CHANNEL, signal, store_pool)
+    }
+
+    /// Also listens on `channel` on PostgreSQL.
+    pub(crate) fn listening_on(
+        channel: &'static str,
+        signal: &OutboxSignal,
+        store_pool: &PgPool,
+    ) -> OutboxWakeups {
         let options = (*store_pool.connect_options()).clone();
         let pool = PgPoolOptions::new()
             .max_connections(1)
@@ -101,6 +111,7 @@ impl OutboxWakeups {
         OutboxWakeups {
             local: signal.subscribe(),
             remote: Some(Remote {
+                channel,
                 pool,
                 running: None,
             }),
@@ -122,7 +133,7 @@ impl OutboxWakeups {
         let remote = self.remote.as_mut().map(|r| {
             let (rx, _) = r.running.get_or_insert_with(|| {
                 let (tx, rx) = watch::channel(0u64);
-                let task = tokio::spawn(listen(r.pool.clone(), tx));
+                let task = tokio::spawn(listen(r.channel, r.pool.clone(), tx));
                 (rx, AbortOnDrop(task))
             });
             rx
@@ -151,13 +162,13 @@ async fn changed(rx: &mut watch::Receiver<u64>) {
 
 /// Holds the `LISTEN` connection, bumping `wake` for every notification and for every
 /// (re)connection; reopens it with capped exponential backoff. Ends when the relay is gone.
-async fn listen(pool: PgPool, wake: watch::Sender<u64>) {
+async fn listen(channel: &'static str, pool: PgPool, wake: watch::Sender<u64>) {
     let bump = || wake.send_modify(|n| *n = n.wrapping_add(1));
     let mut backoff = LISTEN_MIN_BACKOFF;
     while !wake.is_closed() {
-        match tokio::time::timeout(LISTEN_CONNECT_TIMEOUT, open(&pool)).await {
+        match tokio::time::timeout(LISTEN_CONNECT_TIMEOUT, open(channel, &pool)).await {
             Ok(Ok(mut listener)) => {
-                tracing::debug!(channel = OUTBOX_CHANNEL, "listening for outbox commits");
+                tracing::debug!(channel, "listening for commits");
                 backoff = LISTEN_MIN_BACKOFF;
                 bump();
                 loop {
@@ -189,8 +200,8 @@ async fn listen(pool: PgPool, wake: watch::Sender<u64>) {
     }
 }
 
-async fn open(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+async fn open(channel: &str, pool: &PgPool) -> Result<PgListener, sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(OUTBOX_CHANNEL).await?;
+    listener.listen(channel).await?;
     Ok(listener)
 }

@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use super::db::{Pool, Tx};
 use super::rows::TemplateRow;
 use super::{
-    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, sql, templates, NewEvent,
-    StoreResult,
+    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, registry, sql, templates,
+    NewEvent, StoreResult,
 };
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
 use crate::domain::federation::{Federation, NewFederation};
@@ -147,6 +147,9 @@ pub(super) fn has_event(writes: &[Write]) -> bool {
 #[tracing::instrument(skip_all, fields(writes = writes.len()))]
 pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<ClusterTemplate>> {
     let mut tx = pool.begin_write().await?;
+    if touches_clusters(writes) {
+        registry::serialize_cluster_writes(&mut tx).await?;
+    }
     let now = sql::now();
     let mut template = None;
     for w in writes {
@@ -156,6 +159,17 @@ pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<
     }
     tx.commit().await?;
     template.map(TemplateRow::into_domain).transpose()
+}
+
+/// Whether the set inserts, updates or deletes a cluster row (and so moves the registry's
+/// resourceVersion counter).
+pub(super) fn touches_clusters(writes: &[Write]) -> bool {
+    writes.iter().any(|w| {
+        matches!(
+            w,
+            Write::InsertCluster(_) | Write::UpdateCluster(_) | Write::DeleteCluster { .. }
+        )
+    })
 }
 
 /// One write inside the set's transaction.

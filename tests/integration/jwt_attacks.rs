@@ -199,10 +199,11 @@ fn assert_refused(r: &Resp, reason: &str, token: &str, what: &str) {
 
 async fn template_rows(app: &TestApp) -> i64 {
     let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connects");
-    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM cluster_template")
-        .fetch_one(&pool)
-        .await
-        .expect("counts");
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM cluster_template WHERE project_id <> ''")
+            .fetch_one(&pool)
+            .await
+            .expect("counts");
     pool.close().await;
     n
 }

@@ -169,6 +169,7 @@ fn cluster(id: &str, name: &str, status: ClusterStatus) -> Cluster {
         version: 1,
         created_at: Utc::now(),
         updated_at: None,
+        registry: Default::default(),
     }
 }
 

@@ -1,9 +1,10 @@
-//! The Kubernetes-style API (`clusterregistry.k8s.io/v1alpha1` `clusters` and the read-only
-//! `multicluster.x-k8s.io/v1alpha1` `clusterprofiles`) that an unmodified kubectl uses:
-//! Status errors, discovery, OpenAPI v3, validation, tables and patches, as pure building
-//! blocks for the handlers.
+//! The Kubernetes-facing APIs over the same cluster rows: `clusterregistry.k8s.io/v1alpha1`
+//! `Cluster` (read-write, namespaced by project) and `multicluster.x-k8s.io/v1alpha1`
+//! `ClusterProfile` (read-only), with what kubectl needs around them: Status errors,
+//! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks.
 
 pub mod discovery;
+pub mod feed;
 pub mod list;
 pub mod objects;
 pub mod openapi;
@@ -12,14 +13,15 @@ pub mod schema;
 pub mod status;
 pub mod table;
 pub mod validation;
+pub mod view;
+
+/// First path segments served as they come (not rerouted under `/v1`).
+pub const ROOTS: &[&str] = &[
+    "api", "apis", "openapi", "version", "healthz", "readyz", "livez",
+];
 
 use actix_web::web;
 use serde_json::{json, Value};
-
-/// The first path segments of the Kubernetes-style API. The service's request middleware
-/// reroutes every other first segment under `/v1` (`api::normalized_path`), so these must be
-/// exempted there.
-pub const ROOT_SEGMENTS: [&str; 4] = ["api", "apis", "openapi", "version"];
 
 /// The routes that need no state: discovery, `/version` and OpenAPI (`/openapi/v2` a 404).
 /// The resource routes (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`)

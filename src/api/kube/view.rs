@@ -1,0 +1,162 @@
+//! Clusters as the registry shows them: a cluster row (and what its statement brought from
+//! other tables) into a wire `Cluster`, and a change-log line into the object a `DELETED`
+//! watch event carries.
+
+use base64::Engine;
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use super::objects::{
+    AuthInfo, Cluster, ClusterCondition, ClusterSpec, ClusterStatus, KubernetesApiEndpoints,
+    ObjectMeta, ObjectReference, ServerAddressByClientCidr, API_VERSION, KIND,
+};
+use crate::domain::registry::{self, ObjectRef, NAME_ANNOTATION};
+use crate::domain::status::HealthStatus;
+use crate::store::{ClusterChange, RegistryEntry};
+
+/// `metav1.Time`: RFC 3339 in UTC with seconds.
+pub fn kube_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn reference(r: &Option<ObjectRef>) -> Option<ObjectReference> {
+    r.as_ref().map(|r| ObjectReference {
+        kind: r.kind.clone(),
+        name: r.name.clone(),
+        namespace: r.namespace.clone(),
+    })
+}
+
+fn metadata(
+    name: &str,
+    uuid: &uuid::Uuid,
+    project: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+    annotations: &std::collections::BTreeMap<String, String>,
+    created: DateTime<Utc>,
+    resource_version: i64,
+) -> ObjectMeta {
+    let registry_name = registry::registry_name(name, uuid);
+    let mut annotations = annotations.clone();
+    if registry_name != name {
+        annotations.insert(NAME_ANNOTATION.to_string(), name.to_string());
+    }
+    ObjectMeta {
+        name: registry_name,
+        namespace: project.to_string(),
+        uid: uuid.to_string(),
+        resource_version: resource_version.to_string(),
+        creation_timestamp: Some(kube_time(created)),
+        labels: labels.clone(),
+        annotations,
+        ..ObjectMeta::default()
+    }
+}
+
+/// The `OK` condition: the cluster's health (from the prober or its driver).
+fn ok_condition(e: &RegistryEntry) -> ClusterCondition {
+    let c = &e.cluster;
+    let (status, reason) = match c.health_status {
+        Some(HealthStatus::Healthy) => ("True", "Healthy"),
+        Some(HealthStatus::Unhealthy) => ("False", "Unhealthy"),
+        _ => ("Unknown", "HealthUnknown"),
+    };
+    let message = if c.health_status_reason.is_empty() {
+        None
+    } else {
+        Some(
+            c.health_status_reason
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    };
+    ClusterCondition {
+        type_: "OK".into(),
+        status: status.into(),
+        last_heartbeat_time: e.last_heartbeat.map(kube_time),
+        last_transition_time: Some(kube_time(
+            e.last_transition.or(c.updated_at).unwrap_or(c.created_at),
+        )),
+        reason: Some(reason.into()),
+        message,
+    }
+}
+
+/// The registry object of a cluster.
+pub fn cluster(e: &RegistryEntry) -> Cluster {
+    let c = &e.cluster;
+    let r = &c.registry;
+    let mut metadata = metadata(
+        &c.name,
+        &c.uuid.0,
+        &c.project_id,
+        &r.labels,
+        &r.annotations,
+        c.created_at,
+        r.resource_version,
+    );
+    metadata.generation = Some(r.generation);
+    let server_endpoints: Vec<ServerAddressByClientCidr> = if r.server_endpoints.is_empty() {
+        c.api_address
+            .iter()
+            .map(|a| ServerAddressByClientCidr {
+                client_cidr: "0.0.0.0/0".into(),
+                server_address: a.clone(),
+            })
+            .collect()
+    } else {
+        r.server_endpoints
+            .iter()
+            .map(|s| ServerAddressByClientCidr {
+                client_cidr: s.client_cidr.clone(),
+                server_address: s.server_address.clone(),
+            })
+            .collect()
+    };
+    let ca_bundle = e
+        .ca_pem
+        .as_deref()
+        .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem));
+    let endpoints =
+        (!server_endpoints.is_empty() || ca_bundle.is_some()).then_some(KubernetesApiEndpoints {
+            server_endpoints,
+            ca_bundle,
+        });
+    let auth_info = (!r.auth_info.is_empty()).then(|| AuthInfo {
+        user: reference(&r.auth_info.user),
+        controller: reference(&r.auth_info.controller),
+    });
+    Cluster {
+        api_version: API_VERSION.into(),
+        kind: KIND.into(),
+        metadata,
+        spec: ClusterSpec {
+            kubernetes_api_endpoints: endpoints,
+            auth_info,
+        },
+        status: ClusterStatus {
+            conditions: vec![ok_condition(e)],
+        },
+    }
+}
+
+/// What a `DELETED` event shows of a cluster that is gone (or renamed away from its old name).
+pub fn deleted(ch: &ClusterChange) -> Cluster {
+    let uuid = uuid::Uuid::try_parse(&ch.cluster_uuid).unwrap_or_default();
+    Cluster {
+        api_version: API_VERSION.into(),
+        kind: KIND.into(),
+        metadata: metadata(
+            &ch.name,
+            &uuid,
+            &ch.project_id,
+            &ch.registry_labels.0,
+            &ch.registry_annotations.0,
+            ch.created_at,
+            ch.resource_version,
+        ),
+        spec: ClusterSpec::default(),
+        status: ClusterStatus::default(),
+    }
+}

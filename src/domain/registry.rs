@@ -1,0 +1,194 @@
+//! What the cluster registry (`clusterregistry.k8s.io/v1alpha1`) keeps on a cluster beyond
+//! Magnum's columns: Kubernetes labels and annotations (not Magnum's COE labels), the endpoints
+//! and CA of a registered cluster, pointers to its credentials, and the registry's counters.
+//! Also the registry name of a cluster whose own name is not a Kubernetes name.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::TemplateId;
+
+/// The hidden public template of clusters registered through the registry (driver `external`).
+pub const EXTERNAL_TEMPLATE: TemplateId =
+    TemplateId(uuid::uuid!("00000000-0000-4000-8000-00000000e7e7"));
+/// The driver of registered clusters: it provisions nothing.
+pub const EXTERNAL_DRIVER: &str = "external";
+/// The annotation holding a cluster's own name when its registry name is derived.
+pub const NAME_ANNOTATION: &str = "fleetyard.openstack.org/cluster-name";
+
+/// `serverEndpoints[]`: where clients in `client_cidr` reach the cluster's API server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerEndpoint {
+    #[serde(rename = "clientCIDR", default)]
+    pub client_cidr: String,
+    #[serde(rename = "serverAddress", default)]
+    pub server_address: String,
+}
+
+/// A pointer to where a credential lives (a Secret, say); never the credential.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRef {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+}
+
+/// `spec.authInfo`: how a user and how a controller authenticate to the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthPointers {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<ObjectRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<ObjectRef>,
+}
+
+impl AuthPointers {
+    pub fn is_empty(&self) -> bool {
+        self.user.is_none() && self.controller.is_none()
+    }
+}
+
+/// The registry's part of a cluster row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryMeta {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// The row's place in the registry's one increasing counter (set by the store).
+    pub resource_version: i64,
+    /// 1 at create, +1 for every change of the registry spec.
+    pub generation: i64,
+    /// Registered clusters' endpoints; provisioned clusters show their `api_address`.
+    pub server_endpoints: Vec<ServerEndpoint>,
+    /// PEM CA certificates of a registered cluster.
+    pub ca_bundle: Option<String>,
+    pub auth_info: AuthPointers,
+}
+
+impl Default for RegistryMeta {
+    fn default() -> Self {
+        RegistryMeta {
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            resource_version: 0,
+            generation: 1,
+            server_endpoints: Vec::new(),
+            ca_bundle: None,
+            auth_info: AuthPointers::default(),
+        }
+    }
+}
+
+impl RegistryMeta {
+    /// The API address a registered cluster is reached at: its first endpoint's server
+    /// address, as an `https://` URL when it names no scheme.
+    pub fn api_address(&self) -> Option<String> {
+        let first = self.server_endpoints.first()?;
+        let addr = first.server_address.trim();
+        if addr.is_empty() {
+            None
+        } else if addr.contains("://") {
+            Some(addr.to_string())
+        } else {
+            Some(format!("https://{addr}"))
+        }
+    }
+}
+
+/// The longest Kubernetes object name (a DNS-1123 subdomain).
+pub const MAX_NAME: usize = 253;
+
+/// Whether `name` is a DNS-1123 subdomain: what Kubernetes accepts as an object name.
+pub fn is_kube_name(name: &str) -> bool {
+    if name.is_empty() || name.len() > MAX_NAME {
+        return false;
+    }
+    name.split('.').all(|label| {
+        let b = label.as_bytes();
+        !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    })
+}
+
+/// A cluster's registry name: its own name when that is a Kubernetes name, else
+/// `<name lower-cased, other characters as '-', trimmed to 200>-<first 8 of uuid>`
+/// (e.g. `My_Cluster` with uuid `3f2a…` → `my-cluster-3f2a9c01`).
+pub fn registry_name(name: &str, uuid: &uuid::Uuid) -> String {
+    if is_kube_name(name) {
+        return name.to_string();
+    }
+    let mut base: String = name
+        .chars()
+        .take(200)
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    // Dots may not start, end or double up inside a subdomain; dashes may not edge a label.
+    while base.contains("..") {
+        base = base.replace("..", ".");
+    }
+    base = base
+        .split('.')
+        .map(|l| l.trim_matches('-'))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(".");
+    let short = &uuid.simple().to_string()[..8];
+    if base.is_empty() {
+        format!("cluster-{short}")
+    } else {
+        format!("{base}-{short}")
+    }
+}
+
+/// The uuid prefix of a derived registry name, if `name` could be one.
+pub fn derived_prefix(name: &str) -> Option<&str> {
+    let (_, tail) = name.rsplit_once('-')?;
+    (tail.len() == 8
+        && tail
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+    .then_some(tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_names_are_dns_subdomains() {
+        for ok in ["a", "prod-1", "a.b-c.d", "0abc"] {
+            assert!(is_kube_name(ok), "{ok}");
+        }
+        for bad in ["", "A", "a_b", "-a", "a-", "a..b", ".a", &"a".repeat(254)] {
+            assert!(!is_kube_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn derived_names_are_kube_names_ending_in_the_uuid_prefix() {
+        let id = uuid::uuid!("3f2a9c01-0000-4000-8000-000000000000");
+        assert_eq!(registry_name("prod", &id), "prod");
+        assert_eq!(registry_name("My_Cluster", &id), "my-cluster-3f2a9c01");
+        assert_eq!(registry_name("A..b_", &id), "a.b-3f2a9c01");
+        assert_eq!(registry_name("___", &id), "cluster-3f2a9c01");
+        for n in ["My_Cluster", "X.-y", "A".repeat(242).as_str()] {
+            let d = registry_name(n, &id);
+            assert!(is_kube_name(&d), "{d}");
+            assert_eq!(derived_prefix(&d), Some("3f2a9c01"));
+        }
+        assert_eq!(derived_prefix("prod"), None);
+    }
+}

@@ -1,0 +1,287 @@
+//! The cluster registry's reads: pages of clusters in (project, name) order with what the
+//! registry view needs from other tables in the same statement, one cluster by registry name,
+//! and the change log (`cluster_change`) that watches follow.
+
+use std::sync::LazyLock;
+
+use super::db::{Pool, Tx};
+use super::rows::{ClusterRow, CLUSTER_COLUMNS};
+use super::{Dialect, StoreResult};
+use crate::domain::cluster::Cluster;
+use crate::domain::registry::{self, derived_prefix};
+use crate::domain::ClusterId;
+
+/// The channel the `cluster_changed` trigger notifies and registry watches listen on.
+pub(crate) const REGISTRY_CHANNEL: &str = "fleetyard_registry";
+
+/// The advisory lock every write set that touches a cluster row takes first (PostgreSQL): the
+/// resourceVersion counter then moves in commit order, so a watch that has read up to N never
+/// sees a later commit with a smaller number.
+const CLUSTER_WRITES_LOCK: i64 = 0x466c_6565_7479_6172;
+
+pub(super) async fn serialize_cluster_writes(tx: &mut Tx) -> StoreResult<()> {
+    if tx.dialect() == Dialect::Postgres {
+        tx.sql("SELECT pg_advisory_xact_lock($1)::text")
+            .bind(CLUSTER_WRITES_LOCK)
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A cluster as the registry shows it: the row, its template's driver and its node count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegistryEntry {
+    pub cluster: Cluster,
+    pub driver: String,
+    pub node_count: i64,
+    /// The CA a client verifies the cluster with: a registered cluster's bundle, else the
+    /// cluster's own CA certificate.
+    pub ca_pem: Option<String>,
+    /// When the health prober last reached a verdict on the cluster, and when that verdict
+    /// last changed.
+    pub last_heartbeat: Option<chrono::DateTime<chrono::Utc>>,
+    pub last_transition: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Where a page starts and how long it is.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryPage {
+    /// One project's clusters, or every project's.
+    pub project: Option<String>,
+    /// The (project, name) the previous page ended at.
+    pub after: Option<(String, String)>,
+    pub limit: u32,
+}
+
+/// One line of the change log.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ClusterChange {
+    pub resource_version: i64,
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    pub change: String,
+    pub cluster_uuid: String,
+    pub project_id: String,
+    pub name: String,
+    pub registry_labels: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
+    pub registry_annotations: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct EntryRow {
+    #[sqlx(flatten)]
+    cluster: ClusterRow,
+    driver: Option<String>,
+    node_count: Option<i64>,
+    ca_pem: Option<String>,
+}
+
+impl EntryRow {
+    fn into_entry(self) -> StoreResult<RegistryEntry> {
+        Ok(RegistryEntry {
+            cluster: self.cluster.into_domain()?,
+            driver: self.driver.unwrap_or_default(),
+            node_count: self.node_count.unwrap_or(0),
+            ca_pem: self.ca_pem,
+            last_heartbeat: None,
+            last_transition: None,
+        })
+    }
+}
+
+/// `c.`-qualified cluster columns, the template's driver and the node count.
+static ENTRY_SELECT: LazyLock<String> = LazyLock::new(|| {
+    let cols = CLUSTER_COLUMNS
+        .split(',')
+        .map(|c| format!("c.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT {cols}, t.driver AS driver, \
+         (SELECT CAST(SUM(n.node_count) AS BIGINT) FROM nodegroup n WHERE n.cluster_id = c.uuid) \
+         AS node_count, COALESCE(c.ca_bundle, (SELECT k.certificate FROM x509keypair k \
+         WHERE k.cluster_uuid = c.uuid AND k.kind = 'ca' ORDER BY k.id LIMIT 1)) AS ca_pem \
+         FROM cluster c LEFT JOIN cluster_template t ON t.uuid = c.cluster_template_id"
+    )
+});
+
+fn entries(rows: Vec<EntryRow>) -> StoreResult<Vec<RegistryEntry>> {
+    rows.into_iter().map(EntryRow::into_entry).collect()
+}
+
+/// One page in (project, name) order.
+#[tracing::instrument(level = "debug", skip_all, fields(project = ?page.project, limit = page.limit))]
+pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<RegistryEntry>> {
+    let mut text = ENTRY_SELECT.clone();
+    let mut conds = Vec::new();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        format!("${n}")
+    };
+    if page.project.is_some() {
+        conds.push(format!("c.project_id = {}", next()));
+    }
+    if page.after.is_some() {
+        let (p, m) = (next(), next());
+        conds.push(format!("(c.project_id, c.name) > ({p}, {m})"));
+    }
+    if !conds.is_empty() {
+        text.push_str(" WHERE ");
+        text.push_str(&conds.join(" AND "));
+    }
+    let limit = next();
+    text.push_str(&format!(" ORDER BY c.project_id, c.name LIMIT {limit}"));
+    let mut q = pool.sql(&text);
+    if let Some(p) = &page.project {
+        q = q.bind(p.as_str());
+    }
+    if let Some((p, m)) = &page.after {
+        q = q.bind(p.as_str()).bind(m.as_str());
+    }
+    let rows = q.bind(i64::from(page.limit)).fetch_all(pool).await?;
+    entries(rows)
+}
+
+static BY_NAME: LazyLock<String> =
+    LazyLock::new(|| format!("{} WHERE c.project_id = $1 AND c.name = $2", *ENTRY_SELECT));
+
+static BY_PREFIX: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} WHERE c.project_id = $1 AND c.uuid >= $2 AND c.uuid < $3 LIMIT 64",
+        *ENTRY_SELECT
+    )
+});
+
+/// The cluster of `project` whose registry name is `name` (its own name, or the derived name
+/// of a cluster whose own name is not a Kubernetes name).
+#[tracing::instrument(level = "debug", skip_all, fields(project = %project, name = %name))]
+pub(super) async fn get(
+    pool: &Pool,
+    project: &str,
+    name: &str,
+) -> StoreResult<Option<RegistryEntry>> {
+    let row: Option<EntryRow> = pool
+        .sql(&BY_NAME)
+        .bind(project)
+        .bind(name)
+        .fetch_optional(pool)
+        .await?;
+    if let Some(row) = row {
+        let entry = row.into_entry()?;
+        if registry::is_kube_name(&entry.cluster.name) {
+            return Ok(Some(entry));
+        }
+    }
+    let Some(prefix) = derived_prefix(name) else {
+        return Ok(None);
+    };
+    // uuids are stored lower-case and hyphenated: the first 8 characters are the prefix.
+    let upper = format!("{prefix}g");
+    let rows: Vec<EntryRow> = pool
+        .sql(&BY_PREFIX)
+        .bind(project)
+        .bind(prefix)
+        .bind(upper.as_str())
+        .fetch_all(pool)
+        .await?;
+    Ok(entries(rows)?
+        .into_iter()
+        .find(|e| registry::registry_name(&e.cluster.name, &e.cluster.uuid.0) == name))
+}
+
+/// Entries of the given clusters (watch events render the rows their changes name).
+#[tracing::instrument(level = "debug", skip_all, fields(count = uuids.len()))]
+pub(super) async fn by_uuids(pool: &Pool, uuids: &[ClusterId]) -> StoreResult<Vec<RegistryEntry>> {
+    if uuids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = format!(
+        "{} WHERE c.uuid IN ({})",
+        *ENTRY_SELECT,
+        super::sql::placeholders(1, uuids.len())
+    );
+    let rows = pool.sql(&text).bind_ids(uuids).fetch_all(pool).await?;
+    entries(rows)
+}
+
+const CHANGE_COLUMNS: &str = "resource_version, change, cluster_uuid, project_id, name, \
+    registry_labels, registry_annotations, created_at";
+
+static CHANGES: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {CHANGE_COLUMNS} FROM cluster_change WHERE resource_version > $1 \
+         ORDER BY resource_version LIMIT $2"
+    )
+});
+
+/// Changes after `after`, oldest first.
+#[tracing::instrument(level = "debug", skip_all, fields(after = after, limit = limit))]
+pub(super) async fn changes(
+    pool: &Pool,
+    after: i64,
+    limit: u32,
+) -> StoreResult<Vec<ClusterChange>> {
+    pool.sql(&CHANGES)
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await
+}
+
+/// The latest resourceVersion and the highest one pruned from the log.
+#[tracing::instrument(level = "debug", skip_all)]
+pub(super) async fn bounds(pool: &Pool) -> StoreResult<(i64, i64)> {
+    let (latest, pruned): (i64, i64) = pool
+        .sql(
+            "SELECT COALESCE((SELECT MAX(resource_version) FROM cluster_change), \
+             (SELECT pruned_through FROM cluster_change_horizon WHERE id = 1), 0), \
+             COALESCE((SELECT pruned_through FROM cluster_change_horizon WHERE id = 1), 0)",
+        )
+        .fetch_one(pool)
+        .await?;
+    Ok((latest, pruned))
+}
+
+static PRUNE: LazyLock<[String; 2]> = LazyLock::new(|| {
+    Dialect::both(|d| {
+        let cutoff = match d {
+            Dialect::Postgres => "now() - make_interval(secs => $1)".to_string(),
+            Dialect::Sqlite => {
+                "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || $1 || ' seconds')".to_string()
+            }
+        };
+        format!(
+            "SELECT MAX(resource_version) FROM cluster_change WHERE changed_at < {cutoff} \
+             AND resource_version < (SELECT MAX(resource_version) FROM cluster_change)"
+        )
+    })
+});
+
+/// Deletes changes older than `keep_seconds` (never the latest) and moves the horizon.
+#[tracing::instrument(level = "debug", skip_all)]
+pub(super) async fn prune(pool: &Pool, keep_seconds: u64) -> StoreResult<u64> {
+    let mut tx = pool.begin_write().await?;
+    let through: Option<i64> = tx
+        .sql(tx.dialect().pick(&PRUNE))
+        .bind(keep_seconds as f64)
+        .scalar_one(&mut tx)
+        .await?;
+    let Some(through) = through else {
+        return Ok(0);
+    };
+    let gone = tx
+        .sql("DELETE FROM cluster_change WHERE resource_version <= $1")
+        .bind(through)
+        .execute(&mut tx)
+        .await?;
+    tx.sql(
+        "UPDATE cluster_change_horizon SET pruned_through = $1 WHERE id = 1 AND pruned_through < $1",
+    )
+    .bind(through)
+    .execute(&mut tx)
+    .await?;
+    tx.commit().await?;
+    Ok(gone)
+}
