@@ -55,6 +55,9 @@ pub const CLUSTER_PROFILES: Resource = Resource {
     list_kind: "ClusterProfileList",
 };
 
+/// Another name for `CLUSTER_PROFILES`.
+pub const PROFILES: Resource = CLUSTER_PROFILES;
+
 /// One `details.causes[]` entry (a `field.Error`): `message` is the error body without the
 /// field, as the apiserver writes it (`Invalid value: "x": ...`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -209,6 +212,9 @@ pub enum KubeError {
         namespace: Option<String>,
         user: String,
     },
+    /// 403 of a quota: `exceeded quota: <sentence>` (reason Forbidden, as the apiserver).
+    #[error("exceeded quota: {0}")]
+    QuotaExceeded(String),
     /// 403 with a sentence of its own (a policy refusal).
     #[error("{0}")]
     ForbiddenMessage(String),
@@ -297,6 +303,21 @@ impl KubeError {
             causes,
         }
     }
+    /// 403 for `verb` on `resource` by `user`, in `namespace` (None: at the cluster scope).
+    pub fn forbidden(
+        verb: &str,
+        resource: &'static Resource,
+        namespace: Option<&str>,
+        user: &str,
+    ) -> Self {
+        KubeError::Forbidden {
+            resource,
+            verb: verb.into(),
+            name: None,
+            namespace: namespace.map(str::to_string),
+            user: user.into(),
+        }
+    }
     pub fn bad_request(msg: impl Into<String>) -> Self {
         KubeError::BadRequest(msg.into())
     }
@@ -351,7 +372,9 @@ impl KubeError {
                 "MethodNotAllowed"
             }
             KubeError::Unauthorized => "Unauthorized",
-            KubeError::Forbidden { .. } | KubeError::ForbiddenMessage(_) => "Forbidden",
+            KubeError::Forbidden { .. }
+            | KubeError::ForbiddenMessage(_)
+            | KubeError::QuotaExceeded(_) => "Forbidden",
             KubeError::Expired(_) => "Expired",
             KubeError::ServiceUnavailable(_) => "ServiceUnavailable",
             KubeError::Timeout(_) => "Timeout",
@@ -440,7 +463,9 @@ impl ResponseError for KubeError {
                 StatusCode::METHOD_NOT_ALLOWED
             }
             KubeError::Unauthorized => StatusCode::UNAUTHORIZED,
-            KubeError::Forbidden { .. } | KubeError::ForbiddenMessage(_) => StatusCode::FORBIDDEN,
+            KubeError::Forbidden { .. }
+            | KubeError::ForbiddenMessage(_)
+            | KubeError::QuotaExceeded(_) => StatusCode::FORBIDDEN,
             KubeError::Expired(_) => StatusCode::GONE,
             KubeError::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             KubeError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -666,6 +691,20 @@ mod tests {
              \"clusters\" in API group \"clusterregistry.k8s.io\" at the cluster scope"
         );
         assert_eq!(status_value(&e)["details"]["name"], "x");
+    }
+
+    #[test]
+    fn the_forbidden_constructor_and_quota_are_403() {
+        let e = KubeError::forbidden("list", &PROFILES, None, "u");
+        assert_eq!(
+            e.to_string(),
+            "clusterprofiles.multicluster.x-k8s.io is forbidden: User \"u\" cannot list resource \
+             \"clusterprofiles\" in API group \"multicluster.x-k8s.io\" at the cluster scope"
+        );
+        let v = status_value(&KubeError::QuotaExceeded("clusters: 10 of 10 used".into()));
+        assert_eq!(v["code"], 403);
+        assert_eq!(v["reason"], "Forbidden");
+        assert_eq!(v["message"], "exceeded quota: clusters: 10 of 10 used");
     }
 
     #[test]

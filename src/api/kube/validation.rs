@@ -322,6 +322,8 @@ pub const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must con
      case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric \
      character (e.g. 'example.com', regex used for validation is \
      '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+/// Another name for `DNS1123_SUBDOMAIN_MSG` (the message of a bad `metadata.name`).
+pub const NAME_MESSAGE: &str = DNS1123_SUBDOMAIN_MSG;
 pub const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
      alphanumeric characters or '-', and must start and end with an alphanumeric character \
      (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
