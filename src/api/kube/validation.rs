@@ -267,6 +267,19 @@ fn scan(v: &Value, path: &str, depth: usize, s: &mut Scan) {
         Value::String(text) if holds_private_key(text) => {
             s.causes.push(refuse(path, "private key"));
         }
+        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Array(_)
+            if path == "spec.authInfo"
+                || path == "spec.authInfo.user"
+                || path == "spec.authInfo.controller" =>
+        {
+            s.causes.push(Cause::forbidden(
+                path,
+                &format!(
+                    "must be an object reference (kind, name, namespace): {POINTERS_ONLY}; put \
+                     the credential in a Secret and reference it"
+                ),
+            ));
+        }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 scan(item, &format!("{path}[{i}]"), depth + 1, s);
@@ -818,7 +831,22 @@ pub fn check_name(body: &Value, url_name: &str) -> Result<(), KubeError> {
 /// a 400 `Cluster in version "v1alpha1" cannot be handled as a Cluster: <why>`.
 pub fn decode_cluster(body: &Value) -> Result<Cluster, KubeError> {
     serde_json::from_value(body.clone())
-        .map_err(|e| KubeError::undecodable(&CLUSTERS, &e.to_string()))
+        .map_err(|e| KubeError::undecodable(&CLUSTERS, &without_string_values(&e.to_string())))
+}
+
+/// serde's `invalid type: string "<value>", expected ...` without the value (it may be a
+/// credential in the wrong place).
+fn without_string_values(msg: &str) -> String {
+    for lead in ["invalid type: string \"", "invalid value: string \""] {
+        if let Some(rest) = msg.strip_prefix(lead) {
+            let head = &lead[..lead.len() - 2];
+            return match rest.rfind("\", expected") {
+                Some(i) => format!("{head}{}", &rest[i + 1..]),
+                None => head.to_string(),
+            };
+        }
+    }
+    msg.chars().take(512).collect()
 }
 
 /// The longest generateName prefix kept (63 - 5 random characters).
@@ -1265,6 +1293,18 @@ mod tests {
             c.spec.auth_info.and_then(|a| a.controller).map(|r| r.name),
             Some("alpha-creds".into())
         );
+        let e = decode_cluster(&json!({"metadata": {"generation": "s3cr3t"}})).err();
+        let m = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(m.contains("invalid type: string, expected"), "{m}");
+        assert!(!m.contains("s3cr3t"), "{m}");
+        let mut b = good();
+        b["spec"]["authInfo"]["user"] = json!("bearer-abc");
+        let m = message(validate_cluster(&b, FieldValidation::Strict)).1;
+        assert!(
+            m.contains("spec.authInfo.user: Forbidden: must be an object reference"),
+            "{m}"
+        );
+        assert!(!m.contains("bearer-abc"), "{m}");
         let e = decode_cluster(&json!({"metadata": {"labels": {"a": 1}}})).err();
         assert!(e.is_some_and(|e| e.status_code().as_u16() == 400
             && e.to_string()
