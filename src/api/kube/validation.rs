@@ -691,6 +691,10 @@ pub fn spec_causes(body: &Value) -> Vec<Cause> {
                     format!("{base}.serverAddress"),
                     "the address of the API server for clients in clientCIDR",
                 )),
+                Some(a) if a.contains('@') => causes.push(Cause::forbidden(
+                    format!("{base}.serverAddress"),
+                    &format!("must not carry credentials (user:password@): {POINTERS_ONLY}"),
+                )),
                 Some(a) if !is_server_address(a) => causes.push(Cause::invalid(
                     format!("{base}.serverAddress"),
                     &echo(a),
@@ -1199,6 +1203,19 @@ mod tests {
              \"ftp://x\": must be a hostname, hostname:port, IP, IP:port or an https:// URL with \
              one of these]"
         );
+    }
+
+    #[test]
+    fn an_address_with_user_info_is_refused_without_echo() {
+        let mut b = good();
+        b["spec"]["kubernetesApiEndpoints"]["serverEndpoints"] =
+            json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": "https://admin:hunter2@api:6443"}]);
+        let m = message(validate_cluster(&b, FieldValidation::Strict)).1;
+        assert!(
+            m.contains("serverEndpoints[0].serverAddress: Forbidden: must not carry credentials"),
+            "{m}"
+        );
+        assert!(!m.contains("hunter2"), "{m}");
     }
 
     #[test]
