@@ -10,6 +10,7 @@ pub mod labels;
 pub mod names;
 pub mod registry;
 pub mod scope;
+pub mod selector;
 pub mod status;
 pub mod template;
 

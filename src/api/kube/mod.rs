@@ -1,12 +1,131 @@
 //! The Kubernetes-facing APIs over the same cluster rows: `clusterregistry.k8s.io/v1alpha1`
 //! `Cluster` (read-write, namespaced by project) and `multicluster.x-k8s.io/v1alpha1`
-//! `ClusterProfile` (read-only), with what kubectl needs around them.
+//! `ClusterProfile` (read-only), with what kubectl needs around them: Status errors,
+//! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks.
 
+pub mod discovery;
 pub mod feed;
+pub mod list;
 pub mod objects;
+pub mod openapi;
+pub mod patch;
+pub mod schema;
+pub mod status;
+pub mod table;
+pub mod validation;
 pub mod view;
 
 /// First path segments served as they come (not rerouted under `/v1`).
 pub const ROOTS: &[&str] = &[
     "api", "apis", "openapi", "version", "healthz", "readyz", "livez",
 ];
+
+use actix_web::web;
+use serde_json::{json, Value};
+
+/// The routes that need no state: discovery, `/version` and OpenAPI (`/openapi/v2` a 404).
+/// The resource routes (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`)
+/// are the lead's.
+pub fn configure_static(cfg: &mut web::ServiceConfig) {
+    cfg.route("/version", web::get().to(discovery::version))
+        .route("/api", web::get().to(discovery::api))
+        .route("/apis", web::get().to(discovery::apis))
+        .route(
+            "/apis/clusterregistry.k8s.io",
+            web::get().to(discovery::clusterregistry_group),
+        )
+        .route(
+            "/apis/clusterregistry.k8s.io/v1alpha1",
+            web::get().to(discovery::clusterregistry_v1alpha1),
+        )
+        .route(
+            "/apis/multicluster.x-k8s.io",
+            web::get().to(discovery::multicluster_group),
+        )
+        .route(
+            "/apis/multicluster.x-k8s.io/v1alpha1",
+            web::get().to(discovery::multicluster_v1alpha1),
+        )
+        .route("/openapi/v3", web::get().to(openapi::index))
+        .route(
+            "/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1",
+            web::get().to(openapi::clusterregistry_v1alpha1),
+        )
+        .route(
+            "/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1",
+            web::get().to(openapi::multicluster_v1alpha1),
+        )
+        .route("/openapi/v2", web::get().to(openapi::v2));
+}
+
+/// One line of a watch stream: `{"type":"ADDED","object":{...}}` and a newline. `event_type`
+/// is `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+pub fn watch_event_line(event_type: &str, object: &Value) -> String {
+    let mut line = json!({"type": event_type, "object": object}).to_string();
+    line.push('\n');
+    line
+}
+
+/// The `ERROR` event that ends a watch whose resourceVersion is older than the retained window.
+pub fn expired_watch_line(requested: &str, oldest: &str) -> String {
+    let err = status::KubeError::Expired(format!(
+        "too old resource version: {} ({oldest})",
+        requested.chars().take(32).collect::<String>()
+    ));
+    watch_event_line("ERROR", &status::status_value(&err))
+}
+
+/// A `BOOKMARK` event object: only the kind and the resourceVersion.
+pub fn bookmark_object(resource: &status::Resource, resource_version: &str) -> Value {
+    json!({"kind": resource.kind, "apiVersion": resource.api_version(),
+        "metadata": {"resourceVersion": resource_version}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::{test as atest, App};
+
+    #[actix_web::test]
+    async fn the_static_routes_answer() {
+        let app = atest::init_service(App::new().configure(configure_static)).await;
+        for (path, code) in [
+            ("/version", 200),
+            ("/api", 200),
+            ("/apis", 200),
+            ("/apis/clusterregistry.k8s.io", 200),
+            ("/apis/clusterregistry.k8s.io/v1alpha1", 200),
+            ("/apis/multicluster.x-k8s.io", 200),
+            ("/apis/multicluster.x-k8s.io/v1alpha1", 200),
+            ("/openapi/v3", 200),
+            ("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1", 200),
+            ("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1", 200),
+            ("/openapi/v2", 404),
+        ] {
+            let resp =
+                atest::call_service(&app, atest::TestRequest::get().uri(path).to_request()).await;
+            assert_eq!(resp.status().as_u16(), code, "{path}");
+        }
+    }
+
+    #[test]
+    fn watch_lines_are_one_json_object_per_line() {
+        assert_eq!(
+            watch_event_line("ADDED", &json!({"kind": "Cluster"})),
+            "{\"object\":{\"kind\":\"Cluster\"},\"type\":\"ADDED\"}\n"
+        );
+        let line = expired_watch_line("5", "100");
+        let v: Value = serde_json::from_str(line.trim_end()).unwrap_or(Value::Null);
+        assert_eq!(v["type"], "ERROR");
+        assert_eq!(
+            v["object"],
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "too old resource version: 5 (100)", "reason": "Expired", "code": 410})
+        );
+        assert_eq!(
+            bookmark_object(&status::CLUSTERS, "9"),
+            json!({"kind": "Cluster", "apiVersion": "clusterregistry.k8s.io/v1alpha1",
+                "metadata": {"resourceVersion": "9"}})
+        );
+    }
+}

@@ -1,0 +1,544 @@
+//! OpenAPI v3 for kubectl: the `/openapi/v3` index and one document per group-version, built
+//! once from `schema.rs`. kubectl's `--validate=strict` needs the PATCH operation of our GVK to
+//! list `fieldValidation`; `kubectl explain` reads `components.schemas`. `/openapi/v2` is a 404
+//! (kubectl asks for it only in protobuf).
+
+use std::sync::LazyLock;
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use serde_json::{json, Map, Value};
+
+use super::schema::{self, Schema};
+use super::status::{KubeError, Resource, CLUSTERS, CLUSTER_PROFILES};
+
+/// One served document: its JSON text and the hash kubectl caches it under.
+pub struct Document {
+    pub body: String,
+    /// SHA-512 of `body`, upper-case hex (as kube-apiserver's `?hash=`).
+    pub hash: String,
+}
+
+impl Document {
+    fn new(v: &Value) -> Self {
+        let body = v.to_string();
+        let digest = ring::digest::digest(&ring::digest::SHA512, body.as_bytes());
+        let hash = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
+        Document { body, hash }
+    }
+}
+
+/// `apis/<group>/<version>`, the key of the index and the tail of the document's URL.
+fn gv_key(r: &Resource) -> String {
+    format!("apis/{}/{}", r.group, r.version)
+}
+
+fn param(name: &str, location: &str, description: &str, ty: &str) -> Value {
+    let mut p = json!({"name": name, "in": location, "description": description,
+        "schema": {"type": ty, "uniqueItems": true}});
+    if location == "path" {
+        p["required"] = json!(true);
+    }
+    p
+}
+
+fn query_params(names: &[&str]) -> Vec<Value> {
+    names
+        .iter()
+        .map(|n| match *n {
+            "allowWatchBookmarks" => param(n, "query", "allowWatchBookmarks requests watch events with type \"BOOKMARK\".", "boolean"),
+            "continue" => param(n, "query", "The continue option should be set when retrieving more results from the server.", "string"),
+            "fieldSelector" => param(n, "query", "A selector to restrict the list of returned objects by their fields (metadata.name, metadata.namespace).", "string"),
+            "labelSelector" => param(n, "query", "A selector to restrict the list of returned objects by their labels.", "string"),
+            "limit" => param(n, "query", "limit is a maximum number of responses to return for a list call.", "integer"),
+            "resourceVersion" => param(n, "query", "resourceVersion sets a constraint on what resource versions a request may be served from.", "string"),
+            "resourceVersionMatch" => param(n, "query", "resourceVersionMatch determines how resourceVersion is applied to list calls.", "string"),
+            "sendInitialEvents" => param(n, "query", "`sendInitialEvents=true` may be set together with `watch=true`.", "boolean"),
+            "timeoutSeconds" => param(n, "query", "Timeout for the list/watch call.", "integer"),
+            "watch" => param(n, "query", "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications.", "boolean"),
+            "dryRun" => param(n, "query", "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed", "string"),
+            "fieldManager" => param(n, "query", "fieldManager is a name associated with the actor or entity that is making these changes.", "string"),
+            "fieldValidation" => param(n, "query", "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: - Ignore - Warn (the default) - Strict", "string"),
+            "force" => param(n, "query", "Force is going to \"force\" Apply requests. It means user will re-acquire conflicting fields owned by other people.", "boolean"),
+            "gracePeriodSeconds" => param(n, "query", "The duration in seconds before the object should be deleted.", "integer"),
+            "propagationPolicy" => param(n, "query", "Whether and how garbage collection will be performed: 'Orphan', 'Background' or 'Foreground'.", "string"),
+            other => param(other, "query", "", "string"),
+        })
+        .collect()
+}
+
+const LIST_PARAMS: &[&str] = &[
+    "allowWatchBookmarks",
+    "continue",
+    "fieldSelector",
+    "labelSelector",
+    "limit",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "sendInitialEvents",
+    "timeoutSeconds",
+    "watch",
+];
+const WRITE_PARAMS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
+const PATCH_PARAMS: &[&str] = &["dryRun", "fieldManager", "fieldValidation", "force"];
+const DELETE_PARAMS: &[&str] = &["dryRun", "gracePeriodSeconds", "propagationPolicy"];
+
+fn content(s: &Schema) -> Value {
+    json!({
+        "application/json": {"schema": {"$ref": schema::ref_of(s)}},
+        "application/yaml": {"schema": {"$ref": schema::ref_of(s)}},
+    })
+}
+
+fn responses(codes: &[(&str, &str)], s: &Schema) -> Value {
+    let mut m = Map::new();
+    for (code, what) in codes {
+        m.insert(
+            code.to_string(),
+            json!({"description": what, "content": content(s)}),
+        );
+    }
+    m.insert("401".into(), json!({"description": "Unauthorized"}));
+    Value::Object(m)
+}
+
+struct Op<'a> {
+    r: &'a Resource,
+    id: String,
+    action: &'a str,
+    description: String,
+    params: &'a [&'a str],
+    request: Option<Value>,
+    responses: Value,
+}
+
+fn op(o: Op) -> Value {
+    let mut v = json!({
+        "tags": [format!("{}_{}", o.r.group, o.r.version)],
+        "description": o.description,
+        "operationId": o.id,
+        "responses": o.responses,
+        "x-kubernetes-action": o.action,
+        "x-kubernetes-group-version-kind": {"group": o.r.group, "version": o.r.version, "kind": o.r.kind},
+    });
+    if !o.params.is_empty() {
+        v["parameters"] = json!(query_params(o.params));
+    }
+    if let Some(body) = o.request {
+        v["requestBody"] = body;
+    }
+    v
+}
+
+fn path_params(names: &[(&str, &str)]) -> Vec<Value> {
+    let mut ps: Vec<Value> = names
+        .iter()
+        .map(|(n, d)| param(n, "path", d, "string"))
+        .collect();
+    ps.push(param(
+        "pretty",
+        "query",
+        "If 'true', then the output is pretty printed.",
+        "string",
+    ));
+    ps
+}
+
+/// The OpenAPI v3 document of one group-version: `item` is the kind's schema, `list` its list
+/// schema, `writable` whether create/update/patch/delete are served.
+fn gv_document(
+    r: &Resource,
+    item: &'static Schema,
+    list: &'static Schema,
+    writable: bool,
+) -> Value {
+    let base = format!("/apis/{}/{}", r.group, r.version);
+    let kind = r.kind;
+    let all = format!("{base}/{}", r.plural);
+    let coll = format!("{base}/namespaces/{{namespace}}/{}", r.plural);
+    let one = format!("{coll}/{{name}}");
+    let ns_param = (
+        "namespace",
+        "object name and auth scope, such as for teams and projects",
+    );
+    let name_doc = format!("name of the {kind}");
+
+    let mut paths = Map::new();
+    paths.insert(
+        all,
+        json!({
+            "get": op(Op { r, id: format!("list{kind}ForAllNamespaces"), action: "list",
+                description: format!("list or watch objects of kind {kind}"), params: LIST_PARAMS,
+                request: None, responses: responses(&[("200", "OK")], list) }),
+            "parameters": [param("pretty", "query", "If 'true', then the output is pretty printed.", "string")],
+        }),
+    );
+
+    let mut coll_item = json!({
+        "get": op(Op { r, id: format!("listNamespaced{kind}"), action: "list",
+            description: format!("list or watch objects of kind {kind}"), params: LIST_PARAMS,
+            request: None, responses: responses(&[("200", "OK")], list) }),
+        "parameters": path_params(&[ns_param]),
+    });
+    let mut one_item = json!({
+        "get": op(Op { r, id: format!("readNamespaced{kind}"), action: "get",
+            description: format!("read the specified {kind}"), params: &[], request: None,
+            responses: responses(&[("200", "OK")], item) }),
+        "parameters": path_params(&[("name", &name_doc), ns_param]),
+    });
+    if writable {
+        let body = json!({"content": content(item), "required": true});
+        coll_item["post"] = op(Op {
+            r,
+            id: format!("createNamespaced{kind}"),
+            action: "post",
+            description: format!("create a {kind}"),
+            params: WRITE_PARAMS,
+            request: Some(body.clone()),
+            responses: responses(
+                &[("200", "OK"), ("201", "Created"), ("202", "Accepted")],
+                item,
+            ),
+        });
+        let mut del_params: Vec<&str> = DELETE_PARAMS.to_vec();
+        del_params.extend_from_slice(LIST_PARAMS);
+        coll_item["delete"] = op(Op {
+            r,
+            id: format!("deleteCollectionNamespaced{kind}"),
+            action: "deletecollection",
+            description: format!("delete collection of {kind}"),
+            params: &del_params,
+            request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
+            responses: responses(&[("200", "OK")], &schema::STATUS),
+        });
+        one_item["put"] = op(Op {
+            r,
+            id: format!("replaceNamespaced{kind}"),
+            action: "put",
+            description: format!("replace the specified {kind}"),
+            params: WRITE_PARAMS,
+            request: Some(body),
+            responses: responses(&[("200", "OK"), ("201", "Created")], item),
+        });
+        let patch_ref = json!({"schema": {"$ref": schema::ref_of(&schema::PATCH)}});
+        one_item["patch"] = op(Op {
+            r,
+            id: format!("patchNamespaced{kind}"),
+            action: "patch",
+            description: format!("partially update the specified {kind}"),
+            params: PATCH_PARAMS,
+            request: Some(json!({"content": {
+                "application/apply-patch+yaml": patch_ref,
+                "application/json-patch+json": patch_ref,
+                "application/merge-patch+json": patch_ref,
+            }, "required": true})),
+            responses: responses(&[("200", "OK"), ("201", "Created")], item),
+        });
+        one_item["delete"] = op(Op {
+            r,
+            id: format!("deleteNamespaced{kind}"),
+            action: "delete",
+            description: format!("delete a {kind}"),
+            params: DELETE_PARAMS,
+            request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
+            responses: responses(&[("200", "OK"), ("202", "Accepted")], &schema::STATUS),
+        });
+    }
+    paths.insert(coll, coll_item);
+    paths.insert(one, one_item);
+
+    let mut roots: Vec<&'static Schema> = vec![item, list];
+    if writable {
+        roots.extend([&schema::DELETE_OPTIONS, &schema::STATUS, &schema::PATCH]);
+    }
+    let mut schemas = Map::new();
+    for s in schema::closure(&roots) {
+        schemas.insert(s.id.to_string(), schema::render(s));
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"BearerToken": {"type": "apiKey", "description": "Bearer Token authentication", "name": "authorization", "in": "header"}},
+        },
+        "security": [{"BearerToken": []}],
+    })
+}
+
+pub static CLUSTERREGISTRY_DOC: LazyLock<Document> = LazyLock::new(|| {
+    Document::new(&gv_document(
+        &CLUSTERS,
+        &schema::CLUSTER,
+        &schema::CLUSTER_LIST,
+        true,
+    ))
+});
+
+pub static MULTICLUSTER_DOC: LazyLock<Document> = LazyLock::new(|| {
+    Document::new(&gv_document(
+        &CLUSTER_PROFILES,
+        &schema::CLUSTER_PROFILE,
+        &schema::CLUSTER_PROFILE_LIST,
+        false,
+    ))
+});
+
+/// The `/openapi/v3` index.
+pub static INDEX: LazyLock<Document> = LazyLock::new(|| {
+    let mut paths = Map::new();
+    for (r, doc) in [
+        (&CLUSTERS, &*CLUSTERREGISTRY_DOC),
+        (&CLUSTER_PROFILES, &*MULTICLUSTER_DOC),
+    ] {
+        let key = gv_key(r);
+        paths.insert(
+            key.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.hash)}),
+        );
+    }
+    Document::new(&json!({"paths": paths}))
+});
+
+/// Whether `If-None-Match` names `hash` (quoted or not, weak or not, in a list, or `*`).
+fn etag_matches(req: &HttpRequest, hash: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').take(32))
+        .map(|t| t.trim().trim_start_matches("W/").trim_matches('"'))
+        .any(|t| t == hash || t == "*")
+}
+
+fn query_hash(req: &HttpRequest) -> Option<String> {
+    req.query_string()
+        .split('&')
+        .take(64)
+        .find_map(|kv| kv.strip_prefix("hash=").map(str::to_string))
+}
+
+fn serve(req: &HttpRequest, doc: &Document) -> HttpResponse {
+    let etag = format!("\"{}\"", doc.hash);
+    let cache = if query_hash(req).as_deref() == Some(doc.hash.as_str()) {
+        "public, immutable"
+    } else {
+        "no-cache, private"
+    };
+    if etag_matches(req, &doc.hash) {
+        return HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .insert_header((header::CACHE_CONTROL, cache))
+            .finish();
+    }
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::CACHE_CONTROL, cache))
+        .body(doc.body.clone())
+}
+
+/// `GET /openapi/v3`.
+pub async fn index(req: HttpRequest) -> HttpResponse {
+    serve(&req, &INDEX)
+}
+
+/// `GET /openapi/v3/apis/clusterregistry.k8s.io/v1alpha1`.
+pub async fn clusterregistry_v1alpha1(req: HttpRequest) -> HttpResponse {
+    serve(&req, &CLUSTERREGISTRY_DOC)
+}
+
+/// `GET /openapi/v3/apis/multicluster.x-k8s.io/v1alpha1`.
+pub async fn multicluster_v1alpha1(req: HttpRequest) -> HttpResponse {
+    serve(&req, &MULTICLUSTER_DOC)
+}
+
+/// `GET /openapi/v2`: 404 (kubectl's client-side apply takes it silently).
+pub async fn v2(_req: HttpRequest) -> HttpResponse {
+    KubeError::path_not_found().error_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::body::MessageBody;
+    use actix_web::test::TestRequest;
+
+    fn doc(d: &Document) -> Value {
+        serde_json::from_str(&d.body).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn the_index_points_at_both_documents_with_their_hashes() {
+        let v = doc(&INDEX);
+        assert_eq!(
+            v,
+            json!({"paths": {
+                "apis/clusterregistry.k8s.io/v1alpha1": {"serverRelativeURL":
+                    format!("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}", CLUSTERREGISTRY_DOC.hash)},
+                "apis/multicluster.x-k8s.io/v1alpha1": {"serverRelativeURL":
+                    format!("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1?hash={}", MULTICLUSTER_DOC.hash)},
+            }})
+        );
+        assert_eq!(CLUSTERREGISTRY_DOC.hash.len(), 128);
+        assert_ne!(CLUSTERREGISTRY_DOC.hash, MULTICLUSTER_DOC.hash);
+    }
+
+    #[test]
+    fn the_patch_operation_carries_our_gvk_and_field_validation() {
+        let v = doc(&CLUSTERREGISTRY_DOC);
+        let patch = &v["paths"]
+            ["/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters/{name}"]
+            ["patch"];
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"],
+            json!({"group": "clusterregistry.k8s.io", "version": "v1alpha1", "kind": "Cluster"})
+        );
+        assert_eq!(patch["x-kubernetes-action"], "patch");
+        let names: Vec<&str> = patch["parameters"]
+            .as_array()
+            .map(|ps| ps.iter().filter_map(|p| p["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            names,
+            vec!["dryRun", "fieldManager", "fieldValidation", "force"]
+        );
+        let types: Vec<&String> = patch["requestBody"]["content"]
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(
+            types,
+            vec![
+                "application/apply-patch+yaml",
+                "application/json-patch+json",
+                "application/merge-patch+json"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_operation_has_a_gvk_and_an_action() {
+        for d in [&*CLUSTERREGISTRY_DOC, &*MULTICLUSTER_DOC] {
+            let v = doc(d);
+            let paths = v["paths"].as_object().cloned().unwrap_or_default();
+            assert_eq!(paths.len(), 3);
+            for (path, item) in paths {
+                for (method, o) in item.as_object().cloned().unwrap_or_default() {
+                    if method == "parameters" {
+                        continue;
+                    }
+                    assert!(o["x-kubernetes-action"].is_string(), "{path} {method}");
+                    assert!(
+                        o["x-kubernetes-group-version-kind"]["kind"].is_string(),
+                        "{path} {method}"
+                    );
+                }
+            }
+        }
+        let v = doc(&CLUSTERREGISTRY_DOC);
+        assert_eq!(
+            v["paths"]["/apis/clusterregistry.k8s.io/v1alpha1/clusters"]["get"]["operationId"],
+            "listClusterForAllNamespaces"
+        );
+        let post = &v["paths"]
+            ["/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters"]["post"];
+        assert_eq!(post["parameters"][2]["name"], "fieldValidation");
+        let mc = doc(&MULTICLUSTER_DOC);
+        let one = &mc["paths"]
+            ["/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/clusterprofiles/{name}"];
+        assert!(one["get"].is_object());
+        assert!(one["patch"].is_null());
+    }
+
+    #[test]
+    fn schemas_are_there_for_explain() {
+        let v = doc(&CLUSTERREGISTRY_DOC);
+        let s = &v["components"]["schemas"];
+        for id in [
+            "io.k8s.clusterregistry.v1alpha1.Cluster",
+            "io.k8s.clusterregistry.v1alpha1.ClusterList",
+            "io.k8s.clusterregistry.v1alpha1.ClusterSpec",
+            "io.k8s.clusterregistry.v1alpha1.KubernetesAPIEndpoints",
+            "io.k8s.clusterregistry.v1alpha1.ServerAddressByClientCIDR",
+            "io.k8s.clusterregistry.v1alpha1.AuthInfo",
+            "io.k8s.clusterregistry.v1alpha1.ObjectReference",
+            "io.k8s.clusterregistry.v1alpha1.ClusterStatus",
+            "io.k8s.clusterregistry.v1alpha1.ClusterCondition",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+        ] {
+            assert!(s[id].is_object(), "{id}");
+        }
+        assert_eq!(
+            s["io.k8s.clusterregistry.v1alpha1.ClusterSpec"]["properties"]["authInfo"]["allOf"][0]
+                ["$ref"],
+            "#/components/schemas/io.k8s.clusterregistry.v1alpha1.AuthInfo"
+        );
+        assert_eq!(
+            s["io.k8s.clusterregistry.v1alpha1.KubernetesAPIEndpoints"]["properties"]["caBundle"]
+                ["format"],
+            "byte"
+        );
+        let mc = doc(&MULTICLUSTER_DOC);
+        let ms = &mc["components"]["schemas"];
+        assert_eq!(
+            ms["io.x-k8s.multicluster.v1alpha1.ClusterProfile"]["x-kubernetes-group-version-kind"],
+            json!([{"group": "multicluster.x-k8s.io", "version": "v1alpha1", "kind": "ClusterProfile"}])
+        );
+        assert!(
+            ms["io.k8s.apimachinery.pkg.apis.meta.v1.Condition"]["properties"]
+                ["observedGeneration"]
+                .is_object()
+        );
+        assert!(
+            ms["io.x-k8s.multicluster.v1alpha1.Property"]["properties"]["lastObservedTime"]
+                .is_object()
+        );
+    }
+
+    #[actix_web::test]
+    async fn documents_are_json_with_an_etag_and_304_when_unchanged() {
+        let req = TestRequest::get()
+            .uri(&format!(
+                "/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}",
+                CLUSTERREGISTRY_DOC.hash
+            ))
+            .to_http_request();
+        let resp = clusterregistry_v1alpha1(req).await;
+        assert_eq!(resp.status().as_u16(), 200);
+        let h = |n| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        assert_eq!(h(header::CONTENT_TYPE), "application/json");
+        assert_eq!(h(header::ETAG), format!("\"{}\"", CLUSTERREGISTRY_DOC.hash));
+        assert_eq!(h(header::CACHE_CONTROL), "public, immutable");
+        let req = TestRequest::get()
+            .insert_header((
+                header::IF_NONE_MATCH,
+                format!("\"{}\"", CLUSTERREGISTRY_DOC.hash),
+            ))
+            .to_http_request();
+        let resp = clusterregistry_v1alpha1(req).await;
+        assert_eq!(resp.status().as_u16(), 304);
+        let resp = index(TestRequest::get().to_http_request()).await;
+        assert_eq!(resp.status().as_u16(), 200);
+    }
+
+    #[actix_web::test]
+    async fn v2_is_a_404_status() {
+        let resp = v2(TestRequest::get().to_http_request()).await;
+        assert_eq!(resp.status().as_u16(), 404);
+        let bytes = resp.into_body().try_into_bytes().unwrap_or_default();
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        assert_eq!(v["reason"], "NotFound");
+        assert_eq!(
+            v["message"],
+            "the server could not find the requested resource"
+        );
+    }
+}

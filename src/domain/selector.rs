@@ -1,0 +1,523 @@
+//! Kubernetes label and field selectors (`?labelSelector=`, `?fieldSelector=`): parsed once,
+//! bounded, then matched against an object's labels or name and namespace.
+
+use std::collections::BTreeMap;
+
+/// The longest selector string taken.
+pub const MAX_SELECTOR_LEN: usize = 4096;
+/// The most requirements (comma-separated terms) in one selector.
+pub const MAX_REQUIREMENTS: usize = 100;
+/// The most values in one `in (...)` / `notin (...)`.
+pub const MAX_VALUES: usize = 100;
+
+/// Why a selector was refused; the message is the apiserver's where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(pub String);
+
+fn err(msg: impl Into<String>) -> SelectorError {
+    SelectorError(msg.into())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// `k=v` or `k==v`.
+    Equals(String),
+    /// `k!=v`: also matches objects without `k`.
+    NotEquals(String),
+    /// `k in (a,b)`.
+    In(Vec<String>),
+    /// `k notin (a,b)`: also matches objects without `k`.
+    NotIn(Vec<String>),
+    /// `k`.
+    Exists,
+    /// `!k`.
+    DoesNotExist,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    pub key: String,
+    pub op: Op,
+}
+
+impl Requirement {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let value = labels.get(&self.key);
+        match &self.op {
+            Op::Equals(v) => value == Some(v),
+            Op::NotEquals(v) => value != Some(v),
+            Op::In(vs) => value.is_some_and(|x| vs.contains(x)),
+            Op::NotIn(vs) => !value.is_some_and(|x| vs.contains(x)),
+            Op::Exists => value.is_some(),
+            Op::DoesNotExist => value.is_none(),
+        }
+    }
+}
+
+/// A parsed label selector: the AND of its requirements (empty = everything).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    pub requirements: Vec<Requirement>,
+}
+
+/// Splits on commas outside parentheses.
+fn split_terms(s: &str) -> Result<Vec<&str>, SelectorError> {
+    let mut terms = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => {
+                depth += 1;
+                if depth > 1 {
+                    return Err(err(
+                        "unable to parse requirement: found '(', expected: identifier",
+                    ));
+                }
+            }
+            ')' => {
+                if depth == 0 {
+                    return Err(err(
+                        "found ')', expected: !, identifier, or 'end of string'",
+                    ));
+                }
+                depth -= 1;
+            }
+            ',' if depth == 0 => {
+                terms.push(&s[start..i]);
+                start = i + 1;
+                if terms.len() > MAX_REQUIREMENTS {
+                    return Err(err(format!(
+                        "a selector may have at most {MAX_REQUIREMENTS} requirements"
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(err("unable to parse requirement: found '', expected: ')'"));
+    }
+    terms.push(&s[start..]);
+    Ok(terms)
+}
+
+const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', \
+     and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
+     '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric \
+     characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
+     'MyValue',  or 'my_value',  or '12345', regex used for validation is \
+     '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b[0].is_ascii_lowercase() | b[0].is_ascii_digit()
+                && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        })
+}
+
+fn check_key(key: &str) -> Result<(), SelectorError> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let ok = is_name_part(name) && prefix.is_none_or(|p| !p.is_empty() && is_dns_subdomain(p));
+    if ok {
+        Ok(())
+    } else {
+        Err(err(format!(
+            "unable to parse requirement: <nil>: Invalid value: {}: {NAME_PART_MSG}",
+            quote(key)
+        )))
+    }
+}
+
+fn check_value(key: &str, index: usize, value: &str) -> Result<(), SelectorError> {
+    if value.is_empty() || is_name_part(value) {
+        Ok(())
+    } else {
+        Err(err(format!(
+            "unable to parse requirement: values[{index}][{key}]: Invalid value: {}: \
+             {LABEL_VALUE_MSG}",
+            quote(value)
+        )))
+    }
+}
+
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn parse_values(key: &str, rest: &str) -> Result<Vec<String>, SelectorError> {
+    let rest = rest.trim();
+    let inner = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| {
+            err(format!(
+                "unable to parse requirement: found '{}', expected: '('",
+                rest.chars().take(16).collect::<String>()
+            ))
+        })?;
+    if inner.trim().is_empty() {
+        return Err(err(
+            "unable to parse requirement: values: Invalid value: []string{}: for 'in', 'notin' \
+             operators, values set can't be empty",
+        ));
+    }
+    let mut values = Vec::new();
+    for (i, v) in inner.split(',').enumerate() {
+        if values.len() >= MAX_VALUES {
+            return Err(err(format!(
+                "unable to parse requirement: a set may have at most {MAX_VALUES} values"
+            )));
+        }
+        let v = v.trim();
+        check_value(key, i, v)?;
+        values.push(v.to_string());
+    }
+    Ok(values)
+}
+
+fn parse_requirement(term: &str) -> Result<Requirement, SelectorError> {
+    let t = term.trim();
+    if let Some(k) = t.strip_prefix('!') {
+        let k = k.trim();
+        check_key(k)?;
+        return Ok(Requirement {
+            key: k.to_string(),
+            op: Op::DoesNotExist,
+        });
+    }
+    // Binary operators, longest first.
+    for (sym, make) in [("!=", 0u8), ("==", 1), ("=", 1)] {
+        if let Some((k, v)) = t.split_once(sym) {
+            let (k, v) = (k.trim(), v.trim());
+            check_key(k)?;
+            check_value(k, 0, v)?;
+            if v.contains(['=', '!', '(', ')', ' ']) {
+                return Err(err(format!(
+                    "found '{v}', expected: ',' or 'end of string'"
+                )));
+            }
+            let op = if make == 0 {
+                Op::NotEquals(v.to_string())
+            } else {
+                Op::Equals(v.to_string())
+            };
+            return Ok(Requirement {
+                key: k.to_string(),
+                op,
+            });
+        }
+    }
+    // `k in (...)`, `k notin (...)`, or a bare `k`.
+    let mut parts = t.splitn(2, char::is_whitespace);
+    let key = parts.next().unwrap_or("");
+    let rest = parts.next().unwrap_or("").trim_start();
+    let key_only = key.split('(').next().unwrap_or(key);
+    if rest.is_empty() && !key.contains('(') {
+        check_key(key)?;
+        return Ok(Requirement {
+            key: key.to_string(),
+            op: Op::Exists,
+        });
+    }
+    check_key(key_only)?;
+    let (word, values) = match rest.find(|c: char| c == '(' || c.is_whitespace()) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let op = match word {
+        "in" => Op::In(parse_values(key_only, values)?),
+        "notin" => Op::NotIn(parse_values(key_only, values)?),
+        other => {
+            return Err(err(format!(
+                "unable to parse requirement: found '{}', expected: in, notin, =, ==, !=, gt, lt",
+                other.chars().take(32).collect::<String>()
+            )))
+        }
+    };
+    Ok(Requirement {
+        key: key_only.to_string(),
+        op,
+    })
+}
+
+impl LabelSelector {
+    /// Parses `?labelSelector=` (already URL-decoded).
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        if s.len() > MAX_SELECTOR_LEN {
+            return Err(err(format!(
+                "a label selector may be at most {MAX_SELECTOR_LEN} characters"
+            )));
+        }
+        if s.trim().is_empty() {
+            return Ok(LabelSelector::default());
+        }
+        let mut requirements = Vec::new();
+        let terms = split_terms(s)?;
+        let last = terms.len().saturating_sub(1);
+        for (i, term) in terms.into_iter().enumerate() {
+            if term.trim().is_empty() {
+                return Err(err(match i {
+                    0 => "found ',', expected: !, identifier, or 'end of string'",
+                    i if i == last => "found '', expected: identifier after ','",
+                    _ => "found ',', expected: identifier after ','",
+                }));
+            }
+            requirements.push(parse_requirement(term)?);
+        }
+        Ok(LabelSelector { requirements })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.requirements.iter().all(|r| r.matches(labels))
+    }
+}
+
+/// A field selector on `metadata.name` / `metadata.namespace`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldTerm {
+    NameEquals(String),
+    NameNotEquals(String),
+    NamespaceEquals(String),
+    NamespaceNotEquals(String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector {
+    pub terms: Vec<FieldTerm>,
+}
+
+impl FieldSelector {
+    /// Parses `?fieldSelector=` (already URL-decoded).
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        if s.len() > MAX_SELECTOR_LEN {
+            return Err(err(format!(
+                "a field selector may be at most {MAX_SELECTOR_LEN} characters"
+            )));
+        }
+        let mut terms = Vec::new();
+        if s.trim().is_empty() {
+            return Ok(FieldSelector { terms });
+        }
+        for part in s.split(',') {
+            if terms.len() >= MAX_REQUIREMENTS {
+                return Err(err(format!(
+                    "a selector may have at most {MAX_REQUIREMENTS} requirements"
+                )));
+            }
+            let (field, not, value) = if let Some((f, v)) = part.split_once("!=") {
+                (f, true, v)
+            } else if let Some((f, v)) = part.split_once("==") {
+                (f, false, v)
+            } else if let Some((f, v)) = part.split_once('=') {
+                (f, false, v)
+            } else {
+                return Err(err(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                )));
+            };
+            let (field, value) = (field.trim(), value.trim().to_string());
+            let term = match (field, not) {
+                ("metadata.name", false) => FieldTerm::NameEquals(value),
+                ("metadata.name", true) => FieldTerm::NameNotEquals(value),
+                ("metadata.namespace", false) => FieldTerm::NamespaceEquals(value),
+                ("metadata.namespace", true) => FieldTerm::NamespaceNotEquals(value),
+                (other, _) => {
+                    return Err(err(format!("field label not supported: {other}")));
+                }
+            };
+            terms.push(term);
+        }
+        Ok(FieldSelector { terms })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// The single name an `metadata.name=` term pins the list to, if any (a store shortcut).
+    pub fn name(&self) -> Option<&str> {
+        self.terms.iter().find_map(|t| match t {
+            FieldTerm::NameEquals(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
+    pub fn matches(&self, name: &str, namespace: &str) -> bool {
+        self.terms.iter().all(|t| match t {
+            FieldTerm::NameEquals(v) => name == v,
+            FieldTerm::NameNotEquals(v) => name != v,
+            FieldTerm::NamespaceEquals(v) => namespace == v,
+            FieldTerm::NamespaceNotEquals(v) => namespace != v,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn sel(s: &str) -> LabelSelector {
+        LabelSelector::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn equality_in_both_spellings() {
+        let prod = labels(&[("env", "prod")]);
+        assert!(sel("env=prod").matches(&prod));
+        assert!(sel("env==prod").matches(&prod));
+        assert!(sel(" env = prod ").matches(&prod));
+        assert!(!sel("env=dev").matches(&prod));
+        assert!(!sel("env=prod").matches(&labels(&[])));
+    }
+
+    #[test]
+    fn not_equals_matches_objects_without_the_key() {
+        assert!(!sel("env!=prod").matches(&labels(&[("env", "prod")])));
+        assert!(sel("env!=prod").matches(&labels(&[("env", "dev")])));
+        assert!(sel("env!=prod").matches(&labels(&[])));
+    }
+
+    #[test]
+    fn exists_and_does_not_exist() {
+        assert!(sel("env").matches(&labels(&[("env", "")])));
+        assert!(!sel("env").matches(&labels(&[])));
+        assert!(sel("!env").matches(&labels(&[])));
+        assert!(!sel("! env").matches(&labels(&[("env", "x")])));
+    }
+
+    #[test]
+    fn in_and_notin_with_notin_matching_objects_without_the_key() {
+        let s = sel("env in (prod, dev)");
+        assert_eq!(
+            s.requirements[0].op,
+            Op::In(vec!["prod".into(), "dev".into()])
+        );
+        assert!(s.matches(&labels(&[("env", "dev")])));
+        assert!(!s.matches(&labels(&[("env", "qa")])));
+        assert!(!s.matches(&labels(&[])));
+        let s = sel("env notin (prod,dev)");
+        assert!(!s.matches(&labels(&[("env", "dev")])));
+        assert!(s.matches(&labels(&[("env", "qa")])));
+        assert!(s.matches(&labels(&[])));
+    }
+
+    #[test]
+    fn terms_are_anded_and_commas_inside_parentheses_do_not_split() {
+        let s = sel("env in (a,b),tier=gold,!legacy,example.com/team");
+        assert_eq!(s.requirements.len(), 4);
+        assert!(s.matches(&labels(&[
+            ("env", "b"),
+            ("tier", "gold"),
+            ("example.com/team", "x")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("env", "b"),
+            ("tier", "gold"),
+            ("legacy", "1"),
+            ("example.com/team", "x")
+        ])));
+        assert!(sel("").matches(&labels(&[])));
+    }
+
+    #[test]
+    fn bad_selectors_are_refused_with_a_sentence() {
+        for bad in [
+            "env=prod,",
+            ",env",
+            "env in prod",
+            "env in (a,b",
+            "env in ()",
+            "Bad Key=x",
+            "env=bad value!",
+            "env foo (a)",
+            "-x=y",
+        ] {
+            assert!(LabelSelector::parse(bad).is_err(), "{bad} should fail");
+        }
+        assert_eq!(
+            LabelSelector::parse("env=prod,").map_err(|e| e.0),
+            Err("found '', expected: identifier after ','".into())
+        );
+        assert_eq!(
+            LabelSelector::parse(",env").map_err(|e| e.0),
+            Err("found ',', expected: !, identifier, or 'end of string'".into())
+        );
+        assert_eq!(
+            LabelSelector::parse("env in prod").map_err(|e| e.0),
+            Err("unable to parse requirement: found 'prod', expected: '('".into())
+        );
+        assert!(LabelSelector::parse("-x=y")
+            .map_err(|e| e.0)
+            .err()
+            .is_some_and(|m| m.starts_with("unable to parse requirement: ")));
+    }
+
+    #[test]
+    fn selectors_are_bounded() {
+        let long = "a".repeat(MAX_SELECTOR_LEN + 1);
+        assert!(LabelSelector::parse(&long).is_err());
+        let many = vec!["a"; MAX_REQUIREMENTS + 2].join(",");
+        assert!(LabelSelector::parse(&many).is_err());
+        let vals = (0..=MAX_VALUES)
+            .map(|i| format!("v{i}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert!(LabelSelector::parse(&format!("k in ({vals})")).is_err());
+    }
+
+    #[test]
+    fn field_selectors_take_name_and_namespace() {
+        let f = FieldSelector::parse("metadata.name=alpha").unwrap_or_default();
+        assert_eq!(f.name(), Some("alpha"));
+        assert!(f.matches("alpha", "p1"));
+        assert!(!f.matches("beta", "p1"));
+        let f =
+            FieldSelector::parse("metadata.name!=alpha,metadata.namespace==p1").unwrap_or_default();
+        assert!(f.matches("beta", "p1"));
+        assert!(!f.matches("alpha", "p1"));
+        assert!(!f.matches("beta", "p2"));
+        assert!(FieldSelector::parse("").is_ok_and(|f| f.is_empty()));
+    }
+
+    #[test]
+    fn other_field_labels_are_not_supported() {
+        assert_eq!(
+            FieldSelector::parse("spec.x=a").map_err(|e| e.0),
+            Err("field label not supported: spec.x".into())
+        );
+        assert!(FieldSelector::parse("metadata.name").is_err());
+    }
+}
