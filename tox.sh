@@ -122,6 +122,10 @@ test_env() {
 }
 
 rust_tests() {
+  # With a kubectl on the machine, the registry's kubectl tests must run, not skip.
+  if command -v kubectl >/dev/null 2>&1; then
+    export FLEETYARD_REQUIRE_KUBECTL=1
+  fi
   if cargo nextest --version >/dev/null 2>&1; then
     part "cargo nextest run --no-fail-fast${*:+ $*}" cargo nextest run --no-fail-fast "$@"
     # nextest does not run doctests

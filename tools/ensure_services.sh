@@ -2,6 +2,7 @@
 # Make sure the services the Rust tests talk to are up:
 #   PostgreSQL on 127.0.0.1:5432 (trust auth for the users postgres and root)
 #   RabbitMQ   on 127.0.0.1:5672 (guest/guest)
+#   kubectl    (the machine's, else Debian's kubernetes-client; a warning if neither)
 #
 # Already reachable -> says so in one line each and returns at once.
 # Installed but stopped -> starts it and waits (ENSURE_SERVICES_WAIT, default 60 s).
@@ -168,5 +169,20 @@ ensure_rabbitmq() {
   log "RabbitMQ is up on $MQ_HOST:$MQ_PORT"
 }
 
+# kubectl for the registry's kubectl suite (tests/integration/registry_kubectl.rs): the machine's
+# own, else Debian's kubernetes-client. Not fatal: without one those tests say they were skipped.
+ensure_kubectl() {
+  if have kubectl; then
+    log "kubectl is there ($(kubectl version --client 2>/dev/null | head -1))"
+    return 0
+  fi
+  if apt_install kubernetes-client && have kubectl; then
+    log "kubectl installed from Debian ($(kubectl version --client 2>/dev/null | head -1))"
+  else
+    log "WARNING: no kubectl and 'apt-get install -y kubernetes-client' failed; the kubectl tests will be skipped"
+  fi
+}
+
 ensure_postgres
 ensure_rabbitmq
+ensure_kubectl

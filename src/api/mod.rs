@@ -66,6 +66,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(versions::root))
         .route("/healthcheck", web::get().to(healthcheck))
         .route("/healthcheck", web::head().to(healthcheck))
+        .configure(kube::configure)
         .service(
             web::scope("/v1")
                 .wrap(from_fn(microversion::middleware))

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::error::ApiError;
 use crate::store::StoreError;
 
 /// Attempts of one change, the first included.
@@ -26,9 +25,9 @@ pub enum Attempt<T> {
 }
 
 /// Runs `attempt` until it is done, fails, or [`ATTEMPTS`] attempts lost their race.
-pub async fn until_committed<T>(
-    mut attempt: impl AsyncFnMut() -> Result<Attempt<T>, ApiError>,
-) -> Result<T, ApiError> {
+pub async fn until_committed<T, E: From<StoreError>>(
+    mut attempt: impl AsyncFnMut() -> Result<Attempt<T>, E>,
+) -> Result<T, E> {
     for n in 0..ATTEMPTS {
         pause(n).await;
         if let Attempt::Done(answer) = attempt().await? {

@@ -90,6 +90,18 @@ fn summary_keys(handle: &str, admin: bool) -> Vec<String> {
     sorted(&k)
 }
 
+/// The full representation's keys at `latest`: the handle is `cluster_id`, and the registry's
+/// labels and annotations are there (1.15).
+fn latest_keys(faults: bool) -> Vec<String> {
+    let mut k = full_keys("cluster_id", faults);
+    k.extend([
+        "registry_annotations".to_string(),
+        "registry_labels".to_string(),
+    ]);
+    k.sort();
+    k
+}
+
 fn full_keys(handle: &str, faults: bool) -> Vec<String> {
     let mut k: Vec<&str> = SUMMARY_KEYS.to_vec();
     k.extend_from_slice(FULL_EXTRA_KEYS);
@@ -141,9 +153,13 @@ async fn create_answers_202_with_a_uuid_that_is_readable_at_once() {
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(keys(&r.body), vec!["uuid"]);
     let uuid = r.body["uuid"].as_str().expect("uuid").to_string();
-    let c = show(&app, &uuid).await;
+    let mut c = show(&app, &uuid).await;
     let created_at = c["created_at"].clone();
     assert!(created_at.as_str().is_some_and(|s| s.ends_with("+00:00")));
+    // The registry's metadata (1.15): none yet.
+    let fields = c.as_object_mut().expect("an object");
+    assert_eq!(fields.remove("registry_labels"), Some(json!({})));
+    assert_eq!(fields.remove("registry_annotations"), Some(json!({})));
     assert_eq!(
         c,
         json!({
@@ -792,7 +808,7 @@ async fn lists_show_the_summary_and_detail_and_show_the_full_representation() {
     let detail = app.with_headers(&h).list_clusters_detail("").await;
     assert_eq!(detail.status, 200, "{}", detail.text);
     assert_eq!(detail.body["clusters"][0], full);
-    assert_eq!(keys(&full), full_keys("cluster_id", false));
+    assert_eq!(keys(&full), latest_keys(false));
     // Admins see every project, with project_id in the summary.
     let admin = app
         .with_headers(&at(&app.admin(), "latest"))
@@ -1204,7 +1220,7 @@ async fn a_failed_update_restores_the_node_count_and_notifies_the_failure_once()
     assert_eq!(shown["status_reason"], reason);
     assert_eq!(shown["node_count"], 1, "the old count is restored");
     assert_eq!(shown["faults"], json!({"default-worker": reason}));
-    assert_eq!(keys(&shown), full_keys("cluster_id", true));
+    assert_eq!(keys(&shown), latest_keys(true));
     assert_eq!(
         events_of(&app, &uuid).await,
         vec![
@@ -1689,7 +1705,7 @@ async fn an_injected_create_failure_is_create_failed_with_reason_faults_and_one_
         c["faults"],
         json!({"default-master": reason, "default-worker": reason})
     );
-    assert_eq!(keys(&c), full_keys("cluster_id", true));
+    assert_eq!(keys(&c), latest_keys(true));
     let listed = app
         .with_headers(&at(&app.headers, "latest"))
         .list_clusters_detail("")

@@ -27,5 +27,6 @@ mod notify;
 mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
+mod registry_kubectl;
 mod store_contract;
 mod wire;

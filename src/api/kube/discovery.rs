@@ -225,12 +225,17 @@ pub async fn apis(req: HttpRequest) -> HttpResponse {
     }
 }
 
-/// `GET /api`: no core group here, so an empty list (aggregated) or `APIVersions` with no
-/// versions (legacy; listing `v1` would oblige us to serve `/api/v1`).
+/// `GET /api`: the core group with one resource, `namespaces` (get), which `/api/v1` lists too:
+/// kubectl asks after a project's namespace on a 404, and maps a `kind: List` file through
+/// the core group.
 pub async fn api(req: HttpRequest) -> HttpResponse {
     let empty = |v: &str| {
         json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{v}"),
-            "metadata": {}, "items": []})
+            "metadata": {}, "items": [{"metadata": {"name": ""}, "versions": [{"version": "v1",
+                "freshness": "Current", "resources": [{"resource": "namespaces",
+                "singularResource": "namespace", "scope": "Cluster",
+                "responseKind": {"group": "", "version": "v1", "kind": "Namespace"},
+                "verbs": ["get"]}]}]}]})
     };
     match negotiate(accept_of(&req)) {
         DiscoveryFormat::AggregatedV2 => json_response(AGGREGATED_V2, &empty("v2")),
@@ -239,11 +244,22 @@ pub async fn api(req: HttpRequest) -> HttpResponse {
             let host = req.connection_info().host().to_string();
             json_response(
                 "application/json",
-                &json!({"kind": "APIVersions", "versions": [],
+                &json!({"kind": "APIVersions", "versions": ["v1"],
                     "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]}),
             )
         }
     }
+}
+
+/// `GET /api/v1`: the one core resource served, `namespaces` (get), so that kubectl knows the
+/// core group (it maps a `kind: List` file through it).
+pub async fn core_v1(_req: HttpRequest) -> HttpResponse {
+    json_response(
+        "application/json",
+        &json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [{
+            "name": "namespaces", "singularName": "namespace", "namespaced": false,
+            "kind": "Namespace", "verbs": ["get"]}]}),
+    )
 }
 
 fn not_found() -> HttpResponse {
@@ -417,16 +433,18 @@ mod tests {
     }
 
     #[actix_web::test]
-    async fn api_lists_no_core_versions() {
+    async fn api_lists_the_core_namespaces_only() {
         let req = TestRequest::get()
             .insert_header((header::ACCEPT, KUBECTL_ACCEPT))
             .to_http_request();
         let (_, ct, v) = call(api(req)).await;
         assert_eq!(ct, AGGREGATED_V2);
-        assert_eq!(
-            v,
-            json!({"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[]})
-        );
+        assert_eq!(v["kind"], "APIGroupDiscoveryList");
+        assert_eq!(v["items"][0]["metadata"]["name"], "");
+        let resources = &v["items"][0]["versions"][0]["resources"];
+        assert_eq!(resources.as_array().map(Vec::len), Some(1), "{v}");
+        assert_eq!(resources[0]["resource"], "namespaces");
+        assert_eq!(resources[0]["verbs"], json!(["get"]));
         let req = TestRequest::get()
             .insert_header((header::HOST, "api.example:9511"))
             .to_http_request();
@@ -434,7 +452,7 @@ mod tests {
         assert_eq!(ct, "application/json");
         assert_eq!(
             v,
-            json!({"kind":"APIVersions","versions":[],
+            json!({"kind":"APIVersions","versions":["v1"],
                 "serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"api.example:9511"}]})
         );
     }

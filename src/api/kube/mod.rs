@@ -3,17 +3,20 @@
 //! `ClusterProfile` (read-only), with what kubectl needs around them: Status errors,
 //! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks.
 
+pub mod clusters;
 pub mod discovery;
 pub mod feed;
 pub mod list;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
+pub mod profiles;
 pub mod schema;
 pub mod status;
 pub mod table;
 pub mod validation;
 pub mod view;
+pub mod watch;
 
 /// First path segments served as they come (not rerouted under `/v1`).
 pub const ROOTS: &[&str] = &[
@@ -23,12 +26,20 @@ pub const ROOTS: &[&str] = &[
 use actix_web::web;
 use serde_json::{json, Value};
 
+/// Every route of the Kubernetes-facing APIs.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    configure_static(cfg);
+    clusters::configure(cfg);
+    profiles::configure(cfg);
+}
+
 /// The routes that need no state: discovery, `/version` and OpenAPI (`/openapi/v2` a 404).
 /// The resource routes (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`)
 /// are the lead's.
 pub fn configure_static(cfg: &mut web::ServiceConfig) {
     cfg.route("/version", web::get().to(discovery::version))
         .route("/api", web::get().to(discovery::api))
+        .route("/api/v1", web::get().to(discovery::core_v1))
         .route("/apis", web::get().to(discovery::apis))
         .route(
             "/apis/clusterregistry.k8s.io",

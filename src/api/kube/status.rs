@@ -23,6 +23,10 @@ pub struct Resource {
 impl Resource {
     /// `clusters.clusterregistry.k8s.io`.
     pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            // The core group: `namespaces`, as the apiserver words it.
+            return self.plural.to_string();
+        }
         format!("{}.{}", self.plural, self.group)
     }
     /// `Cluster.clusterregistry.k8s.io`.
@@ -43,6 +47,16 @@ pub const CLUSTERS: Resource = Resource {
     singular: super::objects::SINGULAR,
     kind: super::objects::KIND,
     list_kind: super::objects::LIST_KIND,
+};
+
+/// Core `v1` `namespaces` (a project, as kubectl asks after it).
+pub const NAMESPACES: Resource = Resource {
+    group: "",
+    version: "v1",
+    plural: "namespaces",
+    singular: "namespace",
+    kind: "Namespace",
+    list_kind: "NamespaceList",
 };
 
 /// `multicluster.x-k8s.io/v1alpha1` `clusterprofiles` (read-only view).
@@ -481,6 +495,13 @@ impl ResponseError for KubeError {
         HttpResponse::build(self.status_code())
             .content_type("application/json")
             .body(body)
+    }
+}
+
+impl From<crate::store::StoreError> for KubeError {
+    /// A store failure as the v1 API words it (503 for an outage, 409 for a lost race, ...).
+    fn from(err: crate::store::StoreError) -> Self {
+        KubeError::from(ApiError::from(err))
     }
 }
 

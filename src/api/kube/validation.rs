@@ -531,7 +531,7 @@ pub fn cluster_name_cause(body: &Value) -> Option<Cause> {
 
 const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 const ADDRESS_MSG: &str =
-    "must be a hostname, hostname:port, IP, IP:port or an https:// URL with one of these";
+    "must be a hostname, hostname:port, IP, IP:port or an https:// (or http://) URL with one of these";
 const CA_BUNDLE_MSG: &str =
     "must be the base64 encoding of one or more PEM CERTIFICATE blocks and nothing else";
 
@@ -587,7 +587,10 @@ pub fn is_server_address(s: &str) -> bool {
         return false;
     }
     match s.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => {
+        // kubeconfig servers may be plain http (a local or proxied API server).
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("http") =>
+        {
             let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
             !authority.contains('@') && is_authority(authority)
         }
@@ -1176,11 +1179,12 @@ mod tests {
             "https://api.example.com",
             "https://10.0.0.1:6443/k8s/clusters/x",
             "API.Example.com",
+            "http://127.0.0.1:9511",
         ] {
             assert!(is_server_address(ok), "{ok}");
         }
         for bad in [
-            "http://api.example.com",
+            "ftp://api.example.com",
             "api.example.com:0",
             "api.example.com:99999",
             "user@api",
@@ -1200,8 +1204,8 @@ mod tests {
              [spec.kubernetesApiEndpoints.serverEndpoints[0].clientCIDR: Invalid value: \
              \"10.0.0.0\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64), \
              spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress: Invalid value: \
-             \"ftp://x\": must be a hostname, hostname:port, IP, IP:port or an https:// URL with \
-             one of these]"
+             \"ftp://x\": must be a hostname, hostname:port, IP, IP:port or an https:// (or \
+             http://) URL with one of these]"
         );
     }
 

@@ -1,0 +1,1269 @@
+//! `clusterregistry.k8s.io/v1alpha1` `clusters`, namespaced by project: list (JSON or Table,
+//! label and field selectors, `limit`/`continue`), watch, get, create (a registered cluster,
+//! driver `external`), replace, patch (merge, JSON, apply), delete and deletecollection, over
+//! the same rows as `/v1/clusters`.
+
+use std::collections::BTreeMap;
+
+use actix_web::http::header;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::objects::{self, Cluster, ClusterList, ListMeta, API_VERSION, KIND, LIST_KIND};
+use super::status::{Cause, KubeError, Resource, CLUSTERS, NAMESPACES};
+use super::table::{self, TableRow};
+use super::{patch, validation, view, watch};
+use crate::api::clusters::delete_attempt;
+use crate::api::error::ApiError;
+use crate::api::lookup::cluster_target;
+use crate::api::retry::{self, Attempt};
+use crate::api::{initiator, AppState, RequestContext};
+use crate::domain::cluster::{Cluster as Row, NewCluster};
+use crate::domain::names::ClusterName;
+use crate::domain::registry::{
+    self, AuthPointers, ObjectRef, RegistryMeta, ServerEndpoint, EXTERNAL_DRIVER,
+    EXTERNAL_TEMPLATE, NAME_ANNOTATION,
+};
+use crate::domain::selector::{FieldSelector, LabelSelector};
+use crate::domain::status::ClusterStatus;
+use crate::domain::ClusterId;
+use crate::notify::events::{self, Action, Outcome};
+use crate::store::{RegistryEntry, RegistryPage, StoreError, Write};
+
+const BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/api/v1/namespaces/{namespace}")
+            .route(web::get().to(namespace))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!("{BASE}/clusters"))
+            .name("registry_clusters_all")
+            .route(web::get().to(list_all))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!("{BASE}/namespaces/{{namespace}}/clusters"))
+            .route(web::get().to(list_namespace))
+            .route(web::post().to(create))
+            .route(web::delete().to(delete_collection))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!("{BASE}/namespaces/{{namespace}}/clusters/{{name}}"))
+            .route(web::get().to(get))
+            .route(web::put().to(replace))
+            .route(web::patch().to(patch_one))
+            .route(web::delete().to(delete))
+            .default_service(web::to(method_not_allowed)),
+    );
+}
+
+async fn method_not_allowed() -> Result<HttpResponse, KubeError> {
+    Err(KubeError::MethodNotAllowedHere)
+}
+
+/// `GET /api/v1/namespaces/{namespace}`: kubectl asks after a 404 whether the namespace
+/// exists. A project the caller may see is an `Active` Namespace; any other is a 403, so a
+/// project's existence is not told to outsiders.
+async fn namespace(
+    ctx: Result<RequestContext, ApiError>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let namespace = path.into_inner();
+    if !(ctx.is_admin || ctx.project_id == namespace) {
+        return Err(KubeError::forbidden("get", &NAMESPACES, None, &ctx.user_id));
+    }
+    Ok(json_response(
+        actix_web::http::StatusCode::OK,
+        &serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }),
+    ))
+}
+
+/// The caller, with authentication failures as Kubernetes Status bodies.
+pub(super) fn caller(ctx: Result<RequestContext, ApiError>) -> Result<RequestContext, KubeError> {
+    ctx.map_err(KubeError::from)
+}
+
+/// Query parameters the registry reads; every other one is accepted and ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct Params {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<String>,
+    pub r#continue: Option<String>,
+    pub watch: Option<String>,
+    pub resource_version: Option<String>,
+    pub timeout_seconds: Option<String>,
+    pub allow_watch_bookmarks: Option<String>,
+    pub include_object: Option<String>,
+    pub field_validation: Option<String>,
+    pub field_manager: Option<String>,
+    pub dry_run: Option<String>,
+}
+
+pub(super) fn params(req: &HttpRequest) -> Result<Params, KubeError> {
+    serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| KubeError::BadRequest(format!("invalid query parameters: {e}")))
+}
+
+fn is_true(v: &Option<String>) -> bool {
+    matches!(v.as_deref(), Some("true" | "1" | "True"))
+}
+
+/// The most items one list answer holds, whatever `limit` says; a longer answer continues.
+pub const MAX_PAGE: u32 = 500;
+/// Rows one list request reads at most while a selector filters them out.
+const MAX_SCANNED: usize = 20_000;
+/// Rows read per statement while filtering.
+const SCAN_CHUNK: u32 = 500;
+
+/// Whose clusters a request may see.
+#[derive(Debug, Clone)]
+pub(super) enum Visible {
+    /// One namespace (project).
+    Namespace(String),
+    /// Every project (an admin's all-namespaces list).
+    All,
+}
+
+impl Visible {
+    fn project(&self) -> Option<String> {
+        match self {
+            Visible::Namespace(p) => Some(p.clone()),
+            Visible::All => None,
+        }
+    }
+    pub fn admits(&self, project: &str) -> bool {
+        match self {
+            Visible::Namespace(p) => p == project,
+            Visible::All => true,
+        }
+    }
+}
+
+/// The target policy rules check for a namespace: the project it is.
+fn namespace_target(ctx: &RequestContext, namespace: &str) -> serde_json::Map<String, Value> {
+    let mut t = serde_json::Map::new();
+    t.insert("project_id".into(), Value::String(namespace.to_string()));
+    t.insert("user_id".into(), Value::String(ctx.user_id.clone()));
+    t
+}
+
+/// 403 unless the caller may `verb` in `namespace`: its own project, or any as an admin, and
+/// the policy rule passes.
+pub(super) fn authorize_namespace(
+    ctx: &RequestContext,
+    rule: &str,
+    verb: &str,
+    resource: &'static Resource,
+    namespace: &str,
+) -> Result<(), KubeError> {
+    if (ctx.is_admin || ctx.project_id == namespace)
+        && ctx.allowed(rule, &namespace_target(ctx, namespace))
+    {
+        Ok(())
+    } else {
+        Err(KubeError::forbidden(
+            verb,
+            resource,
+            Some(namespace),
+            &ctx.user_id,
+        ))
+    }
+}
+
+/// The all-namespaces path: every project for an admin, the caller's own for anyone else.
+pub(super) fn authorize_all(
+    ctx: &RequestContext,
+    rule: &str,
+    verb: &str,
+    resource: &'static Resource,
+) -> Result<Visible, KubeError> {
+    if !ctx.allowed(rule, &ctx.own_target()) {
+        return Err(KubeError::forbidden(verb, resource, None, &ctx.user_id));
+    }
+    Ok(if ctx.is_admin {
+        Visible::All
+    } else {
+        Visible::Namespace(ctx.project_id.clone())
+    })
+}
+
+/// The selectors of a list or watch.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Selectors {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl Selectors {
+    pub fn parse(p: &Params) -> Result<Selectors, KubeError> {
+        Ok(Selectors {
+            labels: LabelSelector::parse(p.label_selector.as_deref().unwrap_or(""))?,
+            fields: FieldSelector::parse(p.field_selector.as_deref().unwrap_or(""))?,
+        })
+    }
+
+    pub fn matches(&self, name: &str, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.fields.matches(name, namespace) && self.labels.matches(labels)
+    }
+}
+
+/// Where the next page starts: opaque to clients (base64 of this as JSON).
+#[derive(Debug, Serialize, Deserialize)]
+struct ContinueToken {
+    rv: i64,
+    p: String,
+    n: String,
+}
+
+fn encode_continue(rv: i64, project: &str, name: &str) -> String {
+    let token = ContinueToken {
+        rv,
+        p: project.to_string(),
+        n: name.to_string(),
+    };
+    let json = serde_json::to_vec(&token).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode_continue(text: &str) -> Result<ContinueToken, KubeError> {
+    let bad = || KubeError::BadRequest("continue key is not valid: invalid token".into());
+    if text.len() > 2048 {
+        return Err(bad());
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .map_err(|_| bad())?;
+    serde_json::from_slice(&bytes).map_err(|_| bad())
+}
+
+fn parse_limit(p: &Params) -> Result<Option<u32>, KubeError> {
+    match p.limit.as_deref() {
+        None | Some("") => Ok(None),
+        Some(text) => {
+            let n: i64 = text
+                .parse()
+                .map_err(|_| KubeError::BadRequest(format!("invalid value for limit: {text:?}")))?;
+            Ok((n > 0).then(|| n.min(i64::from(MAX_PAGE)) as u32))
+        }
+    }
+}
+
+/// One list answer: the items, the resourceVersion it is consistent with (at least), and where
+/// it continues.
+pub(super) struct Listed {
+    pub items: Vec<RegistryEntry>,
+    pub resource_version: i64,
+    pub next: Option<String>,
+}
+
+/// Reads one page: in (project, name) order from the token, filtered by the selectors, at most
+/// `limit` items (and [`MAX_PAGE`]), reading at most [`MAX_SCANNED`] rows.
+pub(super) async fn list_entries(
+    state: &AppState,
+    visible: &Visible,
+    selectors: &Selectors,
+    limit: Option<u32>,
+    cont: Option<&str>,
+) -> Result<Listed, KubeError> {
+    let want = limit.unwrap_or(MAX_PAGE).min(MAX_PAGE) as usize;
+    let (mut after, rv) = match cont {
+        Some(text) if !text.is_empty() => {
+            let t = decode_continue(text)?;
+            (Some((t.p, t.n)), t.rv)
+        }
+        _ => (None, state.store.registry_bounds().await?.0),
+    };
+    // One name in one namespace: one statement.
+    if let (Visible::Namespace(ns), Some(name)) = (visible, selectors.fields.name()) {
+        let items = match state.store.registry_get(ns.as_str(), name).await? {
+            Some(e) if selectors_admit(selectors, &e) && after.is_none() => vec![e],
+            _ => vec![],
+        };
+        return Ok(Listed {
+            items,
+            resource_version: rv,
+            next: None,
+        });
+    }
+    let mut items = Vec::new();
+    let mut scanned = 0usize;
+    loop {
+        let chunk = if selectors.labels.is_empty() && selectors.fields.is_empty() {
+            (want - items.len()) as u32 + 1
+        } else {
+            SCAN_CHUNK
+        };
+        let page = RegistryPage {
+            project: visible.project(),
+            after: after.clone(),
+            limit: chunk,
+        };
+        let rows = state.store.registry_page(&page).await?;
+        let exhausted = rows.len() < chunk as usize;
+        for e in rows {
+            scanned += 1;
+            let key = (e.cluster.project_id.clone(), e.cluster.name.clone());
+            if items.len() == want {
+                // One more matching row exists past the page: continue from the last item.
+                if selectors_admit(selectors, &e) {
+                    let last: &RegistryEntry = items.last().unwrap_or(&e);
+                    return Ok(Listed {
+                        next: Some(encode_continue(
+                            rv,
+                            &last.cluster.project_id,
+                            &last.cluster.name,
+                        )),
+                        items,
+                        resource_version: rv,
+                    });
+                }
+            } else if selectors_admit(selectors, &e) {
+                items.push(e);
+            }
+            after = Some(key);
+            if scanned >= MAX_SCANNED {
+                let (p, n) = after.clone().unwrap_or_default();
+                return Ok(Listed {
+                    items,
+                    resource_version: rv,
+                    next: Some(encode_continue(rv, &p, &n)),
+                });
+            }
+        }
+        if exhausted {
+            return Ok(Listed {
+                items,
+                resource_version: rv,
+                next: None,
+            });
+        }
+    }
+}
+
+fn selectors_admit(s: &Selectors, e: &RegistryEntry) -> bool {
+    let name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
+    s.matches(&name, &e.cluster.project_id, &e.cluster.registry.labels)
+}
+
+/// A row of the `Table` answer.
+pub(super) fn table_row<'a>(e: &'a RegistryEntry, object: &'a Cluster) -> TableRow<'a> {
+    TableRow {
+        object,
+        status: e.cluster.status.as_str(),
+        health: e
+            .cluster
+            .health_status
+            .map(|h| h.as_str())
+            .unwrap_or("UNKNOWN"),
+        driver: &e.driver,
+        nodes: Some(e.node_count),
+        coe_version: e.cluster.coe_version.as_deref().unwrap_or(""),
+    }
+}
+
+fn accept(req: &HttpRequest) -> &str {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn json_response(status: actix_web::http::StatusCode, body: &impl Serialize) -> HttpResponse {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => HttpResponse::build(status)
+            .content_type("application/json")
+            .body(bytes),
+        Err(e) => actix_web::ResponseError::error_response(&KubeError::internal(e)),
+    }
+}
+
+/// A list (or watch, with `watch=true`) answer.
+async fn list_answer(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    visible: Visible,
+    p: &Params,
+) -> Result<HttpResponse, KubeError> {
+    let selectors = Selectors::parse(p)?;
+    if is_true(&p.watch) {
+        return watch::start(req, state, visible, selectors, p, watch::Render::Cluster).await;
+    }
+    let listed = list_entries(
+        state,
+        &visible,
+        &selectors,
+        parse_limit(p)?,
+        p.r#continue.as_deref(),
+    )
+    .await?;
+    let objects: Vec<Cluster> = listed.items.iter().map(view::cluster).collect();
+    if table::wants_table(accept(req)) {
+        let rows: Vec<TableRow> = listed
+            .items
+            .iter()
+            .zip(&objects)
+            .map(|(e, o)| table_row(e, o))
+            .collect();
+        let body = table::cluster_table(
+            &rows,
+            table::IncludeObject::parse(p.include_object.as_deref())?,
+            &listed.resource_version.to_string(),
+            listed.next.as_deref().unwrap_or(""),
+            chrono::Utc::now(),
+        );
+        return Ok(json_response(actix_web::http::StatusCode::OK, &body));
+    }
+    let list = ClusterList {
+        api_version: API_VERSION,
+        kind: LIST_KIND,
+        metadata: ListMeta {
+            resource_version: listed.resource_version.to_string(),
+            r#continue: listed.next.unwrap_or_default(),
+            remaining_item_count: None,
+        },
+        items: &objects,
+    };
+    Ok(json_response(actix_web::http::StatusCode::OK, &list))
+}
+
+#[tracing::instrument(name = "registry.list_all", skip_all)]
+async fn list_all(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let p = params(&req)?;
+    let (rule, verb) = if is_true(&p.watch) {
+        ("registry:watch", "watch")
+    } else {
+        ("registry:list", "list")
+    };
+    let visible = authorize_all(&ctx, rule, verb, &CLUSTERS)?;
+    list_answer(&req, &state, visible, &p).await
+}
+
+#[tracing::instrument(name = "registry.list", skip_all, fields(namespace = %path))]
+async fn list_namespace(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let p = params(&req)?;
+    let (rule, verb) = if is_true(&p.watch) {
+        ("registry:watch", "watch")
+    } else {
+        ("registry:list", "list")
+    };
+    authorize_namespace(&ctx, rule, verb, &CLUSTERS, &path)?;
+    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+}
+
+/// The entry `name` names in `namespace`, or 404 in Kubernetes' words.
+async fn entry(state: &AppState, namespace: &str, name: &str) -> Result<RegistryEntry, KubeError> {
+    state
+        .store
+        .registry_get(namespace, name)
+        .await?
+        .ok_or_else(|| KubeError::not_found(&CLUSTERS, name))
+}
+
+#[tracing::instrument(name = "registry.get", skip_all, fields(namespace = %path.0, name = %path.1))]
+async fn get(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let (namespace, name) = path.into_inner();
+    authorize_namespace(&ctx, "registry:get", "get", &CLUSTERS, &namespace)?;
+    let p = params(&req)?;
+    let e = entry(&state, &namespace, &name).await?;
+    if !ctx.allowed("registry:get", &cluster_target(&e.cluster)) {
+        return Err(KubeError::forbidden(
+            "get",
+            &CLUSTERS,
+            Some(&namespace),
+            &ctx.user_id,
+        ));
+    }
+    let object = view::cluster(&e);
+    if table::wants_table(accept(&req)) {
+        let rows = [table_row(&e, &object)];
+        let body = table::cluster_table(
+            &rows,
+            table::IncludeObject::parse(p.include_object.as_deref())?,
+            &e.cluster.registry.resource_version.to_string(),
+            "",
+            chrono::Utc::now(),
+        );
+        return Ok(json_response(actix_web::http::StatusCode::OK, &body));
+    }
+    Ok(json_response(actix_web::http::StatusCode::OK, &object))
+}
+
+/// What a body asks for, parsed and checked: the registry's part of the row and the name.
+struct Desired {
+    name: String,
+    meta: RegistryMeta,
+    resource_version: Option<i64>,
+    uid: Option<String>,
+    warnings: Vec<String>,
+}
+
+/// Checks a whole object (create, replace, or the result of a patch) and reads what the
+/// registry stores from it.
+fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, KubeError> {
+    let warnings = validation::validate_cluster(
+        body,
+        validation::FieldValidation::parse(p.field_validation.as_deref())?,
+    )?;
+    let mut obj: Cluster = serde_json::from_value(body.clone()).map_err(|e| {
+        KubeError::BadRequest(format!(
+            "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: {e}"
+        ))
+    })?;
+    if !obj.api_version.is_empty() && obj.api_version != API_VERSION {
+        return Err(KubeError::BadRequest(format!(
+            "the API version in the data ({}) does not match the expected API version ({API_VERSION})",
+            obj.api_version
+        )));
+    }
+    if !obj.kind.is_empty() && obj.kind != KIND {
+        return Err(KubeError::BadRequest(format!(
+            "the kind in the data ({}) does not match the expected kind ({KIND})",
+            obj.kind
+        )));
+    }
+    if obj.metadata.name.is_empty() && url_name.is_none() && !obj.metadata.generate_name.is_empty()
+    {
+        obj.metadata.name = validation::generate_name(&obj.metadata.generate_name);
+    }
+    let name = match url_name {
+        Some(url) => {
+            if !obj.metadata.name.is_empty() && obj.metadata.name != url {
+                return Err(KubeError::BadRequest(format!(
+                    "the name of the object ({}) does not match the name on the URL ({url})",
+                    obj.metadata.name
+                )));
+            }
+            url.to_string()
+        }
+        None => obj.metadata.name.clone(),
+    };
+    if name.is_empty() {
+        return Err(KubeError::invalid(
+            &CLUSTERS,
+            "",
+            vec![Cause::required(
+                "metadata.name",
+                "name or generateName is required",
+            )],
+        ));
+    }
+    let resource_version = match obj.metadata.resource_version.as_str() {
+        "" => None,
+        rv => Some(
+            rv.parse::<i64>()
+                .map_err(|_| KubeError::BadRequest(format!("invalid resourceVersion {rv:?}")))?,
+        ),
+    };
+    let spec = obj.spec;
+    let endpoints = spec.kubernetes_api_endpoints.unwrap_or_default();
+    let ca_bundle = match endpoints.ca_bundle.as_deref() {
+        None | Some("") => None,
+        Some(b64) => Some(
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .map_err(|_| {
+                        KubeError::invalid(
+                            &CLUSTERS,
+                            &name,
+                            vec![Cause::invalid_unquoted(
+                                "spec.kubernetesApiEndpoints.caBundle",
+                                "not base64",
+                            )],
+                        )
+                    })?,
+            )
+            .map_err(|_| {
+                KubeError::invalid(
+                    &CLUSTERS,
+                    &name,
+                    vec![Cause::invalid_unquoted(
+                        "spec.kubernetesApiEndpoints.caBundle",
+                        "not PEM text",
+                    )],
+                )
+            })?,
+        ),
+    };
+    let pointer = |r: Option<objects::ObjectReference>| {
+        r.map(|r| ObjectRef {
+            kind: r.kind,
+            name: r.name,
+            namespace: r.namespace,
+        })
+    };
+    let auth = spec.auth_info.unwrap_or_default();
+    let mut annotations = obj.metadata.annotations;
+    // The derived-name annotation is the service's; a client's copy of it is not stored.
+    annotations.remove(NAME_ANNOTATION);
+    Ok(Desired {
+        name,
+        meta: RegistryMeta {
+            labels: obj.metadata.labels,
+            annotations,
+            resource_version: 0,
+            generation: 1,
+            server_endpoints: endpoints
+                .server_endpoints
+                .into_iter()
+                .map(|s| ServerEndpoint {
+                    client_cidr: s.client_cidr,
+                    server_address: s.server_address,
+                })
+                .collect(),
+            ca_bundle,
+            auth_info: AuthPointers {
+                user: pointer(auth.user),
+                controller: pointer(auth.controller),
+            },
+        },
+        resource_version,
+        uid: Some(obj.metadata.uid).filter(|u| !u.is_empty()),
+        warnings,
+    })
+}
+
+/// Reads a JSON body (at most the service's payload limit, enforced by actix).
+fn json_of(body: &Bytes) -> Result<Value, KubeError> {
+    serde_json::from_slice(body).map_err(|e| {
+        KubeError::BadRequest(format!(
+            "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: {e}"
+        ))
+    })
+}
+
+fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
+    for w in warnings.iter().take(16) {
+        let text = format!("299 - {:?}", w.replace(['\r', '\n'], " "));
+        if let Ok(v) = header::HeaderValue::from_str(&text) {
+            resp.headers_mut()
+                .append(header::HeaderName::from_static("warning"), v);
+        }
+    }
+    resp
+}
+
+fn dry_run(p: &Params) -> bool {
+    p.dry_run.as_deref() == Some("All")
+}
+
+/// The new registered cluster a create inserts.
+fn new_cluster(
+    ctx: &RequestContext,
+    namespace: &str,
+    d: &Desired,
+) -> Result<NewCluster, KubeError> {
+    let name = ClusterName::registered(&d.name).ok_or_else(|| {
+        KubeError::invalid(
+            &CLUSTERS,
+            &d.name,
+            vec![Cause::invalid(
+                "metadata.name",
+                &d.name,
+                validation::NAME_MESSAGE,
+            )],
+        )
+    })?;
+    Ok(NewCluster {
+        uuid: ClusterId::new(),
+        project_id: namespace.to_string(),
+        user_id: ctx.user_id.clone(),
+        name,
+        cluster_template_id: EXTERNAL_TEMPLATE,
+        keypair: None,
+        docker_volume_size: None,
+        labels: Default::default(),
+        master_flavor_id: None,
+        flavor_id: None,
+        create_timeout: 0,
+        discovery_url: None,
+        fixed_network: None,
+        fixed_subnet: None,
+        floating_ip_enabled: false,
+        master_lb_enabled: false,
+        nodegroups: Vec::new(),
+        status: ClusterStatus::CreateComplete,
+        registry: d.meta.clone(),
+    })
+}
+
+/// Registers `d` in `namespace`: the row (complete at once), the quota check and the create
+/// event in one commit; 409 AlreadyExists when the name is taken.
+async fn register(
+    state: &AppState,
+    ctx: &RequestContext,
+    namespace: &str,
+    d: &Desired,
+) -> Result<RegistryEntry, KubeError> {
+    let new = new_cluster(ctx, namespace, d)?;
+    let now = chrono::Utc::now();
+    let row = crate::api::provisional::cluster(&new, now);
+    let writes = vec![
+        Write::CheckClusterQuota {
+            project_id: namespace.to_string(),
+            default_limit: state.settings.quotas.max_clusters_per_project,
+        },
+        Write::InsertCluster(Box::new(new)),
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Create,
+            Outcome::Success,
+            &row,
+            &[],
+            Some(&initiator(ctx)),
+        )),
+    ];
+    match state.store.commit(&writes).await {
+        Ok(()) => {}
+        Err(e) if e.is_constraint("uniq_cluster0project_id0name") => {
+            return Err(KubeError::already_exists(&CLUSTERS, &d.name))
+        }
+        Err(StoreError::LimitExceeded { limit }) => {
+            return Err(KubeError::QuotaExceeded(format!(
+                "clusters.clusterregistry.k8s.io \"{}\" is forbidden: exceeded quota: the project may have {limit} clusters",
+                d.name
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    entry(state, namespace, &d.name).await
+}
+
+#[tracing::instrument(name = "registry.create", skip_all, fields(namespace = %path))]
+async fn create(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let namespace = path.into_inner();
+    authorize_namespace(&ctx, "registry:create", "create", &CLUSTERS, &namespace)?;
+    let p = params(&req)?;
+    let mut value = json_of(&body)?;
+    strip_server_fields(&mut value, &namespace)?;
+    let d = desired(&value, &p, None)?;
+    if dry_run(&p) {
+        let new = new_cluster(&ctx, &namespace, &d)?;
+        let e = preview(&new);
+        return Ok(with_warnings(
+            json_response(actix_web::http::StatusCode::CREATED, &view::cluster(&e)),
+            &d.warnings,
+        ));
+    }
+    let e = register(&state, &ctx, &namespace, &d).await?;
+    Ok(with_warnings(
+        json_response(actix_web::http::StatusCode::CREATED, &view::cluster(&e)),
+        &d.warnings,
+    ))
+}
+
+/// What a dry-run create would have stored.
+fn preview(new: &NewCluster) -> RegistryEntry {
+    RegistryEntry {
+        cluster: crate::api::provisional::cluster(new, crate::store::sql::now()),
+        driver: EXTERNAL_DRIVER.into(),
+        node_count: 0,
+        ca_pem: new.registry.ca_bundle.clone(),
+        last_heartbeat: None,
+        last_transition: None,
+    }
+}
+
+/// Drops what the server owns from a body (uid, resourceVersion and the like are checked
+/// separately on updates) and refuses a namespace other than the URL's.
+fn strip_server_fields(value: &mut Value, namespace: &str) -> Result<(), KubeError> {
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(ns) = meta.get("namespace").and_then(Value::as_str) {
+            if !ns.is_empty() && ns != namespace {
+                return Err(KubeError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                        .into(),
+                ));
+            }
+        }
+        for k in [
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "managedFields",
+            "selfLink",
+        ] {
+            meta.remove(k);
+        }
+    }
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("status");
+    }
+    Ok(())
+}
+
+/// Applies `d` to the stored cluster `e`: labels, annotations, and (for a registered cluster)
+/// endpoints, CA and credential pointers; a provisioned cluster's spec is the service's.
+fn changed_row(e: &RegistryEntry, d: &Desired) -> Result<Option<Row>, KubeError> {
+    let c = &e.cluster;
+    let name = registry::registry_name(&c.name, &c.uuid.0);
+    if let Some(uid) = &d.uid {
+        if *uid != c.uuid.to_string() {
+            return Err(KubeError::conflict(&CLUSTERS, name));
+        }
+    }
+    if let Some(rv) = d.resource_version {
+        if rv != c.registry.resource_version {
+            return Err(KubeError::conflict(&CLUSTERS, name));
+        }
+    }
+    let external = e.driver == EXTERNAL_DRIVER;
+    let mut next = c.clone();
+    let r = &mut next.registry;
+    r.labels = d.meta.labels.clone();
+    r.annotations = d.meta.annotations.clone();
+    let spec_changed = if external {
+        let changed = r.server_endpoints != d.meta.server_endpoints
+            || r.ca_bundle != d.meta.ca_bundle
+            || r.auth_info != d.meta.auth_info;
+        r.server_endpoints = d.meta.server_endpoints.clone();
+        r.ca_bundle = d.meta.ca_bundle.clone();
+        r.auth_info = d.meta.auth_info.clone();
+        changed
+    } else {
+        // A provisioned cluster's endpoints and CA are what the service made; only the
+        // credential pointers are the client's.
+        let shown = view::cluster(e);
+        let shown_eps = shown
+            .spec
+            .kubernetes_api_endpoints
+            .map(|k| k.server_endpoints)
+            .unwrap_or_default();
+        let asked: Vec<_> = d
+            .meta
+            .server_endpoints
+            .iter()
+            .map(|s| objects::ServerAddressByClientCidr {
+                client_cidr: s.client_cidr.clone(),
+                server_address: s.server_address.clone(),
+            })
+            .collect();
+        if asked != shown_eps || d.meta.ca_bundle != e.ca_pem {
+            return Err(KubeError::invalid(
+                &CLUSTERS,
+                &name,
+                vec![Cause::forbidden(
+                    "spec.kubernetesApiEndpoints",
+                    "the endpoints and CA of a cluster provisioned by this service are the service's own; only registered clusters take them from the registry",
+                )],
+            ));
+        }
+        let changed = r.auth_info != d.meta.auth_info;
+        r.auth_info = d.meta.auth_info.clone();
+        changed
+    };
+    if spec_changed {
+        r.generation += 1;
+    }
+    if external {
+        next.api_address = next.registry.api_address();
+    }
+    Ok((next.registry != c.registry || next.api_address != c.api_address).then_some(next))
+}
+
+/// Writes a changed registry object with its `magnum.cluster.update` event.
+async fn update_row(state: &AppState, ctx: &RequestContext, next: &Row) -> Result<bool, KubeError> {
+    let ngs = state.store.nodegroups_of(&[next.uuid]).await?;
+    let writes = vec![
+        Write::update_cluster(next),
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Update,
+            Outcome::Success,
+            next,
+            &ngs,
+            Some(&initiator(ctx)),
+        )),
+    ];
+    match state.store.commit(&writes).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::Stale) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Replace, merge/JSON patch, or server-side apply of one object, retried on a lost race
+/// unless the client named the version it read.
+async fn modify(
+    req: &HttpRequest,
+    ctx: &RequestContext,
+    state: &AppState,
+    (namespace, name): (&str, &str),
+    p: &Params,
+    body: &Bytes,
+    how: Modify,
+) -> Result<HttpResponse, KubeError> {
+    authorize_namespace(ctx, "registry:update", "update", &CLUSTERS, namespace)?;
+    let outcome = retry::until_committed(async || {
+        let found = state.store.registry_get(namespace, name).await?;
+        let e = match found {
+            Some(e) => e,
+            None if how == Modify::Apply => {
+                // Server-side apply creates what is missing.
+                let _ = req;
+                authorize_namespace(ctx, "registry:create", "create", &CLUSTERS, namespace)?;
+                let mut value = json_of(body)?;
+                strip_server_fields(&mut value, namespace)?;
+                let d = desired(&value, p, Some(name))?;
+                if dry_run(p) {
+                    let new = new_cluster(ctx, namespace, &d)?;
+                    return Ok(Attempt::Done((actix_web::http::StatusCode::CREATED, preview(&new), d.warnings)));
+                }
+                let e = register(state, ctx, namespace, &d).await?;
+                return Ok(Attempt::Done((actix_web::http::StatusCode::CREATED, e, d.warnings)));
+            }
+            None => return Err(KubeError::not_found(&CLUSTERS, name)),
+        };
+        if !ctx.allowed("registry:update", &cluster_target(&e.cluster)) {
+            return Err(KubeError::forbidden("update", &CLUSTERS, Some(namespace), &ctx.user_id));
+        }
+        let current = serde_json::to_value(view::cluster(&e))
+            .map_err(KubeError::internal)?;
+        let mut value = match how {
+            Modify::Replace => json_of(body)?,
+            Modify::Patch | Modify::Apply => {
+                let ct = req
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                patch::apply_patch(ct, &current, body)?
+            }
+        };
+        // A replace names the version it read; a patch only when it carries one itself. An
+        // apply (server-side, or kubectl's client-side apply) sends what a file holds: the
+        // server-owned fields of an exported object are ignored there.
+        let applying = how == Modify::Apply
+            || p.field_manager.as_deref() == Some("kubectl-client-side-apply");
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            if applying
+                || (how != Modify::Replace
+                    && meta.get("resourceVersion") == current["metadata"].get("resourceVersion"))
+            {
+                meta.remove("resourceVersion");
+            }
+            if applying {
+                meta.remove("uid");
+            }
+            meta.remove("generation");
+            meta.remove("creationTimestamp");
+        }
+        if let Some(obj) = value.as_object_mut() {
+            obj.remove("status");
+        }
+        if let Some(ns) = value["metadata"].get("namespace").and_then(Value::as_str) {
+            if !ns.is_empty() && ns != namespace {
+                return Err(KubeError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request".into(),
+                ));
+            }
+        }
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("namespace");
+        }
+        let d = desired(&value, p, Some(name))?;
+        let Some(next) = changed_row(&e, &d)? else {
+            return Ok(Attempt::Done((actix_web::http::StatusCode::OK, e, d.warnings)));
+        };
+        if dry_run(p) {
+            let mut shown = e.clone();
+            shown.cluster = next;
+            return Ok(Attempt::Done((actix_web::http::StatusCode::OK, shown, d.warnings)));
+        }
+        if update_row(state, ctx, &next).await? {
+            let e = state
+                .store
+                .registry_entries(&[next.uuid])
+                .await?
+                .into_iter()
+                .next()
+                .ok_or_else(|| KubeError::not_found(&CLUSTERS, name))?;
+            return Ok(Attempt::Done((actix_web::http::StatusCode::OK, e, d.warnings)));
+        }
+        if d.resource_version.is_some() {
+            return Err(KubeError::conflict(&CLUSTERS, name));
+        }
+        Ok(Attempt::Retry)
+    })
+    .await;
+    let (status, e, warnings) = outcome?;
+    Ok(with_warnings(
+        json_response(status, &view::cluster(&e)),
+        &warnings,
+    ))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Modify {
+    Replace,
+    Patch,
+    Apply,
+}
+
+#[tracing::instrument(name = "registry.replace", skip_all, fields(namespace = %path.0, name = %path.1))]
+async fn replace(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let (namespace, name) = path.into_inner();
+    let p = params(&req)?;
+    modify(
+        &req,
+        &ctx,
+        &state,
+        (&namespace, &name),
+        &p,
+        &body,
+        Modify::Replace,
+    )
+    .await
+}
+
+#[tracing::instrument(name = "registry.patch", skip_all, fields(namespace = %path.0, name = %path.1))]
+async fn patch_one(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let (namespace, name) = path.into_inner();
+    let p = params(&req)?;
+    let apply = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/apply-patch"));
+    if apply && p.field_manager.as_deref().unwrap_or("").is_empty() {
+        return Err(KubeError::invalid(
+            &CLUSTERS,
+            &name,
+            vec![Cause::required(
+                "metadata.managedFields",
+                "is required for apply patch",
+            )],
+        ));
+    }
+    let how = if apply { Modify::Apply } else { Modify::Patch };
+    modify(&req, &ctx, &state, (&namespace, &name), &p, &body, how).await
+}
+
+/// Deletes one cluster: a registered one at once (row and event in one commit), a provisioned
+/// one through its driver, as `DELETE /v1/clusters/{id}` does (the answer then shows
+/// `deletionTimestamp`, and a watch sees `DELETED` when the driver is done).
+async fn delete_entry(
+    state: &AppState,
+    ctx: &RequestContext,
+    e: &RegistryEntry,
+) -> Result<Option<RegistryEntry>, KubeError> {
+    if e.driver == EXTERNAL_DRIVER {
+        let ngs = state.store.nodegroups_of(&[e.cluster.uuid]).await?;
+        let writes = vec![
+            Write::RefuseIfFederated {
+                cluster_uuid: e.cluster.uuid,
+            },
+            Write::DeleteCluster {
+                uuid: e.cluster.uuid,
+            },
+            Write::event(events::cluster_event(
+                &state.settings.default.host,
+                Action::Delete,
+                Outcome::Success,
+                &e.cluster,
+                &ngs,
+                Some(&initiator(ctx)),
+            )),
+        ];
+        return match state.store.commit(&writes).await {
+            Ok(()) | Err(StoreError::Stale) => Ok(None),
+            Err(err) if err.is_constraint("federation_membership") => {
+                Err(KubeError::ConflictMessage(format!(
+                    "cluster {} belongs to a federation; unjoin it first",
+                    registry::registry_name(&e.cluster.name, &e.cluster.uuid.0)
+                )))
+            }
+            Err(err) => Err(err.into()),
+        };
+    }
+    let c = e.cluster.clone();
+    retry::until_committed(async || {
+        let current = match state.store.find_cluster(&c.uuid).await? {
+            Some(c) => c,
+            None => return Ok(Attempt::Done(())),
+        };
+        delete_attempt(state, ctx, &current).await
+    })
+    .await
+    .map_err(KubeError::from)?;
+    Ok(state
+        .store
+        .registry_entries(&[c.uuid])
+        .await?
+        .into_iter()
+        .next())
+}
+
+fn deleted_answer(e: &RegistryEntry, still: Option<RegistryEntry>) -> HttpResponse {
+    match still {
+        Some(s) => {
+            let mut obj = view::cluster(&s);
+            obj.metadata.deletion_timestamp = Some(view::kube_time(
+                s.cluster.updated_at.unwrap_or(s.cluster.created_at),
+            ));
+            json_response(actix_web::http::StatusCode::OK, &obj)
+        }
+        None => json_response(actix_web::http::StatusCode::OK, &view::cluster(e)),
+    }
+}
+
+#[tracing::instrument(name = "registry.delete", skip_all, fields(namespace = %path.0, name = %path.1))]
+async fn delete(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let (namespace, name) = path.into_inner();
+    authorize_namespace(&ctx, "registry:delete", "delete", &CLUSTERS, &namespace)?;
+    let p = params(&req)?;
+    let e = entry(&state, &namespace, &name).await?;
+    if !ctx.allowed("registry:delete", &cluster_target(&e.cluster)) {
+        return Err(KubeError::forbidden(
+            "delete",
+            &CLUSTERS,
+            Some(&namespace),
+            &ctx.user_id,
+        ));
+    }
+    check_preconditions(&body, &e)?;
+    if dry_run(&p) {
+        return Ok(json_response(
+            actix_web::http::StatusCode::OK,
+            &view::cluster(&e),
+        ));
+    }
+    let still = delete_entry(&state, &ctx, &e).await?;
+    Ok(deleted_answer(&e, still))
+}
+
+/// `DeleteOptions.preconditions` (uid, resourceVersion): 409 when the object moved on.
+fn check_preconditions(body: &Bytes, e: &RegistryEntry) -> Result<(), KubeError> {
+    if body.is_empty() {
+        return Ok(());
+    }
+    let opts: Value = serde_json::from_slice(body)
+        .map_err(|err| KubeError::BadRequest(format!("invalid DeleteOptions: {err}")))?;
+    let name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
+    if let Some(uid) = opts["preconditions"]["uid"].as_str() {
+        if uid != e.cluster.uuid.to_string() {
+            return Err(KubeError::conflict(&CLUSTERS, name));
+        }
+    }
+    if let Some(rv) = opts["preconditions"]["resourceVersion"].as_str() {
+        if rv != e.cluster.registry.resource_version.to_string() {
+            return Err(KubeError::conflict(&CLUSTERS, name));
+        }
+    }
+    Ok(())
+}
+
+/// deletecollection: every cluster of the namespace the selectors pick (one page's worth per
+/// request), answered as the list of what was deleted.
+#[tracing::instrument(name = "registry.delete_collection", skip_all, fields(namespace = %path))]
+async fn delete_collection(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let namespace = path.into_inner();
+    authorize_namespace(
+        &ctx,
+        "registry:delete",
+        "deletecollection",
+        &CLUSTERS,
+        &namespace,
+    )?;
+    let p = params(&req)?;
+    let selectors = Selectors::parse(&p)?;
+    let listed = list_entries(
+        &state,
+        &Visible::Namespace(namespace.clone()),
+        &selectors,
+        Some(MAX_PAGE),
+        None,
+    )
+    .await?;
+    let mut gone = Vec::new();
+    for e in &listed.items {
+        if !ctx.allowed("registry:delete", &cluster_target(&e.cluster)) {
+            continue;
+        }
+        if !dry_run(&p) {
+            delete_entry(&state, &ctx, e).await?;
+        }
+        gone.push(view::cluster(e));
+    }
+    let list = ClusterList {
+        api_version: API_VERSION,
+        kind: LIST_KIND,
+        metadata: ListMeta {
+            resource_version: listed.resource_version.to_string(),
+            r#continue: String::new(),
+            remaining_item_count: None,
+        },
+        items: &gone,
+    };
+    Ok(json_response(actix_web::http::StatusCode::OK, &list))
+}

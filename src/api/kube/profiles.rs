@@ -1,0 +1,421 @@
+//! The same clusters, read-only, as SIG-multicluster's `multicluster.x-k8s.io/v1alpha1`
+//! `ClusterProfile` (namespaced by project; `spec.clusterManager.name: fleetyard`; conditions
+//! `ControlPlaneHealthy` and `Joined`; `status.version.kubernetes`; `status.properties`), and
+//! the kubeconfig export of a label selector's clusters.
+
+use actix_web::http::header;
+use actix_web::web;
+use actix_web::{HttpRequest, HttpResponse};
+use base64::Engine;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::clusters::{
+    authorize_all, authorize_namespace, caller, list_entries, params, Selectors, Visible, MAX_PAGE,
+};
+use super::status::{KubeError, CLUSTERS, PROFILES};
+use super::table;
+use super::view;
+use crate::api::error::ApiError;
+use crate::api::{AppState, RequestContext};
+use crate::domain::registry;
+use crate::domain::status::HealthStatus;
+use crate::store::RegistryEntry;
+
+pub const GROUP: &str = "multicluster.x-k8s.io";
+pub const API_VERSION: &str = "multicluster.x-k8s.io/v1alpha1";
+pub const KIND: &str = "ClusterProfile";
+pub const RESOURCE: &str = "clusterprofiles";
+/// The cluster manager every profile names, and the label the ClusterProfile API asks managers
+/// to set.
+pub const MANAGER: &str = "fleetyard";
+pub const MANAGER_LABEL: &str = "x-k8s.io/cluster-manager";
+
+const BASE: &str = "/apis/multicluster.x-k8s.io/v1alpha1";
+const REGISTRY_BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource(format!("{BASE}/clusterprofiles"))
+            .route(web::get().to(list_all))
+            .default_service(web::to(read_only)),
+    )
+    .service(
+        web::resource(format!("{BASE}/namespaces/{{namespace}}/clusterprofiles"))
+            .route(web::get().to(list_namespace))
+            .default_service(web::to(read_only)),
+    )
+    .service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/clusterprofiles/{{name}}"
+        ))
+        .route(web::get().to(get))
+        .default_service(web::to(read_only)),
+    )
+    .service(
+        web::resource(format!("{REGISTRY_BASE}/kubeconfig"))
+            .route(web::get().to(kubeconfig_all))
+            .default_service(web::to(read_only)),
+    )
+    .service(
+        web::resource(format!(
+            "{REGISTRY_BASE}/namespaces/{{namespace}}/kubeconfig"
+        ))
+        .route(web::get().to(kubeconfig_namespace))
+        .default_service(web::to(read_only)),
+    );
+}
+
+async fn read_only() -> Result<HttpResponse, KubeError> {
+    Err(KubeError::MethodNotAllowedHere)
+}
+
+/// A `metav1.Condition`.
+fn condition(kind: &str, ok: Option<bool>, reason: &str, message: String, at: String) -> Value {
+    let status = match ok {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "Unknown",
+    };
+    json!({"type": kind, "status": status, "reason": reason, "message": message,
+           "lastTransitionTime": at})
+}
+
+/// The profile of a cluster.
+pub fn profile(e: &RegistryEntry) -> Value {
+    let c = &e.cluster;
+    let object = view::cluster(e);
+    let mut labels = object.metadata.labels.clone();
+    labels.insert(MANAGER_LABEL.into(), MANAGER.into());
+    let at = view::kube_time(e.last_transition.or(c.updated_at).unwrap_or(c.created_at));
+    let healthy = match c.health_status {
+        Some(HealthStatus::Healthy) => Some(true),
+        Some(HealthStatus::Unhealthy) => Some(false),
+        _ => None,
+    };
+    let health_message = if c.health_status_reason.is_empty() {
+        format!(
+            "health {}",
+            c.health_status.map(|h| h.as_str()).unwrap_or("UNKNOWN")
+        )
+    } else {
+        c.health_status_reason
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let status = c.status.as_str();
+    let joined = status.ends_with("_COMPLETE") && !status.starts_with("DELETE");
+    let mut properties = vec![
+        json!({"name": "fleetyard.openstack.org/status", "value": status}),
+        json!({"name": "fleetyard.openstack.org/driver", "value": e.driver}),
+        json!({"name": "fleetyard.openstack.org/node-count", "value": e.node_count.to_string()}),
+        json!({"name": "fleetyard.openstack.org/cluster-uuid", "value": c.uuid.to_string()}),
+    ];
+    if let Some(addr) = &c.api_address {
+        properties.push(json!({"name": "fleetyard.openstack.org/api-address", "value": addr}));
+    }
+    let mut metadata = serde_json::to_value(&object.metadata).unwrap_or_else(|_| json!({}));
+    metadata["labels"] = json!(labels);
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": {"displayName": c.name, "clusterManager": {"name": MANAGER}},
+        "status": {
+            "conditions": [
+                condition("ControlPlaneHealthy", healthy,
+                    match healthy { Some(true) => "Healthy", Some(false) => "Unhealthy", None => "HealthUnknown" },
+                    health_message, at.clone()),
+                condition("Joined", Some(joined), if joined { "Joined" } else { "NotReady" },
+                    format!("cluster status {status}"), at),
+            ],
+            "version": {"kubernetes": c.coe_version.clone().unwrap_or_default()},
+            "properties": properties,
+        }
+    })
+}
+
+fn accept(req: &HttpRequest) -> &str {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn json_ok(body: &impl Serialize) -> HttpResponse {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(bytes),
+        Err(e) => actix_web::ResponseError::error_response(&KubeError::internal(e)),
+    }
+}
+
+async fn list_answer(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    visible: Visible,
+) -> Result<HttpResponse, KubeError> {
+    let p = params(req)?;
+    let selectors = Selectors::parse(&p)?;
+    if matches!(p.watch.as_deref(), Some("true" | "1")) {
+        return super::watch::start(
+            req,
+            state,
+            visible,
+            selectors,
+            &p,
+            super::watch::Render::Profile,
+        )
+        .await;
+    }
+    let limit = p
+        .limit
+        .as_deref()
+        .and_then(|l| l.parse::<u32>().ok())
+        .filter(|l| *l > 0);
+    let listed = list_entries(state, &visible, &selectors, limit, p.r#continue.as_deref()).await?;
+    let profiles: Vec<Value> = listed.items.iter().map(profile).collect();
+    let rv = listed.resource_version.to_string();
+    let next = listed.next.unwrap_or_default();
+    if table::wants_table(accept(req)) {
+        let include = table::IncludeObject::parse(p.include_object.as_deref())?;
+        return Ok(json_ok(&table::profile_table(
+            &profiles,
+            include,
+            &rv,
+            &next,
+            chrono::Utc::now(),
+        )));
+    }
+    Ok(json_ok(&json!({
+        "apiVersion": API_VERSION,
+        "kind": "ClusterProfileList",
+        "metadata": {"resourceVersion": rv, "continue": next},
+        "items": profiles,
+    })))
+}
+
+#[tracing::instrument(name = "profiles.list_all", skip_all)]
+async fn list_all(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let p = params(&req)?;
+    let (rule, verb) = if matches!(p.watch.as_deref(), Some("true" | "1")) {
+        ("registry:watch", "watch")
+    } else {
+        ("registry:list", "list")
+    };
+    let visible = authorize_all(&ctx, rule, verb, &PROFILES)?;
+    list_answer(&req, &state, visible).await
+}
+
+#[tracing::instrument(name = "profiles.list", skip_all, fields(namespace = %path))]
+async fn list_namespace(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let p = params(&req)?;
+    let (rule, verb) = if matches!(p.watch.as_deref(), Some("true" | "1")) {
+        ("registry:watch", "watch")
+    } else {
+        ("registry:list", "list")
+    };
+    authorize_namespace(&ctx, rule, verb, &PROFILES, &path)?;
+    list_answer(&req, &state, Visible::Namespace(path.into_inner())).await
+}
+
+#[tracing::instrument(name = "profiles.get", skip_all, fields(namespace = %path.0, name = %path.1))]
+async fn get(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let (namespace, name) = path.into_inner();
+    authorize_namespace(&ctx, "registry:get", "get", &PROFILES, &namespace)?;
+    let p = params(&req)?;
+    let e = state
+        .store
+        .registry_get(&namespace, &name)
+        .await?
+        .ok_or_else(|| KubeError::not_found(&PROFILES, &name))?;
+    let object = profile(&e);
+    if table::wants_table(accept(&req)) {
+        let include = table::IncludeObject::parse(p.include_object.as_deref())?;
+        let rv = e.cluster.registry.resource_version.to_string();
+        return Ok(json_ok(&table::profile_table(
+            &[object],
+            include,
+            &rv,
+            "",
+            chrono::Utc::now(),
+        )));
+    }
+    Ok(json_ok(&object))
+}
+
+// ---- Kubeconfig export ---------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct KubeConfig {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    preferences: serde_json::Map<String, Value>,
+    clusters: Vec<Named<ClusterEntry>>,
+    contexts: Vec<Named<ContextEntry>>,
+    users: Vec<Named<serde_json::Map<String, Value>>>,
+    #[serde(rename = "current-context")]
+    current_context: String,
+}
+
+#[derive(Serialize)]
+struct Named<T> {
+    name: String,
+    #[serde(flatten)]
+    inner: T,
+}
+
+#[derive(Serialize)]
+struct ClusterEntry {
+    cluster: ClusterServer,
+}
+
+#[derive(Serialize)]
+struct ClusterServer {
+    server: String,
+    #[serde(
+        rename = "certificate-authority-data",
+        skip_serializing_if = "Option::is_none"
+    )]
+    certificate_authority_data: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ContextEntry {
+    context: Context,
+}
+
+#[derive(Serialize)]
+struct Context {
+    cluster: String,
+    user: String,
+}
+
+/// The user entry every context names: empty, for the operator's own credentials.
+pub const EXPORT_USER: &str = "fleetyard-user";
+
+/// A kubeconfig with one cluster and context per cluster (server and CA), no credentials.
+pub fn kubeconfig(entries: &[RegistryEntry], all_namespaces: bool) -> String {
+    let mut clusters = Vec::new();
+    let mut contexts = Vec::new();
+    for e in entries {
+        let c = &e.cluster;
+        let Some(server) = c.api_address.clone() else {
+            continue;
+        };
+        let base = registry::registry_name(&c.name, &c.uuid.0);
+        let name = if all_namespaces {
+            format!("{}/{base}", c.project_id)
+        } else {
+            base
+        };
+        clusters.push(Named {
+            name: name.clone(),
+            inner: ClusterEntry {
+                cluster: ClusterServer {
+                    server,
+                    certificate_authority_data: e
+                        .ca_pem
+                        .as_deref()
+                        .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem)),
+                },
+            },
+        });
+        contexts.push(Named {
+            name: name.clone(),
+            inner: ContextEntry {
+                context: Context {
+                    cluster: name,
+                    user: EXPORT_USER.into(),
+                },
+            },
+        });
+    }
+    let config = KubeConfig {
+        api_version: "v1",
+        kind: "Config",
+        preferences: serde_json::Map::new(),
+        current_context: contexts.first().map(|c| c.name.clone()).unwrap_or_default(),
+        clusters,
+        contexts,
+        users: vec![Named {
+            name: EXPORT_USER.into(),
+            inner: {
+                let mut m = serde_json::Map::new();
+                m.insert("user".into(), json!({}));
+                m
+            },
+        }],
+    };
+    serde_norway::to_string(&config).unwrap_or_default()
+}
+
+/// Every matching cluster, page by page (at most `MAX_EXPORT`).
+async fn export(
+    req: &HttpRequest,
+    state: &AppState,
+    visible: Visible,
+) -> Result<HttpResponse, KubeError> {
+    const MAX_EXPORT: usize = 10_000;
+    let p = params(req)?;
+    let selectors = Selectors::parse(&p)?;
+    let all = matches!(visible, Visible::All) || req.path().ends_with("/v1alpha1/kubeconfig");
+    let mut entries = Vec::new();
+    let mut cont: Option<String> = None;
+    loop {
+        let listed =
+            list_entries(state, &visible, &selectors, Some(MAX_PAGE), cont.as_deref()).await?;
+        entries.extend(listed.items);
+        match listed.next {
+            Some(next) if entries.len() < MAX_EXPORT => cont = Some(next),
+            _ => break,
+        }
+    }
+    Ok(HttpResponse::Ok()
+        .content_type("application/yaml")
+        .body(kubeconfig(&entries, all)))
+}
+
+#[tracing::instrument(name = "registry.kubeconfig_all", skip_all)]
+async fn kubeconfig_all(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let visible = authorize_all(&ctx, "registry:export", "get", &CLUSTERS)?;
+    export(&req, &state, visible).await
+}
+
+#[tracing::instrument(name = "registry.kubeconfig", skip_all, fields(namespace = %path))]
+async fn kubeconfig_namespace(
+    req: HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    authorize_namespace(&ctx, "registry:export", "get", &CLUSTERS, &path)?;
+    export(&req, &state, Visible::Namespace(path.into_inner())).await
+}

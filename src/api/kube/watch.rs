@@ -1,0 +1,367 @@
+//! `?watch=true`: a chunked stream of newline-delimited watch events, read from the change log
+//! (`cluster_change`), so it sees changes made through either API by any process.
+//!
+//! - Without `resourceVersion` (or with `0`): an `ADDED` for every current object first.
+//! - With `resourceVersion=N`: every change after N, then live ones; N older than the log's
+//!   window answers one `ERROR` event with a 410 `Expired` Status.
+//! - `allowWatchBookmarks=true`: a `BOOKMARK` with the latest resourceVersion after every
+//!   [`BOOKMARK_EVERY`] without events.
+//! - `timeoutSeconds` ends the stream cleanly (at most [`MAX_WATCH`]; [`DEFAULT_WATCH`]
+//!   without it); a client that goes away ends it at once.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use actix_web::web::Bytes;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::clusters::{list_entries, table_row, Params, Selectors, Visible, MAX_PAGE};
+use super::objects::Cluster;
+use super::profiles;
+use super::status::KubeError;
+use super::table::{self, TableRow};
+use super::view;
+use crate::api::AppState;
+use crate::domain::ClusterId;
+use crate::store::{ClusterChange, RegistryEntry};
+
+pub const DEFAULT_WATCH: Duration = Duration::from_secs(1800);
+pub const MAX_WATCH: Duration = Duration::from_secs(3600);
+pub const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
+/// Changes read per statement.
+const CHANGE_BATCH: u32 = 500;
+
+#[derive(Serialize)]
+struct Event<'a, T: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: T,
+}
+
+/// Which API's objects a watch streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    /// `clusterregistry.k8s.io` `Cluster`.
+    Cluster,
+    /// `multicluster.x-k8s.io` `ClusterProfile`.
+    Profile,
+}
+
+/// How the events' objects are written: plain objects, or one-row Tables.
+#[derive(Clone)]
+struct Shape {
+    render: Render,
+    table: bool,
+    include: table::IncludeObject,
+    first: bool,
+}
+
+fn line<T: Serialize>(kind: &str, object: T) -> Option<Bytes> {
+    let mut bytes = serde_json::to_vec(&Event { kind, object }).ok()?;
+    bytes.push(b'\n');
+    Some(Bytes::from(bytes))
+}
+
+impl Shape {
+    /// The event for a current row (`e`) or for the metadata of one that is gone (`gone`).
+    fn event(&mut self, kind: &str, e: Option<&RegistryEntry>, gone: &Cluster) -> Option<Bytes> {
+        let now = chrono::Utc::now();
+        let rv = gone.metadata.resource_version.clone();
+        let object = match (self.render, e) {
+            (Render::Cluster, Some(e)) => {
+                let object = view::cluster(e);
+                if !self.table {
+                    return line(kind, &object);
+                }
+                let row = table::cluster_row(&table_row(e, &object), self.include, now);
+                table::watch_event_table(table::cluster_columns(), row, &rv, self.first)
+            }
+            (Render::Cluster, None) => {
+                if !self.table {
+                    return line(kind, gone);
+                }
+                let row = table::cluster_row(
+                    &TableRow {
+                        object: gone,
+                        status: "DELETED",
+                        health: "",
+                        driver: "",
+                        nodes: None,
+                        coe_version: "",
+                    },
+                    self.include,
+                    now,
+                );
+                table::watch_event_table(table::cluster_columns(), row, &rv, self.first)
+            }
+            (Render::Profile, found) => {
+                let object = match found {
+                    Some(e) => profiles::profile(e),
+                    None => serde_json::json!({
+                        "apiVersion": profiles::API_VERSION,
+                        "kind": profiles::KIND,
+                        "metadata": gone.metadata,
+                    }),
+                };
+                if !self.table {
+                    return line(kind, &object);
+                }
+                let row = table::profile_row(&object, self.include, now);
+                table::watch_event_table(table::profile_columns(), row, &rv, self.first)
+            }
+        };
+        self.first = false;
+        line(kind, object)
+    }
+}
+
+fn timeout_of(p: &Params) -> Duration {
+    p.timeout_seconds
+        .as_deref()
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_WATCH)
+        .min(MAX_WATCH)
+}
+
+/// Starts a watch: checks the starting version now (so a 410 for a version too old is in the
+/// stream's first line) and streams from a task of its own.
+pub(super) async fn start(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    visible: Visible,
+    selectors: Selectors,
+    p: &Params,
+    render: Render,
+) -> Result<HttpResponse, KubeError> {
+    let from = match p.resource_version.as_deref() {
+        None | Some("") | Some("0") => None,
+        Some(text) => Some(
+            text.parse::<i64>()
+                .map_err(|_| KubeError::BadRequest(format!("invalid resourceVersion {text:?}")))?,
+        ),
+    };
+    let shape = Shape {
+        render,
+        table: table::wants_table(
+            req.headers()
+                .get(actix_web::http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+        ),
+        include: table::IncludeObject::parse(p.include_object.as_deref())?,
+        first: true,
+    };
+    let bookmarks = matches!(p.allow_watch_bookmarks.as_deref(), Some("true" | "1"));
+    let timeout = timeout_of(p);
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let watch = Watch {
+        store: state.store.clone(),
+        feed: state.registry_feed.subscribe(),
+        visible,
+        selectors,
+        shape,
+        bookmarks,
+        tx,
+    };
+    let (_, pruned) = state.store.registry_bounds().await?;
+    if let Some(n) = from {
+        if n < pruned {
+            let status = super::status::status_value(&KubeError::Expired(format!(
+                "too old resource version: {n} ({pruned})"
+            )));
+            let body = line("ERROR", status).unwrap_or_default();
+            return Ok(HttpResponse::Ok()
+                .content_type("application/json")
+                .body(body));
+        }
+    }
+    // Everything the initial list and the log need is read inside the task; the state's
+    // store is shared.
+    let list_state = ListState {
+        state: state.clone(),
+    };
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let _ = tokio::time::timeout_at(deadline, watch.run(from, list_state)).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<Bytes, actix_web::Error>(b), rx))
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("Cache-Control", "no-cache, private"))
+        .streaming(stream))
+}
+
+/// The parts of the application state the initial list reads.
+pub(super) struct ListState {
+    state: web::Data<AppState>,
+}
+
+struct Watch {
+    store: std::sync::Arc<dyn crate::store::Store>,
+    feed: tokio::sync::watch::Receiver<i64>,
+    visible: Visible,
+    selectors: Selectors,
+    shape: Shape,
+    bookmarks: bool,
+    tx: mpsc::Sender<Bytes>,
+}
+
+impl Watch {
+    /// Sends a line; `false` when the client is gone.
+    async fn send(&self, bytes: Option<Bytes>) -> bool {
+        match bytes {
+            Some(b) => self.tx.send(b).await.is_ok(),
+            None => true,
+        }
+    }
+
+    async fn fail(&self, e: KubeError) {
+        let _ = self
+            .send(line("ERROR", super::status::status_value(&e)))
+            .await;
+    }
+
+    #[tracing::instrument(name = "registry.watch", skip_all, fields(from = ?from))]
+    async fn run(mut self, from: Option<i64>, list: ListState) {
+        let mut last = match from {
+            Some(n) => n,
+            None => match self.initial(&list).await {
+                Ok(Some(rv)) => rv,
+                Ok(None) => return,
+                Err(e) => return self.fail(e).await,
+            },
+        };
+        loop {
+            match self.catch_up(last).await {
+                Ok(Some(rv)) => last = rv,
+                Ok(None) => return,
+                Err(e) => return self.fail(e).await,
+            }
+            let pause = if self.bookmarks {
+                BOOKMARK_EVERY
+            } else {
+                MAX_WATCH
+            };
+            tokio::select! {
+                changed = self.feed.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = self.tx.closed() => return,
+                () = tokio::time::sleep(pause) => {
+                    if self.bookmarks {
+                        let mark = serde_json::json!({
+                            "kind": super::objects::KIND,
+                            "apiVersion": super::objects::API_VERSION,
+                            "metadata": {"resourceVersion": last.to_string()},
+                        });
+                        if !self.send(line("BOOKMARK", mark)).await {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `ADDED` for every current object; the resourceVersion the list is consistent with.
+    async fn initial(&mut self, list: &ListState) -> Result<Option<i64>, KubeError> {
+        let mut cont: Option<String> = None;
+        let mut rv = None;
+        loop {
+            let listed = list_entries(
+                &list.state,
+                &self.visible,
+                &self.selectors,
+                Some(MAX_PAGE),
+                cont.as_deref(),
+            )
+            .await?;
+            rv.get_or_insert(listed.resource_version);
+            for e in &listed.items {
+                let object = view::cluster(e);
+                let line = self.shape.event("ADDED", Some(e), &object);
+                if !self.send(line).await {
+                    return Ok(None);
+                }
+            }
+            match listed.next {
+                Some(next) => cont = Some(next),
+                None => return Ok(rv),
+            }
+        }
+    }
+
+    /// Sends every change after `last` that this watch sees; the new position.
+    async fn catch_up(&mut self, mut last: i64) -> Result<Option<i64>, KubeError> {
+        loop {
+            let changes = self.store.registry_changes(last, CHANGE_BATCH).await?;
+            let Some(end) = changes.last().map(|c| c.resource_version) else {
+                return Ok(Some(last));
+            };
+            let full = changes.len() == CHANGE_BATCH as usize;
+            let seen: Vec<&ClusterChange> = changes
+                .iter()
+                .filter(|c| self.visible.admits(&c.project_id))
+                .collect();
+            let wanted: Vec<ClusterId> = seen
+                .iter()
+                .filter(|c| c.change != "DELETED")
+                .filter_map(|c| c.cluster_uuid.parse().ok())
+                .collect();
+            let current: BTreeMap<String, RegistryEntry> = self
+                .store
+                .registry_entries(&wanted)
+                .await?
+                .into_iter()
+                .map(|e| (e.cluster.uuid.to_string(), e))
+                .collect();
+            for ch in seen {
+                let line = if ch.change == "DELETED" {
+                    let object = view::deleted(ch);
+                    if !self.selectors.matches(
+                        &object.metadata.name,
+                        &ch.project_id,
+                        &ch.registry_labels.0,
+                    ) {
+                        continue;
+                    }
+                    self.shape.event("DELETED", None, &object)
+                } else {
+                    // The row as it is now; a later change of it will be sent on its own.
+                    let Some(e) = current.get(&ch.cluster_uuid) else {
+                        continue;
+                    };
+                    if e.cluster.registry.resource_version != ch.resource_version {
+                        continue;
+                    }
+                    let object = view::cluster(e);
+                    if !self.selectors.matches(
+                        &object.metadata.name,
+                        &e.cluster.project_id,
+                        &e.cluster.registry.labels,
+                    ) {
+                        continue;
+                    }
+                    self.shape.event(&ch.change, Some(e), &object)
+                };
+                if !self.send(line).await {
+                    return Ok(None);
+                }
+            }
+            last = end;
+            if !full {
+                return Ok(Some(last));
+            }
+        }
+    }
+}
