@@ -987,6 +987,30 @@ mod tests {
     use std::io::Write;
 
     #[test]
+    fn the_health_probe_timeout_must_fit_in_its_interval_and_thresholds_be_positive() {
+        let mut s = Settings::default();
+        assert!(s.validate().is_ok());
+        assert_eq!(
+            s.health_probe.detection_bound(),
+            std::time::Duration::from_secs(95)
+        );
+        assert_eq!(
+            s.health_probe.recovery_bound(),
+            std::time::Duration::from_secs(35)
+        );
+        s.health_probe.timeout = 31.0;
+        let err = s.validate().expect_err("timeout past the interval");
+        assert!(err.to_string().contains("[health_probe] timeout"), "{err}");
+        s.health_probe.timeout = 0.5;
+        s.health_probe.failure_threshold = 0;
+        let err = s.validate().expect_err("no threshold");
+        assert!(err.to_string().contains("[health_probe]"), "{err}");
+        s.health_probe.failure_threshold = 3;
+        s.health_probe.concurrency = 0;
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
     fn the_metrics_address_must_be_an_ip_and_a_port() {
         let mut s = Settings::default();
         s.metrics.listen_address = "127.0.0.1:9464".into();

@@ -36,7 +36,7 @@ pub struct ProbeResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthProbe {
     pub cluster_uuid: ClusterId,
-    /// The last probe (or the claim of one by a conductor): `lastHeartbeatTime`.
+    /// When the last probe started (a conductor's claim of it): `lastHeartbeatTime`.
     pub last_probe_at: Option<DateTime<Utc>>,
     /// The last probe that found the API ready.
     pub last_ok_at: Option<DateTime<Utc>>,
