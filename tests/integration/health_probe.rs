@@ -459,3 +459,22 @@ async fn ten_thousand_clusters_a_tenth_hanging_are_all_probed_within_one_interva
     );
     assert_eq!(timeouts, 1_000, "{reasons:?}");
 }
+
+#[tokio::test]
+async fn the_driver_health_poll_leaves_the_clusters_the_prober_probes_to_it() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let h = pki.app.admin();
+    let uuid = complete_cluster_with(&pki.app, &pki.conductor, "both", json!({}), &h).await;
+    let probing = conductor_from(&pki.app, &pki.settings).with_health_probe(fast());
+    assert_eq!(probing.health_round().await.expect("health"), 0);
+    assert_eq!(health_of(&pki.app, &uuid).await.0, None);
+    let elsewhere = conductor_from(&pki.app, &pki.settings).with_health_probe(HealthProbeSection {
+        drivers: "kubernetes".into(),
+        ..fast()
+    });
+    assert_eq!(elsewhere.health_round().await.expect("health"), 1);
+    assert_eq!(
+        health_of(&pki.app, &uuid).await.0,
+        Some(HealthStatus::Healthy)
+    );
+}
