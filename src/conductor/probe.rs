@@ -65,7 +65,10 @@ pub struct ProbeTarget {
 
 /// What to probe for a cluster, or `None` when it cannot be probed: no address, an address
 /// that is not HTTPS (`https://` is assumed when no scheme is given), or no CA. The one place
-/// that chooses the CA: today the cluster's Kubernetes CA from `x509keypair`.
+/// that chooses the CA: today the cluster's Kubernetes CA from `x509keypair` (the newest
+/// `ca` row, read with the candidate). Another source (a registered cluster's own CA bundle)
+/// becomes one more field of [`ProbeCandidate`], read by `probe_candidates`, and one more
+/// branch here.
 pub fn probe_target(c: &ProbeCandidate) -> Option<ProbeTarget> {
     let address = c.api_address.trim().trim_end_matches('/');
     if address.is_empty() {
