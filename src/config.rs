@@ -64,6 +64,7 @@ pub struct Settings {
     pub fake_driver: FakeDriverSection,
     pub kubernetes_driver: KubernetesDriverSection,
     pub conductor: ConductorSection,
+    pub health_probe: HealthProbeSection,
     pub quotas: QuotasSection,
     pub certificates: CertificatesSection,
     pub keystone_authtoken: KeystoneAuthtokenSection,
@@ -474,6 +475,94 @@ impl Default for ConductorSection {
     }
 }
 
+/// The conductor's active health prober: it probes each cluster's API (`/readyz`, else
+/// `/healthz`) over HTTPS, trusting the cluster's CA only, and moves `health_status` after
+/// `failure_threshold` consecutive failures or `success_threshold` consecutive successes. A
+/// cluster that goes down is `UNHEALTHY` within `interval * failure_threshold + timeout`
+/// seconds (plus the length of a round); one that comes back is `HEALTHY` within
+/// `interval * success_threshold + timeout`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HealthProbeSection {
+    /// Whether conductors probe cluster API endpoints.
+    pub enabled: bool,
+    /// Seconds between probes of one cluster.
+    pub interval: u64,
+    /// Seconds one probe may take, connection and TLS handshake included (a fraction is
+    /// allowed).
+    pub timeout: f64,
+    /// Probes one conductor runs at once. A round over N clusters of which U never answer
+    /// takes at least U * timeout / concurrency seconds; keep it under `interval`.
+    pub concurrency: usize,
+    /// Consecutive failed probes that make a cluster `UNHEALTHY`.
+    pub failure_threshold: u32,
+    /// Consecutive successful probes that make a cluster `HEALTHY`.
+    pub success_threshold: u32,
+    /// Comma-separated template drivers whose clusters are probed (the fake driver's clusters
+    /// have simulated addresses and report health through the driver).
+    pub drivers: String,
+}
+
+impl Default for HealthProbeSection {
+    fn default() -> Self {
+        HealthProbeSection {
+            enabled: true,
+            interval: 30,
+            timeout: 5.0,
+            concurrency: 256,
+            failure_threshold: 3,
+            success_threshold: 1,
+            drivers: "external,kubernetes".into(),
+        }
+    }
+}
+
+impl HealthProbeSection {
+    pub fn interval(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.interval.max(1))
+    }
+
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.timeout)
+            .unwrap_or(std::time::Duration::from_secs(5))
+    }
+
+    pub fn driver_list(&self) -> Vec<String> {
+        split_list(&self.drivers)
+    }
+
+    /// How late a cluster that stops answering is seen `UNHEALTHY` at most, the length of a
+    /// round aside: `interval * failure_threshold + timeout`.
+    pub fn detection_bound(&self) -> std::time::Duration {
+        self.interval() * self.failure_threshold.max(1) + self.timeout()
+    }
+
+    /// How late a cluster that answers again is seen `HEALTHY` at most, the length of a
+    /// round aside: `interval * success_threshold + timeout`.
+    pub fn recovery_bound(&self) -> std::time::Duration {
+        self.interval() * self.success_threshold.max(1) + self.timeout()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.interval == 0 {
+            return Err("interval: must be at least 1 second".into());
+        }
+        if !(self.timeout.is_finite()
+            && self.timeout >= 0.01
+            && self.timeout <= self.interval as f64)
+        {
+            return Err("timeout: must be a number of seconds from 0.01 to interval".into());
+        }
+        if self.concurrency == 0 {
+            return Err("concurrency: must be at least 1".into());
+        }
+        if self.failure_threshold == 0 || self.success_threshold == 0 {
+            return Err("failure_threshold and success_threshold: must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuotasSection {
@@ -819,6 +908,9 @@ impl Settings {
                     .into(),
             ));
         }
+        if let Err(reason) = self.health_probe.validate() {
+            return Err(ConfigError::Invalid(format!("[health_probe] {reason}")));
+        }
         if n.relay_claim_timeout < 3 {
             return Err(ConfigError::Invalid(
                 "[oslo_messaging_notifications] relay_claim_timeout: must be at least 3 seconds"
@@ -893,6 +985,30 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::io::Write;
+
+    #[test]
+    fn the_health_probe_timeout_must_fit_in_its_interval_and_thresholds_be_positive() {
+        let mut s = Settings::default();
+        assert!(s.validate().is_ok());
+        assert_eq!(
+            s.health_probe.detection_bound(),
+            std::time::Duration::from_secs(95)
+        );
+        assert_eq!(
+            s.health_probe.recovery_bound(),
+            std::time::Duration::from_secs(35)
+        );
+        s.health_probe.timeout = 31.0;
+        let err = s.validate().expect_err("timeout past the interval");
+        assert!(err.to_string().contains("[health_probe] timeout"), "{err}");
+        s.health_probe.timeout = 0.5;
+        s.health_probe.failure_threshold = 0;
+        let err = s.validate().expect_err("no threshold");
+        assert!(err.to_string().contains("[health_probe]"), "{err}");
+        s.health_probe.failure_threshold = 3;
+        s.health_probe.concurrency = 0;
+        assert!(s.validate().is_err());
+    }
 
     #[test]
     fn the_metrics_address_must_be_an_ip_and_a_port() {

@@ -1,8 +1,8 @@
 //! Prometheus metrics: request latency per route template and status, the database pool,
-//! pending jobs and the age of the oldest due one, conductor job results, the outbox backlog
-//! and the relay's lag, notification publishes. Served as Prometheus text on
-//! `[metrics] listen_address`, an address of its own without authentication, never on the
-//! API's port.
+//! pending jobs and the age of the oldest due one, conductor job results, health probe rounds
+//! and probe outcomes, the outbox backlog and the relay's lag, notification publishes. Served
+//! as Prometheus text on `[metrics] listen_address`, an address of its own without
+//! authentication, never on the API's port.
 //!
 //! Counters and histograms are recorded where things happen (the request middleware, the
 //! conductor, the relay) through the `metrics` facade; gauges that describe the shared
@@ -28,6 +28,12 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// Health probe round buckets, in seconds: a round of a few clusters takes milliseconds, one
+/// of 100,000 with unreachable ones tens of seconds (it should stay under the interval).
+const ROUND_BUCKETS: &[f64] = &[
+    0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0,
+];
+
 /// How long a scrape waits for the database before it answers with what it has.
 const SCRAPE_DB_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -40,6 +46,11 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         return Ok(h.clone());
     }
     let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Full("fleetyard_health_probe_round_seconds".into()),
+            ROUND_BUCKETS,
+        )
+        .context("health probe round buckets")?
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
         .context("latency buckets")?
         .install_recorder()
@@ -90,6 +101,15 @@ fn describe() {
         "fleetyard_notifications_published_total",
         "Notifications this process's relay handed to the sink, by result (confirmed, failed)."
     );
+    metrics::describe_histogram!(
+        "fleetyard_health_probe_round_seconds",
+        metrics::Unit::Seconds,
+        "How long one round of the conductor's health prober took."
+    );
+    metrics::describe_counter!(
+        "fleetyard_health_probes_total",
+        "Cluster API probes made by this process's health prober, by outcome (ok, failed)."
+    );
     metrics::describe_gauge!(
         "fleetyard_scrape_database_up",
         "1 when the last scrape could read the database's gauges, 0 when it could not."
@@ -124,6 +144,20 @@ pub fn published(result: &'static str, n: u64) {
     if enabled() && n > 0 {
         metrics::counter!("fleetyard_notifications_published_total", "result" => result)
             .increment(n);
+    }
+}
+
+/// One round of the health prober, finished.
+pub fn health_probe_round(elapsed: Duration) {
+    if enabled() {
+        metrics::histogram!("fleetyard_health_probe_round_seconds").record(elapsed.as_secs_f64());
+    }
+}
+
+/// Health probes made: `ok` or `failed`.
+pub fn health_probes(outcome: &'static str, n: u64) {
+    if enabled() && n > 0 {
+        metrics::counter!("fleetyard_health_probes_total", "outcome" => outcome).increment(n);
     }
 }
 

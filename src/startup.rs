@@ -195,7 +195,8 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
                 &settings.default.host,
                 settings.conductor.clone(),
             )
-            .with_certificates(state.certificates.clone()),
+            .with_certificates(state.certificates.clone())
+            .with_health_probe(settings.health_probe.clone()),
         );
         background.push(tokio::spawn(conductor.run()));
         let relay = crate::notify::relay::RelaySettings::from_settings(&settings)?;

@@ -9,6 +9,9 @@
 #                                     .tox/clients: run ./tox.sh keystone once)
 #   BENCH_ONLY=notifications          only the notification section: raw lapin confirmed
 #                                     publishing beside the relay, and commit-to-consumer latency
+#   BENCH_ONLY=health_probe           only the health prober: one full round over
+#                                     BENCH_PROBE_CLUSTERS (100,000) clusters, a tenth behind
+#                                     hanging listeners, at BENCH_PROBE_CONCURRENCY (2048)
 #
 # Figures are medians of a single run on a shared machine: compare ratios within a run.
 set -euo pipefail
@@ -45,6 +48,19 @@ notifications() { # raw lapin vs the relay (msg/s, ratio) and commit-to-consumer
   say "notifications: relay throughput beside raw lapin, commit-to-consumer latency"
   cargo run -q --release --example notify_bench -- --pg-url "$PG_ADMIN" 2>&1 || echo "notify bench failed"
 }
+
+health_probe() { # one health prober round over local HTTPS endpoints, a tenth hanging
+  say "health probe: one round over ${BENCH_PROBE_CLUSTERS:-100000} clusters, a tenth hanging"
+  cargo run -q --release --example health_probe_bench -- --pg-url "$PG_ADMIN" \
+    --clusters "${BENCH_PROBE_CLUSTERS:-100000}" --concurrency "${BENCH_PROBE_CONCURRENCY:-2048}" \
+    2>&1 || echo "health probe bench failed"
+}
+
+if [[ "${BENCH_ONLY:-}" == health_probe ]]; then
+  tools/ensure_services.sh >&2
+  health_probe
+  exit 0
+fi
 
 if [[ "${BENCH_ONLY:-}" == notifications ]]; then
   tools/ensure_services.sh >&2
@@ -270,3 +286,5 @@ echo
 echo "$SYNC"
 echo
 notifications
+echo
+health_probe

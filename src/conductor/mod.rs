@@ -1,24 +1,27 @@
 //! The conductor: claims due jobs under a lease (committed before the driver is called),
 //! renews the lease while the driver works, retries transient failures with backoff, and moves
 //! statuses through Magnum's state machine, each change committed with its notification.
-//! A periodic sync polls drivers whose work converges later; a health poll refreshes health.
+//! A periodic sync polls drivers whose work converges later; a health poll asks drivers for
+//! health, and the active prober (`probe`) probes cluster API endpoints itself.
 //! Any number of conductors may run against one PostgreSQL: a killed conductor's lease expires
 //! and another one finishes its job.
 
 mod certificates;
 mod execute;
+mod probe;
 mod sync;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::certificates::Certificates;
-use crate::config::ConductorSection;
+use crate::config::{ConductorSection, HealthProbeSection};
 use crate::domain::cluster::Cluster;
 use crate::drivers::{ClusterContext, DriverRegistry};
 use crate::store::{Store, StoreError, StoreResult};
 
 pub use execute::Outcome;
+pub use probe::{probe, probe_target, ProbeRoundReport, ProbeTarget};
 pub use sync::SyncReport;
 
 /// The binary name conductors report in the services table: Magnum's, since clients and test
@@ -33,6 +36,8 @@ pub struct Conductor {
     /// Publisher host of notifications.
     pub(crate) host: String,
     pub(crate) settings: ConductorSection,
+    /// The active health prober's settings (`[health_probe]`); off unless given.
+    pub(crate) probe: HealthProbeSection,
     /// Makes and renews cluster certificates; without a key, clusters get no CA.
     pub(crate) certificates: Certificates,
     /// Raised when a driver started work it finishes on its own: the status sync then looks
@@ -64,6 +69,10 @@ impl Conductor {
             owner,
             host: host.to_string(),
             settings,
+            probe: HealthProbeSection {
+                enabled: false,
+                ..HealthProbeSection::default()
+            },
             certificates: Certificates::disabled(),
             sync_soon: Arc::new(tokio::sync::Notify::new()),
         }
@@ -73,6 +82,13 @@ impl Conductor {
     /// cluster creates make CAs and rotations work.
     pub fn with_certificates(mut self, certificates: Certificates) -> Conductor {
         self.certificates = certificates;
+        self
+    }
+
+    /// Gives the conductor the `[health_probe]` settings; `run` starts the prober when they
+    /// enable it.
+    pub fn with_health_probe(mut self, probe: HealthProbeSection) -> Conductor {
+        self.probe = probe;
         self
     }
 
@@ -123,6 +139,10 @@ impl Conductor {
         if self.settings.health_interval > 0 {
             let me = self.clone();
             tasks.push(tokio::spawn(async move { me.health_loop().await }));
+        }
+        if self.probe.enabled {
+            let me = self.clone();
+            tasks.push(tokio::spawn(async move { me.health_probe_loop().await }));
         }
         let guard = AbortOnDrop(tasks);
         std::future::pending::<()>().await;

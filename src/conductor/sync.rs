@@ -298,7 +298,8 @@ impl Conductor {
     }
 
     /// One round of health polling. Clusters that run magnum-auto-healer report their own
-    /// health through PATCH and are skipped, as in Magnum.
+    /// health through PATCH and are skipped, as in Magnum; so are the clusters the active
+    /// prober probes (`[health_probe] drivers`, when enabled), which has the last word.
     #[tracing::instrument(skip_all)]
     pub async fn health_round(&self) -> StoreResult<usize> {
         let scope = Scope {
@@ -307,6 +308,11 @@ impl Conductor {
         };
         let mut marker = None;
         let mut changed = 0;
+        let probed: Vec<String> = if self.probe.enabled {
+            self.probe.driver_list()
+        } else {
+            Vec::new()
+        };
         loop {
             let page = PageRequest {
                 limit: BATCH,
@@ -332,10 +338,11 @@ impl Conductor {
                 })
                 .collect();
             for ctx in self.contexts_for(polled).await? {
-                let Some(driver) = self
-                    .drivers
-                    .get(ctx.template.spec.driver.as_deref().unwrap_or_default())
-                else {
+                let name = ctx.template.spec.driver.as_deref().unwrap_or_default();
+                if probed.iter().any(|d| d == name) {
+                    continue;
+                }
+                let Some(driver) = self.drivers.get(name) else {
                     continue;
                 };
                 let Ok(Some(h)) = driver.cluster_health(&ctx).await else {

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod federation;
+pub mod health_probe;
 pub mod ids;
 pub mod job;
 pub mod keypair;

@@ -11,6 +11,7 @@
 mod clusters;
 mod db;
 mod federations;
+mod health_probes;
 mod jobs;
 mod keypairs;
 mod nodegroups;
@@ -50,6 +51,7 @@ pub use write::Write;
 
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
+use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 
@@ -227,6 +229,44 @@ pub trait ResourceStore: Send + Sync {
 
     /// A cluster's key pairs (CAs and the service's client certificate), private keys sealed.
     async fn get_keypairs(&self, cluster_uuid: &ClusterId) -> StoreResult<Vec<StoredKeyPair>>;
+
+    // ---- The active health prober (`cluster_health_probe`) -----------------------------------
+    /// Clusters the prober may probe, by id after `after_id`, at most `limit`: an
+    /// `api_address`, a complete-like status, a template whose driver is in `drivers`, and no
+    /// probe (nor claim of one) since `due_before`. Only the columns a probe needs.
+    async fn probe_candidates(
+        &self,
+        drivers: &[String],
+        due_before: DateTime<Utc>,
+        after_id: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<ProbeCandidate>>;
+    /// Claims clusters for a probe, in one statement: those still not probed since
+    /// `due_before` get `last_probe_at = now` and are returned; rows another conductor claimed
+    /// meanwhile are not.
+    async fn claim_health_probes(
+        &self,
+        uuids: &[ClusterId],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<ClusterId>>;
+    /// Records a batch of probe results made at `at` in one statement (counters of
+    /// consecutive failures and successes move in SQL) and returns the records as stored.
+    async fn record_health_probes(
+        &self,
+        results: &[ProbeResult],
+        at: DateTime<Utc>,
+    ) -> StoreResult<Vec<HealthProbe>>;
+    /// Sets `last_transition_at` of clusters whose health the prober just changed.
+    async fn mark_health_transitions(
+        &self,
+        uuids: &[ClusterId],
+        at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    /// The probe records of these clusters (those never probed have none), for the cluster
+    /// registry: `last_probe_at` is `lastHeartbeatTime`, `last_transition_at`
+    /// `lastTransitionTime`.
+    async fn health_probes_of(&self, uuids: &[ClusterId]) -> StoreResult<Vec<HealthProbe>>;
 
     async fn get_quota(&self, project_id: &str, resource: &str) -> StoreResult<Option<QuotaRow>>;
     /// Quotas of one project (or all, with `None`), keyset-paged by integer id markers.

@@ -75,6 +75,8 @@ struct EntryRow {
     driver: Option<String>,
     node_count: Option<i64>,
     ca_pem: Option<String>,
+    last_heartbeat: Option<chrono::DateTime<chrono::Utc>>,
+    last_transition: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl EntryRow {
@@ -84,8 +86,8 @@ impl EntryRow {
             driver: self.driver.unwrap_or_default(),
             node_count: self.node_count.unwrap_or(0),
             ca_pem: self.ca_pem,
-            last_heartbeat: None,
-            last_transition: None,
+            last_heartbeat: self.last_heartbeat,
+            last_transition: self.last_transition,
         })
     }
 }
@@ -101,8 +103,10 @@ static ENTRY_SELECT: LazyLock<String> = LazyLock::new(|| {
         "SELECT {cols}, t.driver AS driver, \
          (SELECT CAST(SUM(n.node_count) AS BIGINT) FROM nodegroup n WHERE n.cluster_id = c.uuid) \
          AS node_count, COALESCE(c.ca_bundle, (SELECT k.certificate FROM x509keypair k \
-         WHERE k.cluster_uuid = c.uuid AND k.kind = 'ca' ORDER BY k.id LIMIT 1)) AS ca_pem \
-         FROM cluster c LEFT JOIN cluster_template t ON t.uuid = c.cluster_template_id"
+         WHERE k.cluster_uuid = c.uuid AND k.kind = 'ca' ORDER BY k.id DESC LIMIT 1)) AS ca_pem, \
+         p.last_probe_at AS last_heartbeat, p.last_transition_at AS last_transition \
+         FROM cluster c LEFT JOIN cluster_template t ON t.uuid = c.cluster_template_id \
+         LEFT JOIN cluster_health_probe p ON p.cluster_uuid = c.uuid"
     )
 });
 

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, registry, services,
-    templates, write,
+    clusters, federations, health_probes, jobs, keypairs, nodegroups, outbox, quotas, registry,
+    services, templates, write,
 };
 use super::{
     ClusterChange, Dialect, JobGauges, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow,
@@ -19,6 +19,7 @@ use super::{
 };
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
+use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
@@ -171,6 +172,45 @@ impl ResourceStore for SqlStore {
 
     async fn get_keypairs(&self, cluster_uuid: &ClusterId) -> StoreResult<Vec<StoredKeyPair>> {
         keypairs::of_cluster(&self.pool, cluster_uuid).await
+    }
+
+    async fn probe_candidates(
+        &self,
+        drivers: &[String],
+        due_before: DateTime<Utc>,
+        after_id: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<ProbeCandidate>> {
+        health_probes::candidates(&self.pool, drivers, due_before, after_id, limit).await
+    }
+
+    async fn claim_health_probes(
+        &self,
+        uuids: &[ClusterId],
+        due_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Vec<ClusterId>> {
+        health_probes::claim(&self.pool, uuids, due_before, now).await
+    }
+
+    async fn record_health_probes(
+        &self,
+        results: &[ProbeResult],
+        at: DateTime<Utc>,
+    ) -> StoreResult<Vec<HealthProbe>> {
+        health_probes::record(&self.pool, results, at).await
+    }
+
+    async fn mark_health_transitions(
+        &self,
+        uuids: &[ClusterId],
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        health_probes::mark_transitions(&self.pool, uuids, at).await
+    }
+
+    async fn health_probes_of(&self, uuids: &[ClusterId]) -> StoreResult<Vec<HealthProbe>> {
+        health_probes::of_clusters(&self.pool, uuids).await
     }
 
     async fn get_quota(&self, project_id: &str, resource: &str) -> StoreResult<Option<QuotaRow>> {

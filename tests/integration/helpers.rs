@@ -4,6 +4,7 @@
 
 mod api;
 mod db_proxy;
+pub mod endpoints;
 mod fleet;
 
 pub(crate) use api::{join_ops, unjoin_ops, Api, Caller, CLUSTERS, FEDERATIONS, QUOTAS};

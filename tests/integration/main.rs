@@ -14,6 +14,7 @@ mod db_outage;
 mod drills;
 mod federation_jobs;
 mod federations;
+mod health_probe;
 mod input_edge;
 mod isolation;
 mod jwt_attacks;

@@ -140,7 +140,10 @@ async fn metrics_show_requests_by_route_and_status_jobs_outbox_and_pool() {
     // what else holds one at that instant (the scrape's own queries included).
     let idle = value(&s, "fleetyard_db_pool_connections{state=idle}", &text);
     let in_use = value(&s, "fleetyard_db_pool_connections{state=in_use}", &text);
-    assert!(idle + in_use >= 1.0 && idle + in_use <= 5.0, "{idle} + {in_use}");
+    assert!(
+        idle + in_use >= 1.0 && idle + in_use <= 5.0,
+        "{idle} + {in_use}"
+    );
     assert!(text.contains("# TYPE fleetyard_http_request_duration_seconds histogram"));
     assert!(text.contains("# HELP fleetyard_jobs_oldest_due_age_seconds"));
 

@@ -105,7 +105,7 @@ contract!(
     migrations_report_their_version,
     |store: Arc<dyn Store>, _url: String| async move {
         let v = store.schema_version().await.expect("version");
-        assert_eq!(v, Some(20261124000001));
+        assert_eq!(v, Some(20261124000002));
         store.migrate().await.expect("migrating twice is a no-op");
     }
 );
@@ -722,3 +722,186 @@ async fn a_restricted_template_update_waits_for_a_racing_cluster_create_and_refu
         .expect("get");
     assert_eq!(after.spec.image_id, t.spec.image_id);
 }
+
+/// Inserts a cluster row with an API address (when given) and, for each PEM of `cas` in
+/// order, a Kubernetes CA row; its uuid.
+async fn insert_probed_cluster(
+    url: &str,
+    template_uuid: &str,
+    name: &str,
+    status: &str,
+    api_address: Option<&str>,
+    cas: &[&str],
+) -> ClusterId {
+    let id = ClusterId::new();
+    let now = chrono::Utc::now();
+    let cluster = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
+                   status, api_address, created_at) VALUES ($1, 'p1', 'u', $2, $3, $4, $5, $6)";
+    let ca = "INSERT INTO x509keypair (uuid, cluster_uuid, kind, certificate, private_key, \
+              project_id, user_id, created_at) VALUES ($1, $2, 'ca', $3, 'sealed', 'p1', 'u', $4)";
+    macro_rules! run {
+        ($pool:expr) => {{
+            let pool = $pool;
+            sqlx::query(cluster)
+                .bind(id.to_string())
+                .bind(name)
+                .bind(template_uuid)
+                .bind(status)
+                .bind(api_address)
+                .bind(now)
+                .execute(&pool)
+                .await
+                .expect("cluster");
+            for pem in cas {
+                sqlx::query(ca)
+                    .bind(uuid::Uuid::new_v4().to_string())
+                    .bind(id.to_string())
+                    .bind(*pem)
+                    .bind(now)
+                    .execute(&pool)
+                    .await
+                    .expect("ca");
+            }
+        }};
+    }
+    if url.starts_with("sqlite") {
+        run!(sqlx::SqlitePool::connect(url).await.expect("sqlite"));
+    } else {
+        run!(sqlx::PgPool::connect(url).await.expect("pg"));
+    }
+    id
+}
+
+contract!(
+    health_probes_are_claimed_once_counted_in_sql_and_deleted_with_their_cluster,
+    |store: Arc<dyn Store>, url: String| async move {
+        use fleetyard::domain::health_probe::ProbeResult;
+        use fleetyard::store::Write;
+        let micros = |t: chrono::DateTime<chrono::Utc>| {
+            chrono::DateTime::from_timestamp_micros(t.timestamp_micros()).expect("time")
+        };
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("probed")), &[])
+            .await
+            .expect("template");
+        let tpl = t.uuid.to_string();
+        let api = Some("https://127.0.0.1:6443");
+        let probed =
+            insert_probed_cluster(&url, &tpl, "c1", "CREATE_COMPLETE", api, &["OLD", "NEW"]).await;
+        insert_probed_cluster(&url, &tpl, "c2", "CREATE_COMPLETE", None, &["PEM"]).await;
+        insert_probed_cluster(&url, &tpl, "c3", "UPDATE_IN_PROGRESS", api, &["PEM"]).await;
+        let fake = vec!["fake".to_string()];
+        let now = micros(chrono::Utc::now());
+
+        let found = store
+            .probe_candidates(&fake, now, 0, 10)
+            .await
+            .expect("candidates");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].uuid, probed);
+        assert_eq!(
+            found[0].ca_certificate.as_deref(),
+            Some("NEW"),
+            "the newest CA"
+        );
+        assert_eq!(found[0].api_address, "https://127.0.0.1:6443");
+        let other = vec!["kubernetes".to_string()];
+        assert!(store
+            .probe_candidates(&other, now, 0, 10)
+            .await
+            .expect("c")
+            .is_empty());
+        assert!(store
+            .probe_candidates(&fake, now, found[0].id, 10)
+            .await
+            .expect("c")
+            .is_empty());
+
+        assert_eq!(
+            store
+                .claim_health_probes(&[probed], now, now)
+                .await
+                .expect("claim"),
+            vec![probed]
+        );
+        // Claimed at `now`: not due before `now`, so neither listed nor claimable again.
+        assert!(store
+            .claim_health_probes(&[probed], now, now)
+            .await
+            .expect("claim")
+            .is_empty());
+        assert!(store
+            .probe_candidates(&fake, now, 0, 10)
+            .await
+            .expect("c")
+            .is_empty());
+
+        let fail = ProbeResult {
+            cluster_uuid: probed,
+            ok: false,
+            reason: Some("boom".into()),
+        };
+        let at = micros(chrono::Utc::now());
+        store
+            .record_health_probes(std::slice::from_ref(&fail), at)
+            .await
+            .expect("record");
+        let after = store
+            .record_health_probes(&[fail], at)
+            .await
+            .expect("record");
+        assert_eq!(after.len(), 1);
+        assert_eq!(
+            (
+                after[0].consecutive_failures,
+                after[0].consecutive_successes
+            ),
+            (2, 0)
+        );
+        assert_eq!(after[0].last_reason.as_deref(), Some("boom"));
+        assert_eq!(after[0].last_ok_at, None);
+        assert_eq!(
+            after[0].last_probe_at,
+            Some(now),
+            "the claim is the probe's time"
+        );
+        let ok = ProbeResult {
+            cluster_uuid: probed,
+            ok: true,
+            reason: None,
+        };
+        let after = store.record_health_probes(&[ok], at).await.expect("record");
+        assert_eq!(
+            (
+                after[0].consecutive_failures,
+                after[0].consecutive_successes
+            ),
+            (0, 1)
+        );
+        assert_eq!(after[0].last_reason, None);
+        assert_eq!(after[0].last_ok_at, Some(at));
+
+        store
+            .mark_health_transitions(&[probed], at)
+            .await
+            .expect("transition");
+        let unknown = ClusterId::new();
+        let records = store
+            .health_probes_of(&[probed, unknown])
+            .await
+            .expect("records");
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].last_transition_at, Some(at));
+        assert!(store.health_probes_of(&[]).await.expect("none").is_empty());
+
+        store
+            .commit(&[Write::DeleteCluster { uuid: probed }])
+            .await
+            .expect("delete");
+        assert!(store
+            .health_probes_of(&[probed])
+            .await
+            .expect("records")
+            .is_empty());
+    }
+);
