@@ -492,7 +492,8 @@ pub struct HealthProbeSection {
     /// allowed).
     pub timeout: f64,
     /// Probes one conductor runs at once. A round over N clusters of which U never answer
-    /// takes at least U * timeout / concurrency seconds; keep it under `interval`.
+    /// takes at least U * timeout / concurrency seconds; keep it under `interval`, but no
+    /// higher than the cores can handshake within `timeout`, or reachable clusters fail.
     pub concurrency: usize,
     /// Consecutive failed probes that make a cluster `UNHEALTHY`.
     pub failure_threshold: u32,

@@ -423,7 +423,7 @@ async fn ten_thousand_clusters_a_tenth_hanging_are_all_probed_within_one_interva
     let p = HealthProbeSection {
         interval: 30,
         timeout: 5.0,
-        concurrency: 1024,
+        concurrency: 2048,
         ..fast()
     };
     let c: Conductor = conductor_from(&pki.app, &pki.settings).with_health_probe(p.clone());
