@@ -1011,3 +1011,76 @@ async fn a_v1_cluster_whose_name_is_not_a_kubernetes_name_has_a_derived_registry
     assert_eq!(refused.status, 422, "{}", refused.text);
     assert_eq!(refused.body["reason"], "Invalid", "{}", refused.text);
 }
+
+#[tokio::test]
+async fn a_watch_on_one_api_process_sees_a_change_committed_by_another() {
+    // Two API processes over one PostgreSQL database: the watch is on the first, the change is
+    // made through /v1 of the second; the trigger's NOTIFY wakes the first one's feed.
+    let app = noauth_app(Backend::Postgres).await;
+    let mut settings = crate::helpers::test_settings(&app.db.url);
+    settings.noauth.project_id = "project-a".into();
+    settings.noauth.user_id = "user-a".into();
+    settings.noauth.roles = "member,reader".into();
+    let store = fleetyard::startup::open_store(&settings)
+        .await
+        .expect("second store");
+    let state = crate::helpers::AppState::new(settings, store).expect("state");
+    let second = fleetyard::startup::Application::build(state).expect("binds");
+    let second_address = format!("http://127.0.0.1:{}", second.port());
+    tokio::spawn(second.run_until_stopped());
+
+    let base = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/project-a/clusters";
+    let (b64, _) = ca_bundle();
+    let body = json!({"apiVersion": "clusterregistry.k8s.io/v1alpha1", "kind": "Cluster",
+        "metadata": {"name": "across"},
+        "spec": {"kubernetesApiEndpoints": {"serverEndpoints": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": "10.5.0.1:6443"}], "caBundle": b64}}});
+    let r = app
+        .client
+        .post(format!("{}{base}", app.address))
+        .json(&body)
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(r.status(), 201);
+    let rv = registry_get(&app, base).await.body["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .to_string();
+    let mut watch = app
+        .client
+        .get(format!(
+            "{}{base}?watch=true&resourceVersion={rv}&timeoutSeconds=20",
+            app.address
+        ))
+        .send()
+        .await
+        .expect("watch");
+    // Let the watch reach its wait (and the feed its LISTEN) before the change.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let sent = std::time::Instant::now();
+    let deleted = app
+        .client
+        .delete(format!("{second_address}/v1/clusters/across"))
+        .send()
+        .await
+        .expect("delete through the second process");
+    assert_eq!(deleted.status(), 204);
+    let mut seen = String::new();
+    let line = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(chunk) = watch.chunk().await.expect("chunk") {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(l) = seen.lines().find(|l| l.contains("\"MODIFIED\"")) {
+                return l.to_string();
+            }
+        }
+        String::new()
+    })
+    .await
+    .expect("the first process's watch sees the second's change");
+    let waited = sent.elapsed();
+    let event: Value = serde_json::from_str(&line).expect("event");
+    assert_eq!(event["object"]["metadata"]["name"], "across", "{line}");
+    // Woken by NOTIFY, not by the one-second fallback poll.
+    assert!(waited < Duration::from_millis(900), "{waited:?}");
+}
