@@ -377,14 +377,17 @@ pub(super) fn table_row<'a>(e: &'a RegistryEntry, object: &'a Cluster) -> TableR
     }
 }
 
-fn accept(req: &HttpRequest) -> &str {
+pub(super) fn accept(req: &HttpRequest) -> &str {
     req.headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
 }
 
-fn json_response(status: actix_web::http::StatusCode, body: &impl Serialize) -> HttpResponse {
+pub(super) fn json_response(
+    status: actix_web::http::StatusCode,
+    body: &impl Serialize,
+) -> HttpResponse {
     match serde_json::to_vec(body) {
         Ok(bytes) => HttpResponse::build(status)
             .content_type("application/json")
@@ -450,11 +453,7 @@ async fn list_all(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let p = params(&req)?;
-    let (rule, verb) = if is_true(&p.watch) {
-        ("registry:watch", "watch")
-    } else {
-        ("registry:list", "list")
-    };
+    let (rule, verb) = list_rule(&p);
     let visible = authorize_all(&ctx, rule, verb, &CLUSTERS)?;
     list_answer(&req, &state, visible, &p).await
 }
@@ -468,13 +467,44 @@ async fn list_namespace(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let p = params(&req)?;
-    let (rule, verb) = if is_true(&p.watch) {
+    let (rule, verb) = list_rule(&p);
+    authorize_namespace(&ctx, rule, verb, &CLUSTERS, &path)?;
+    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+}
+
+/// The entry `name` names in `namespace` for a caller that may `verb` it under `rule`: 403 for
+/// a namespace (or object) the caller may not touch, 404 in Kubernetes' words for none.
+pub(super) async fn authorized_entry(
+    ctx: &RequestContext,
+    state: &AppState,
+    (namespace, name): (&str, &str),
+    (rule, verb): (&str, &str),
+    resource: &'static Resource,
+) -> Result<RegistryEntry, KubeError> {
+    authorize_namespace(ctx, rule, verb, resource, namespace)?;
+    let e = state
+        .store
+        .registry_get(namespace, name)
+        .await?
+        .ok_or_else(|| KubeError::not_found(resource, name))?;
+    if !ctx.allowed(rule, &cluster_target(&e.cluster)) {
+        return Err(KubeError::forbidden(
+            verb,
+            resource,
+            Some(namespace),
+            &ctx.user_id,
+        ));
+    }
+    Ok(e)
+}
+
+/// The rule and verb of a list, or of a watch (`watch=true`).
+pub(super) fn list_rule(p: &Params) -> (&'static str, &'static str) {
+    if is_true(&p.watch) {
         ("registry:watch", "watch")
     } else {
         ("registry:list", "list")
-    };
-    authorize_namespace(&ctx, rule, verb, &CLUSTERS, &path)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+    }
 }
 
 /// The entry `name` names in `namespace`, or 404 in Kubernetes' words.
@@ -495,17 +525,15 @@ async fn get(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let (namespace, name) = path.into_inner();
-    authorize_namespace(&ctx, "registry:get", "get", &CLUSTERS, &namespace)?;
     let p = params(&req)?;
-    let e = entry(&state, &namespace, &name).await?;
-    if !ctx.allowed("registry:get", &cluster_target(&e.cluster)) {
-        return Err(KubeError::forbidden(
-            "get",
-            &CLUSTERS,
-            Some(&namespace),
-            &ctx.user_id,
-        ));
-    }
+    let e = authorized_entry(
+        &ctx,
+        &state,
+        (&namespace, &name),
+        ("registry:get", "get"),
+        &CLUSTERS,
+    )
+    .await?;
     let object = view::cluster(&e);
     if table::wants_table(accept(&req)) {
         let rows = [table_row(&e, &object)];
@@ -1174,17 +1202,15 @@ async fn delete(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let (namespace, name) = path.into_inner();
-    authorize_namespace(&ctx, "registry:delete", "delete", &CLUSTERS, &namespace)?;
     let p = params(&req)?;
-    let e = entry(&state, &namespace, &name).await?;
-    if !ctx.allowed("registry:delete", &cluster_target(&e.cluster)) {
-        return Err(KubeError::forbidden(
-            "delete",
-            &CLUSTERS,
-            Some(&namespace),
-            &ctx.user_id,
-        ));
-    }
+    let e = authorized_entry(
+        &ctx,
+        &state,
+        (&namespace, &name),
+        ("registry:delete", "delete"),
+        &CLUSTERS,
+    )
+    .await?;
     check_preconditions(&body, &e)?;
     if dry_run(&p) {
         return Ok(json_response(

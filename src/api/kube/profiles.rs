@@ -3,7 +3,6 @@
 //! `ControlPlaneHealthy` and `Joined`; `status.version.kubernetes`; `status.properties`), and
 //! the kubeconfig export of a label selector's clusters.
 
-use actix_web::http::header;
 use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use base64::Engine;
@@ -11,7 +10,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::clusters::{
-    authorize_all, authorize_namespace, caller, list_entries, params, Selectors, Visible, MAX_PAGE,
+    accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response,
+    list_entries, list_rule, params, Selectors, Visible, MAX_PAGE,
 };
 use super::status::{KubeError, CLUSTERS, PROFILES};
 use super::table;
@@ -137,20 +137,8 @@ pub fn profile(e: &RegistryEntry) -> Value {
     })
 }
 
-fn accept(req: &HttpRequest) -> &str {
-    req.headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-}
-
 fn json_ok(body: &impl Serialize) -> HttpResponse {
-    match serde_json::to_vec(body) {
-        Ok(bytes) => HttpResponse::Ok()
-            .content_type("application/json")
-            .body(bytes),
-        Err(e) => actix_web::ResponseError::error_response(&KubeError::internal(e)),
-    }
+    json_response(actix_web::http::StatusCode::OK, body)
 }
 
 async fn list_answer(
@@ -206,11 +194,7 @@ async fn list_all(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let p = params(&req)?;
-    let (rule, verb) = if matches!(p.watch.as_deref(), Some("true" | "1")) {
-        ("registry:watch", "watch")
-    } else {
-        ("registry:list", "list")
-    };
+    let (rule, verb) = list_rule(&p);
     let visible = authorize_all(&ctx, rule, verb, &PROFILES)?;
     list_answer(&req, &state, visible).await
 }
@@ -224,11 +208,7 @@ async fn list_namespace(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let p = params(&req)?;
-    let (rule, verb) = if matches!(p.watch.as_deref(), Some("true" | "1")) {
-        ("registry:watch", "watch")
-    } else {
-        ("registry:list", "list")
-    };
+    let (rule, verb) = list_rule(&p);
     authorize_namespace(&ctx, rule, verb, &PROFILES, &path)?;
     list_answer(&req, &state, Visible::Namespace(path.into_inner())).await
 }
@@ -242,13 +222,15 @@ async fn get(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let (namespace, name) = path.into_inner();
-    authorize_namespace(&ctx, "registry:get", "get", &PROFILES, &namespace)?;
     let p = params(&req)?;
-    let e = state
-        .store
-        .registry_get(&namespace, &name)
-        .await?
-        .ok_or_else(|| KubeError::not_found(&PROFILES, &name))?;
+    let e = authorized_entry(
+        &ctx,
+        &state,
+        (&namespace, &name),
+        ("registry:get", "get"),
+        &PROFILES,
+    )
+    .await?;
     let object = profile(&e);
     if table::wants_table(accept(&req)) {
         let include = table::IncludeObject::parse(p.include_object.as_deref())?;
