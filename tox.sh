@@ -74,7 +74,11 @@ envs:
           clusters and FLEETYARD_DRILL_FEDERATIONS (100) federations with kills; figures are
           printed (the suite runs short forms of the same drills); args go to the test runner
   run     cargo run --release -- serve [args...]
-  bench   tools/bench.sh [args...]
+  bench   tools/bench.sh [args...]; BENCH_ONLY=notifications runs only its notification
+          section; BENCH_ONLY=registry runs only examples/registry_bench.rs (release): the
+          cluster registry's `kubectl get clusters -A` pages over REGISTRY_BENCH_CLUSTERS
+          (100,000) registered clusters and /v1-change-to-watch-event latency, figures as JSON
+          to REGISTRY_BENCH_JSON (target/registry-bench.json); args go to the example
   help    this text
 
 environment:
@@ -401,6 +405,13 @@ run)
   exec cargo run --release -- serve "$@"
   ;;
 bench)
+  if [[ "${BENCH_ONLY:-}" == registry ]]; then
+    # The cluster registry at fleet size (its own database beside FLEETYARD_BENCH_PG_URL).
+    [[ "${FLEETYARD_SKIP_ENSURE_SERVICES:-}" == 1 ]] || tools/ensure_services.sh >&2
+    step "cargo run --release --example registry_bench${*:+ -- $*}"
+    exec cargo run -q --release --example registry_bench -- \
+      --pg-url "${FLEETYARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}" "$@"
+  fi
   if [[ -f tools/bench.sh ]]; then
     step "tools/bench.sh${*:+ $*}"
     exec bash tools/bench.sh "$@"
