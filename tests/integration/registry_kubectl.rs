@@ -228,6 +228,25 @@ async fn kubectl_creates_lists_labels_patches_applies_replaces_and_deletes_regis
     );
     assert_eq!(item["status"]["conditions"][0]["type"], "OK");
     assert!(pem.contains("BEGIN CERTIFICATE"));
+    // All namespaces: a member's own project, with the NAMESPACE column.
+    let all = k.ok(&["get", "clusters", "-A"]).await;
+    let first = all.lines().next().unwrap_or_default();
+    assert!(first.starts_with("NAMESPACE"), "{all}");
+    assert!(
+        all.lines()
+            .nth(1)
+            .unwrap_or_default()
+            .starts_with("project-a"),
+        "{all}"
+    );
+    let wide = k.ok(&["get", "clusters", "-o", "wide"]).await;
+    for col in ["DRIVER", "NODES", "UID"] {
+        assert!(
+            wide.lines().next().unwrap_or_default().contains(col),
+            "{col} in {wide}"
+        );
+    }
+    assert!(wide.contains("external"), "{wide}");
     let shown = k.ok(&["get", "clusters", "--show-labels"]).await;
     assert!(shown.contains("env=prod"), "{shown}");
     let picked = k
