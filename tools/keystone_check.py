@@ -658,6 +658,44 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
 
     rep.check("cluster create c1 (project A's member) completes; list, show; B's member gets 404", cluster)
 
+    def registry() -> None:
+        # The cluster registry (kubectl's API) with Keystone tokens as kubectl sends them:
+        # `Authorization: Bearer <token>`. Namespaces are project ids.
+        root = srv.endpoint.rsplit("/v1", 1)[0]
+        ns = projects["proj-a"]
+        base = root + "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/%s/clusters" % ns
+        bearer = {"Authorization": "Bearer " + a_member}
+        status, _, body = http("GET", base + "/c1", bearer)
+        meta = body.get("metadata", {}) if isinstance(body, dict) else {}
+        if status != 200 or meta.get("namespace") != ns or body.get("kind") != "Cluster":
+            raise CheckFailed("c1 through the registry: %d %s" % (status, body))
+        obj = {"apiVersion": "clusterregistry.k8s.io/v1alpha1", "kind": "Cluster",
+               "metadata": {"name": "ks-edge", "labels": {"env": "test"}},
+               "spec": {"kubernetesApiEndpoints": {"serverEndpoints": [
+                   {"clientCIDR": "0.0.0.0/0", "serverAddress": "10.8.0.1:6443"}]}}}
+        status, _, body = http("POST", base, bearer, obj)
+        if status != 201:
+            raise CheckFailed("registering ks-edge: %d %s" % (status, body))
+        status, _, body = http("GET", srv.endpoint + "/clusters/ks-edge", {"X-Auth-Token": a_member})
+        if status != 200 or body.get("status") != "CREATE_COMPLETE" or body.get("project_id") != ns:
+            raise CheckFailed("ks-edge through /v1: %d %s" % (status, body))
+        b_member = issue_token(ks, "b-member", "proj-b")
+        for path in (base, base + "/c1", base + "?watch=true"):
+            status, _, body = http("GET", path, {"Authorization": "Bearer " + b_member})
+            if status != 403 or not isinstance(body, dict) or body.get("reason") != "Forbidden":
+                raise CheckFailed("project B's member on %s: expected 403 Forbidden, got %d %s"
+                                  % (path, status, body))
+        status, _, body = http("GET", base)
+        if status != 401 or not isinstance(body, dict) or body.get("kind") != "Status":
+            raise CheckFailed("no token: expected a 401 Status, got %d %s" % (status, body))
+        status, _, body = http("DELETE", base + "/ks-edge", bearer)
+        if status != 200:
+            raise CheckFailed("deleting ks-edge: %d %s" % (status, body))
+
+    rep.check("the cluster registry with Keystone bearer tokens: c1 in project A's namespace, "
+              "a registered cluster seen through /v1, 403 for project B, 401 without a token",
+              registry)
+
     def nodegroups() -> None:
         expect_ok(coe("a-member", "nodegroup", "create", "c1", "ng1", "--node-count", "1"))
         wait_for_status(srv, a_member, "/v1/clusters/c1/nodegroups/ng1", "CREATE_COMPLETE")
