@@ -653,6 +653,54 @@ async fn a_member_of_one_project_lists_gets_and_watches_nothing_of_another() {
         r.text
     );
 
+    // The same in pages of one, following `continue` (kubectl's --chunk-size).
+    let first = as_bearer(
+        &app,
+        Some(&admin),
+        Method::GET,
+        &format!("{base}/clusters?limit=1"),
+    )
+    .await;
+    assert_eq!(
+        first.body["items"][0]["metadata"]["name"], "secret-a",
+        "{}",
+        first.text
+    );
+    let token = first.body["metadata"]["continue"]
+        .as_str()
+        .expect("continue")
+        .to_string();
+    let second = as_bearer(
+        &app,
+        Some(&admin),
+        Method::GET,
+        &format!("{base}/clusters?limit=1&continue={}", urlencode(&token)),
+    )
+    .await;
+    assert_eq!(
+        second.body["items"][0]["metadata"]["name"], "mine-b",
+        "{}",
+        second.text
+    );
+    assert_eq!(
+        second.body["metadata"]["resourceVersion"],
+        first.body["metadata"]["resourceVersion"]
+    );
+    assert!(
+        second.body["metadata"].get("continue").is_none(),
+        "{}",
+        second.text
+    );
+    let bad = as_bearer(
+        &app,
+        Some(&admin),
+        Method::GET,
+        &format!("{base}/clusters?continue=nope"),
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    assert_eq!(bad.body["reason"], "BadRequest", "{}", bad.text);
+
     // Without a token: 401 Status (kubectl: "You must be logged in to the server").
     let r = as_bearer(
         &app,
@@ -1102,4 +1150,12 @@ async fn a_watch_on_one_api_process_sees_a_change_committed_by_another() {
     assert_eq!(event["object"]["metadata"]["name"], "across", "{line}");
     // Woken by NOTIFY, not by the one-second fallback poll.
     assert!(waited < Duration::from_millis(900), "{waited:?}");
+}
+
+/// A query-string value, percent-encoded.
+fn urlencode(v: &str) -> String {
+    serde_urlencoded::to_string([("v", v)])
+        .expect("encodes")
+        .trim_start_matches("v=")
+        .to_string()
 }

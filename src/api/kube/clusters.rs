@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::objects::{self, Cluster, ClusterList, ListMeta, API_VERSION, KIND, LIST_KIND};
 use super::status::{Cause, KubeError, Resource, CLUSTERS, NAMESPACES};
 use super::table::{self, TableRow};
-use super::{patch, validation, view, watch};
+use super::{list, patch, validation, view, watch};
 use crate::api::clusters::delete_attempt;
 use crate::api::error::ApiError;
 use crate::api::lookup::cluster_target;
@@ -223,45 +223,14 @@ impl Selectors {
     }
 }
 
-/// Where the next page starts: opaque to clients (base64 of this as JSON).
-#[derive(Debug, Serialize, Deserialize)]
-struct ContinueToken {
-    rv: i64,
-    p: String,
-    n: String,
+/// `?limit=` as [`list::parse_limit`] reads it, within one answer's [`MAX_PAGE`].
+pub(super) fn parse_limit(p: &Params) -> Result<Option<u32>, KubeError> {
+    Ok(list::parse_limit(p.limit.as_deref())?.map(|n| n.min(MAX_PAGE as usize) as u32))
 }
 
+/// The token of the page after (`project`, `name`), at list version `rv`.
 fn encode_continue(rv: i64, project: &str, name: &str) -> String {
-    let token = ContinueToken {
-        rv,
-        p: project.to_string(),
-        n: name.to_string(),
-    };
-    let json = serde_json::to_vec(&token).unwrap_or_default();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
-}
-
-fn decode_continue(text: &str) -> Result<ContinueToken, KubeError> {
-    let bad = || KubeError::BadRequest("continue key is not valid: invalid token".into());
-    if text.len() > 2048 {
-        return Err(bad());
-    }
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(text.trim_end_matches('='))
-        .map_err(|_| bad())?;
-    serde_json::from_slice(&bytes).map_err(|_| bad())
-}
-
-fn parse_limit(p: &Params) -> Result<Option<u32>, KubeError> {
-    match p.limit.as_deref() {
-        None | Some("") => Ok(None),
-        Some(text) => {
-            let n: i64 = text
-                .parse()
-                .map_err(|_| KubeError::BadRequest(format!("invalid value for limit: {text:?}")))?;
-            Ok((n > 0).then(|| n.min(i64::from(MAX_PAGE)) as u32))
-        }
-    }
+    list::ContinueToken::new(u64::try_from(rv).unwrap_or(0), project, name).encode()
 }
 
 /// One list answer: the items, the resourceVersion it is consistent with (at least), and where
@@ -284,8 +253,11 @@ pub(super) async fn list_entries(
     let want = limit.unwrap_or(MAX_PAGE).min(MAX_PAGE) as usize;
     let (mut after, rv) = match cont {
         Some(text) if !text.is_empty() => {
-            let t = decode_continue(text)?;
-            (Some((t.p, t.n)), t.rv)
+            let t = list::ContinueToken::decode(text)?;
+            (
+                Some((t.ns, t.start)),
+                i64::try_from(t.rv).unwrap_or(i64::MAX),
+            )
         }
         _ => (None, state.store.registry_bounds().await?.0),
     };
@@ -1133,7 +1105,7 @@ async fn delete_entry(
     e: &RegistryEntry,
 ) -> Result<Option<RegistryEntry>, KubeError> {
     if e.driver == EXTERNAL_DRIVER {
-        let ngs = state.store.nodegroups_of(&[e.cluster.uuid]).await?;
+        // A registered cluster has no node groups: nothing to read for the event.
         let writes = vec![
             Write::RefuseIfFederated {
                 cluster_uuid: e.cluster.uuid,
@@ -1146,7 +1118,7 @@ async fn delete_entry(
                 Action::Delete,
                 Outcome::Success,
                 &e.cluster,
-                &ngs,
+                &[],
                 Some(&initiator(ctx)),
             )),
         ];

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::clusters::{
     accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response,
-    list_entries, list_rule, params, Selectors, Visible, MAX_PAGE,
+    list_entries, list_rule, params, parse_limit, Selectors, Visible, MAX_PAGE,
 };
 use super::status::{KubeError, CLUSTERS, PROFILES};
 use super::table;
@@ -159,12 +159,14 @@ async fn list_answer(
         )
         .await;
     }
-    let limit = p
-        .limit
-        .as_deref()
-        .and_then(|l| l.parse::<u32>().ok())
-        .filter(|l| *l > 0);
-    let listed = list_entries(state, &visible, &selectors, limit, p.r#continue.as_deref()).await?;
+    let listed = list_entries(
+        state,
+        &visible,
+        &selectors,
+        parse_limit(&p)?,
+        p.r#continue.as_deref(),
+    )
+    .await?;
     let profiles: Vec<Value> = listed.items.iter().map(profile).collect();
     let rv = listed.resource_version.to_string();
     let next = listed.next.unwrap_or_default();

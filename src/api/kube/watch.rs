@@ -167,13 +167,10 @@ pub(super) async fn start(
         bookmarks,
         tx,
     };
-    let (_, pruned) = state.store.registry_bounds().await?;
     if let Some(n) = from {
+        let (_, pruned) = state.store.registry_bounds().await?;
         if n < pruned {
-            let status = super::status::status_value(&KubeError::Expired(format!(
-                "too old resource version: {n} ({pruned})"
-            )));
-            let body = line("ERROR", status).unwrap_or_default();
+            let body = super::expired_watch_line(&n.to_string(), &pruned.to_string());
             return Ok(HttpResponse::Ok()
                 .content_type("application/json")
                 .body(body));
@@ -259,11 +256,11 @@ impl Watch {
                 () = self.tx.closed() => return,
                 () = tokio::time::sleep(pause) => {
                     if self.bookmarks {
-                        let mark = serde_json::json!({
-                            "kind": super::objects::KIND,
-                            "apiVersion": super::objects::API_VERSION,
-                            "metadata": {"resourceVersion": last.to_string()},
-                        });
+                        let resource = match self.shape.render {
+                            Render::Cluster => &super::status::CLUSTERS,
+                            Render::Profile => &super::status::PROFILES,
+                        };
+                        let mark = super::bookmark_object(resource, &last.to_string());
                         if !self.send(line("BOOKMARK", mark)).await {
                             return;
                         }
