@@ -37,7 +37,7 @@ use crate::domain::names::ClusterName;
 use crate::domain::registry::RegistryMeta;
 use crate::domain::status::{ClusterStatus, HealthStatus};
 use crate::domain::template::ClusterTemplate;
-use crate::domain::{ClusterId, TemplateId};
+use crate::domain::ClusterId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
@@ -413,49 +413,26 @@ async fn list(
     if ctx.is_admin {
         ctx.authorize_own(all_rule)?;
     }
-    let clusters = match state.store.list_clusters(&ctx.scope(), &page).await {
-        Ok(c) => c,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::not_found(format!(
-                "Cluster {} could not be found.",
-                page.marker.map(|m| m.to_string()).unwrap_or_default()
-            )))
-        }
-        Err(e) => return Err(e.into()),
+    let not_found = |e: StoreError| match e {
+        StoreError::NotFound => ApiError::not_found(format!(
+            "Cluster {} could not be found.",
+            page.marker.map(|m| m.to_string()).unwrap_or_default()
+        )),
+        e => e.into(),
     };
-    // A fixed number of queries whatever the page size: the page, its node groups, and (for
-    // the detail view) its templates.
-    let uuids: Vec<ClusterId> = clusters.iter().map(|c| c.uuid).collect();
-    let ngs = state.store.nodegroups_of(&uuids).await?;
-    let mut by_cluster: BTreeMap<ClusterId, Vec<&NodeGroup>> = BTreeMap::new();
-    for ng in &ngs {
-        by_cluster.entry(ng.cluster_id).or_default().push(ng);
-    }
-    let templates: BTreeMap<TemplateId, ClusterTemplate> = if detail {
-        let mut ids: Vec<TemplateId> = clusters.iter().map(|c| c.cluster_template_id).collect();
-        ids.sort();
-        ids.dedup();
-        state
-            .store
-            .templates_by_uuid(&ids)
-            .await?
-            .into_iter()
-            .map(|t| (t.uuid, t))
-            .collect()
-    } else {
-        BTreeMap::new()
-    };
-    let empty = Vec::new();
-    let groups = |c: &Cluster| -> &[&NodeGroup] { by_cluster.get(&c.uuid).unwrap_or(&empty) };
+    // One statement whatever the page size: the page with what its view needs from the node
+    // groups (and, for the detail view, the templates) in correlated subqueries.
     let base = app_url(&req);
-    let last = clusters.last().map(|c| c.uuid.to_string());
     if detail {
+        let clusters = state
+            .store
+            .list_clusters_with_groups(&ctx.scope(), &page)
+            .await
+            .map_err(not_found)?;
+        let last = clusters.last().map(|c| c.cluster.uuid.to_string());
         let items: Vec<ClusterView> = clusters
             .iter()
-            .map(|c| {
-                let template = templates.get(&c.cluster_template_id);
-                ClusterView::new(&base, &ctx, c, groups(c), template)
-            })
+            .map(|c| ClusterView::new(&base, &ctx, c))
             .collect();
         let next = next_page(&req, "clusters/detail", &page, items.len(), last, &[]);
         Ok(HttpResponse::Ok().json(ClusterDetailCollection {
@@ -463,9 +440,15 @@ async fn list(
             next,
         }))
     } else {
+        let clusters = state
+            .store
+            .list_clusters_with_counts(&ctx.scope(), &page)
+            .await
+            .map_err(not_found)?;
+        let last = clusters.last().map(|c| c.cluster.uuid.to_string());
         let items: Vec<ClusterSummaryView> = clusters
             .iter()
-            .map(|c| ClusterSummaryView::new(&base, &ctx, c, groups(c)))
+            .map(|c| ClusterSummaryView::new(&base, &ctx, c))
             .collect();
         let next = next_page(&req, "clusters", &page, items.len(), last, &[]);
         Ok(HttpResponse::Ok().json(ClusterCollection {
@@ -486,12 +469,10 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("cluster:get_one_all_projects")?;
     }
-    let c = lookup::cluster(&state, &ctx, &path, true).await?;
-    ctx.authorize("cluster:get", &target(&c))?;
-    let ngs = nodegroups_of(&state, &c).await?;
-    let t = template_of(&state, &c).await?;
-    let refs: Vec<&NodeGroup> = ngs.iter().collect();
-    Ok(HttpResponse::Ok().json(ClusterView::new(&app_url(&req), &ctx, &c, &refs, Some(&t))))
+    // One statement: the cluster, its node groups' facts and its template's labels.
+    let read = lookup::cluster_with_groups(&state, &ctx, &path).await?;
+    ctx.authorize("cluster:get", &target(&read.cluster))?;
+    Ok(HttpResponse::Ok().json(ClusterView::new(&app_url(&req), &ctx, &read)))
 }
 
 /// The PATCH-able document of a cluster.

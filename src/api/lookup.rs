@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::error::ApiError;
 use crate::api::AppState;
 use crate::api::RequestContext;
-use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::cluster::{Cluster, ClusterWithGroups, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::template::ClusterTemplate;
 use crate::domain::Ident;
@@ -29,16 +29,36 @@ pub async fn cluster(
     } else {
         ctx.project_scope()
     };
-    match state.store.get_cluster(&scope, &Ident::parse(ident)).await {
-        Ok(c) => Ok(c),
-        Err(StoreError::NotFound) => Err(ApiError::not_found(format!(
-            "Cluster {ident} could not be found."
-        ))),
-        Err(StoreError::Ambiguous) => Err(ApiError::conflict(
+    state
+        .store
+        .get_cluster(&scope, &Ident::parse(ident))
+        .await
+        .map_err(|e| cluster_error(ident, e))
+}
+
+/// The answer to a failed cluster lookup by `ident`.
+fn cluster_error(ident: &str, e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => ApiError::not_found(format!("Cluster {ident} could not be found.")),
+        StoreError::Ambiguous => ApiError::conflict(
             "Multiple clusters exist with same name. Please use the cluster uuid instead.",
-        )),
-        Err(e) => Err(e.into()),
+        ),
+        e => e.into(),
     }
+}
+
+/// Like [`cluster`] (every project the caller sees), with what the cluster's full
+/// representation needs from its node groups and template, in one statement.
+pub async fn cluster_with_groups(
+    state: &AppState,
+    ctx: &RequestContext,
+    ident: &str,
+) -> Result<ClusterWithGroups, ApiError> {
+    state
+        .store
+        .get_cluster_with_groups(&ctx.scope(), &Ident::parse(ident))
+        .await
+        .map_err(|e| cluster_error(ident, e))
 }
 
 /// Finds a template the caller can see, by uuid or name.

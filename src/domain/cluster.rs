@@ -121,6 +121,61 @@ impl NodeGroup {
     }
 }
 
+/// What a cluster's representation reads from one of its node groups: read in the same
+/// statement as the cluster, so a `GET` of a cluster is one statement.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GroupFacts {
+    pub name: String,
+    pub role: String,
+    pub node_count: i32,
+    #[serde(default)]
+    pub node_addresses: Vec<String>,
+    pub status: String,
+    pub status_reason: Option<String>,
+}
+
+impl GroupFacts {
+    pub fn is_master(&self) -> bool {
+        self.role == ROLE_MASTER
+    }
+
+    /// Whether the group is in a `*_FAILED` status.
+    pub fn is_failed(&self) -> bool {
+        ClusterStatus::parse(&self.status).is_some_and(|s| s.is_failed())
+    }
+}
+
+impl From<&NodeGroup> for GroupFacts {
+    fn from(ng: &NodeGroup) -> Self {
+        GroupFacts {
+            name: ng.name.clone(),
+            role: ng.role.clone(),
+            node_count: ng.node_count,
+            node_addresses: ng.node_addresses.clone(),
+            status: ng.status.as_str().to_string(),
+            status_reason: ng.status_reason.clone(),
+        }
+    }
+}
+
+/// A cluster with what its full representation needs from other tables: its node groups'
+/// facts (in id order) and its template's labels (`None` when the template is gone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterWithGroups {
+    pub cluster: Cluster,
+    pub groups: Vec<GroupFacts>,
+    pub template_labels: Option<Labels>,
+}
+
+/// A cluster with its worker and master node counts summed over its node groups (what the
+/// summary representation needs), saturating at `i32::MAX`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterWithCounts {
+    pub cluster: Cluster,
+    pub node_count: i32,
+    pub master_count: i32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewNodeGroup {
     pub uuid: NodeGroupId,

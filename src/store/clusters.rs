@@ -7,10 +7,12 @@ use sqlx::types::Json;
 
 use super::db::{Pool, Tx};
 use super::nodegroups;
-use super::rows::{ClusterRow, CLUSTER_COLUMNS};
+use super::rows::{ClusterCountsRow, ClusterGroupsRow, ClusterRow, CLUSTER_COLUMNS};
 use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
-use crate::domain::cluster::{Cluster, NewCluster};
+use crate::domain::cluster::{
+    Cluster, ClusterWithCounts, ClusterWithGroups, NewCluster, ROLE_MASTER,
+};
 use crate::domain::{ClusterId, Ident};
 
 /// Sortable columns of the cluster table, with whether they may be NULL.
@@ -46,6 +48,60 @@ static BY_IDENT: ByIdent = LazyLock::new(|| {
     sql::by_ident_texts("cluster", CLUSTER_COLUMNS, "t.project_id = $1", "$1 = $1")
 });
 
+/// What the full representation reads from other tables, as select expressions over cluster
+/// row `t`: its node groups' facts in id order (`group_facts`, a JSON array) and its
+/// template's labels (`template_labels`). Correlated subqueries on indexed columns, so a read
+/// with them stays one statement.
+fn group_facts_select(d: Dialect) -> String {
+    let facts = match d {
+        Dialect::Postgres => {
+            "COALESCE((SELECT json_agg(json_build_object('name', g.name, 'role', g.role, \
+             'node_count', g.node_count, 'node_addresses', g.node_addresses, 'status', g.status, \
+             'status_reason', g.status_reason) ORDER BY g.id) FROM nodegroup g \
+             WHERE g.cluster_id = t.uuid), '[]'::json)"
+        }
+        Dialect::Sqlite => {
+            "COALESCE((SELECT json_group_array(json_object('name', g.name, 'role', g.role, \
+             'node_count', g.node_count, 'node_addresses', json(g.node_addresses), \
+             'status', g.status, 'status_reason', g.status_reason) ORDER BY g.id) \
+             FROM nodegroup g WHERE g.cluster_id = t.uuid), '[]')"
+        }
+    };
+    format!(
+        "{facts} AS group_facts, (SELECT ct.labels FROM cluster_template ct \
+         WHERE ct.uuid = t.cluster_template_id) AS template_labels"
+    )
+}
+
+/// What the summary reads from the node groups: worker and master node counts.
+static COUNTS_SELECT: LazyLock<String> = LazyLock::new(|| {
+    let sum = |cmp: &str| {
+        format!(
+            "COALESCE((SELECT SUM(g.node_count) FROM nodegroup g WHERE g.cluster_id = t.uuid \
+             AND g.role {cmp} '{ROLE_MASTER}'), 0)"
+        )
+    };
+    format!(
+        "{} AS worker_nodes, {} AS master_nodes",
+        sum("<>"),
+        sum("=")
+    )
+});
+
+/// [`BY_IDENT`] with [`group_facts_select`], per dialect.
+static BY_IDENT_WITH_GROUPS: LazyLock<[[String; 4]; 2]> = LazyLock::new(|| {
+    let texts = |d: Dialect| {
+        sql::by_ident_texts_with(
+            "cluster",
+            CLUSTER_COLUMNS,
+            &group_facts_select(d),
+            "t.project_id = $1",
+            "$1 = $1",
+        )
+    };
+    [texts(Dialect::Postgres), texts(Dialect::Sqlite)]
+});
+
 static BY_UUID: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {CLUSTER_COLUMNS} FROM cluster WHERE uuid = $1"));
 
@@ -74,6 +130,22 @@ fn domain(rows: Vec<ClusterRow>) -> StoreResult<Vec<Cluster>> {
 #[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, ident = ?ident))]
 pub(super) async fn get(pool: &Pool, scope: &Scope, ident: &Ident) -> StoreResult<Cluster> {
     sql::one_by_ident::<ClusterRow>(pool, &BY_IDENT, scope, ident)
+        .await?
+        .into_domain()
+}
+
+/// A cluster with its node groups' facts and its template's labels: one statement.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, ident = ?ident))]
+pub(super) async fn get_with_groups(
+    pool: &Pool,
+    scope: &Scope,
+    ident: &Ident,
+) -> StoreResult<ClusterWithGroups> {
+    let texts = match pool.dialect() {
+        Dialect::Postgres => &BY_IDENT_WITH_GROUPS[0],
+        Dialect::Sqlite => &BY_IDENT_WITH_GROUPS[1],
+    };
+    sql::one_by_ident_in::<ClusterGroupsRow>(pool, texts, scope, ident)
         .await?
         .into_domain()
 }
@@ -107,21 +179,57 @@ pub(super) async fn list(
     scope: &Scope,
     page: &PageRequest,
 ) -> StoreResult<Vec<Cluster>> {
+    domain(page_of(pool, scope, page, "").await?)
+}
+
+/// A page of clusters with their node counts: one statement.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, marker = ?page.marker))]
+pub(super) async fn list_with_counts(
+    pool: &Pool,
+    scope: &Scope,
+    page: &PageRequest,
+) -> StoreResult<Vec<ClusterWithCounts>> {
+    let rows: Vec<ClusterCountsRow> = page_of(pool, scope, page, &COUNTS_SELECT).await?;
+    rows.into_iter()
+        .map(ClusterCountsRow::into_domain)
+        .collect()
+}
+
+/// A page of clusters with their node groups' facts and templates' labels: one statement.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, marker = ?page.marker))]
+pub(super) async fn list_with_groups(
+    pool: &Pool,
+    scope: &Scope,
+    page: &PageRequest,
+) -> StoreResult<Vec<ClusterWithGroups>> {
+    let select = group_facts_select(pool.dialect());
+    let rows: Vec<ClusterGroupsRow> = page_of(pool, scope, page, &select).await?;
+    rows.into_iter()
+        .map(ClusterGroupsRow::into_domain)
+        .collect()
+}
+
+async fn page_of<R: sql::Row>(
+    pool: &Pool,
+    scope: &Scope,
+    page: &PageRequest,
+    select_extra: &str,
+) -> StoreResult<Vec<R>> {
     let nullable = sql::nullable(CLUSTER_SORT_KEYS, &page.sort_key)?;
     let vis = |alias: &str| sql::project_visible(scope.all_projects, alias);
-    let rows = sql::keyset_page(
+    sql::keyset_page(
         pool,
         "cluster",
         CLUSTER_COLUMNS,
+        select_extra,
         &vis("t"),
-        &vis("m"),
+        &vis("mk"),
         &scope.project_id,
         &[],
         page,
         nullable,
     )
-    .await?;
-    domain(rows)
+    .await
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(after_id = after_id, limit = limit))]

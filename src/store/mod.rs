@@ -49,7 +49,7 @@ pub use templates::TEMPLATE_SORT_KEYS;
 pub use wakeup::{OutboxWakeups, Wake};
 pub use write::Write;
 
-use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::cluster::{Cluster, ClusterWithCounts, ClusterWithGroups, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
@@ -178,10 +178,28 @@ pub trait ResourceStore: Send + Sync {
     async fn commit(&self, writes: &[Write]) -> StoreResult<()>;
 
     async fn get_cluster(&self, scope: &Scope, ident: &Ident) -> StoreResult<Cluster>;
+    /// A cluster with what its full representation needs: one statement.
+    async fn get_cluster_with_groups(
+        &self,
+        scope: &Scope,
+        ident: &Ident,
+    ) -> StoreResult<ClusterWithGroups>;
     /// Any project's cluster by uuid (the conductor's view).
     async fn find_cluster(&self, uuid: &ClusterId) -> StoreResult<Option<Cluster>>;
     async fn clusters_by_uuid(&self, uuids: &[ClusterId]) -> StoreResult<Vec<Cluster>>;
     async fn list_clusters(&self, scope: &Scope, page: &PageRequest) -> StoreResult<Vec<Cluster>>;
+    /// A page with what the summary representation needs: one statement.
+    async fn list_clusters_with_counts(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterWithCounts>>;
+    /// A page with what the full representation needs: one statement.
+    async fn list_clusters_with_groups(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterWithGroups>>;
     /// Every node group of the given clusters, in one query.
     async fn nodegroups_of(&self, cluster_uuids: &[ClusterId]) -> StoreResult<Vec<NodeGroup>>;
     async fn list_nodegroups(

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use super::{OutboxEvent, ServiceRecord, StoreError, StoreResult};
-use crate::domain::cluster::{Cluster, NodeGroup, Taint};
+use crate::domain::cluster::{
+    Cluster, ClusterWithCounts, ClusterWithGroups, GroupFacts, NodeGroup, Taint,
+};
 use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobResource, Operation};
 use crate::domain::keypair::StoredKeyPair;
@@ -117,6 +119,45 @@ impl ClusterRow {
                 ca_bundle: self.ca_bundle,
                 auth_info: self.auth_info.0,
             },
+        })
+    }
+}
+
+/// A cluster row with [`super::clusters`]' node-group facts and template labels.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ClusterGroupsRow {
+    #[sqlx(flatten)]
+    pub cluster: ClusterRow,
+    pub group_facts: Json<Vec<GroupFacts>>,
+    pub template_labels: Option<Json<Labels>>,
+}
+
+impl ClusterGroupsRow {
+    pub fn into_domain(self) -> StoreResult<ClusterWithGroups> {
+        Ok(ClusterWithGroups {
+            cluster: self.cluster.into_domain()?,
+            groups: self.group_facts.0,
+            template_labels: self.template_labels.map(|l| l.0),
+        })
+    }
+}
+
+/// A cluster row with [`super::clusters`]' worker and master node sums.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ClusterCountsRow {
+    #[sqlx(flatten)]
+    pub cluster: ClusterRow,
+    pub worker_nodes: i64,
+    pub master_nodes: i64,
+}
+
+impl ClusterCountsRow {
+    pub fn into_domain(self) -> StoreResult<ClusterWithCounts> {
+        let clamp = |n: i64| i32::try_from(n.max(0)).unwrap_or(i32::MAX);
+        Ok(ClusterWithCounts {
+            cluster: self.cluster.into_domain()?,
+            node_count: clamp(self.worker_nodes),
+            master_count: clamp(self.master_nodes),
         })
     }
 }

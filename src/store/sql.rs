@@ -4,7 +4,8 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 
-use super::db::{Pool, Row};
+use super::db::Pool;
+pub(crate) use super::db::Row;
 use super::{PageRequest, Scope, SortDir, StoreError, StoreResult};
 use crate::domain::Ident;
 
@@ -26,18 +27,26 @@ pub(crate) fn now() -> DateTime<Utc> {
 /// Like [`keyset`], but the marker row's values come from scalar subqueries on `table` by
 /// uuid (`marker_param`, e.g. `$3`): evaluated once, they bound an index scan, where a join
 /// with the marker row made PostgreSQL filter every row before it.
+///
+/// With `marker_vis` (a predicate over alias `mk`), a marker the caller may not see reads as
+/// NULL and the page is empty: the caller tells "no such marker" from "the last row" only
+/// when the page comes back empty, so a page is one statement.
 pub(crate) fn keyset_by_marker(
     page: &PageRequest,
     nullable: bool,
     table: &str,
     marker_param: &str,
+    marker_vis: Option<&str>,
 ) -> (Option<String>, String) {
     let (cond, order) = keyset(page, nullable);
     if cond.is_none() {
         return (None, order);
     }
     let k = &page.sort_key;
-    let m = |col: &str| format!("(SELECT mk.{col} FROM {table} mk WHERE mk.uuid = {marker_param})");
+    let vis = marker_vis.map(|v| format!(" AND {v}")).unwrap_or_default();
+    let m = |col: &str| {
+        format!("(SELECT mk.{col} FROM {table} mk WHERE mk.uuid = {marker_param}{vis})")
+    };
     let (mk, mid) = (m(k), m("id"));
     let cmp = match page.sort_dir {
         SortDir::Asc => ">",
@@ -48,14 +57,18 @@ pub(crate) fn keyset_by_marker(
     } else if !nullable {
         format!("(t.{k}, t.id) {cmp} ({mk}, {mid})")
     } else {
+        // A marker that reads as NULL (absent or not visible) must select nothing, and a NULL
+        // sort value alone does not say so: the marker's id does.
         match page.sort_dir {
             SortDir::Asc => format!(
-                "(({mk} IS NULL AND t.{k} IS NULL AND t.id > {mid}) OR ({mk} IS NOT NULL AND \
-                 (t.{k} IS NULL OR t.{k} > {mk} OR (t.{k} = {mk} AND t.id > {mid}))))"
+                "({mid} IS NOT NULL AND (({mk} IS NULL AND t.{k} IS NULL AND t.id > {mid}) OR \
+                 ({mk} IS NOT NULL AND (t.{k} IS NULL OR t.{k} > {mk} OR (t.{k} = {mk} AND \
+                 t.id > {mid})))))"
             ),
             SortDir::Desc => format!(
-                "(({mk} IS NULL AND (t.{k} IS NOT NULL OR t.id < {mid})) OR ({mk} IS NOT NULL \
-                 AND t.{k} IS NOT NULL AND (t.{k} < {mk} OR (t.{k} = {mk} AND t.id < {mid}))))"
+                "({mid} IS NOT NULL AND (({mk} IS NULL AND (t.{k} IS NOT NULL OR t.id < {mid})) \
+                 OR ({mk} IS NOT NULL AND t.{k} IS NOT NULL AND (t.{k} < {mk} OR (t.{k} = {mk} \
+                 AND t.id < {mid})))))"
             ),
         }
     };
@@ -123,7 +136,22 @@ pub(crate) fn nullable(keys: &[(&str, bool)], key: &str) -> StoreResult<bool> {
 pub(crate) type ByIdent = LazyLock<[String; 4]>;
 
 pub(crate) fn by_ident_texts(table: &str, columns: &str, own: &str, all: &str) -> [String; 4] {
-    let cols = aliased(columns, "t");
+    by_ident_texts_with(table, columns, "", own, all)
+}
+
+/// [`by_ident_texts`] with select expressions over alias `t` after the columns.
+pub(crate) fn by_ident_texts_with(
+    table: &str,
+    columns: &str,
+    select_extra: &str,
+    own: &str,
+    all: &str,
+) -> [String; 4] {
+    let mut cols = aliased(columns, "t");
+    if !select_extra.is_empty() {
+        cols.push_str(", ");
+        cols.push_str(select_extra);
+    }
     let text = |vis: &str, col: &str| {
         format!("SELECT {cols} FROM {table} t WHERE {vis} AND t.{col} = $2 ORDER BY t.id LIMIT 2")
     };
@@ -148,6 +176,16 @@ pub(crate) async fn one_by_ident<R: Row>(
     scope: &Scope,
     ident: &Ident,
 ) -> StoreResult<R> {
+    one_by_ident_in(pool, texts, scope, ident).await
+}
+
+/// [`one_by_ident`] over texts built by [`by_ident_texts_with`].
+pub(crate) async fn one_by_ident_in<R: Row>(
+    pool: &Pool,
+    texts: &[String; 4],
+    scope: &Scope,
+    ident: &Ident,
+) -> StoreResult<R> {
     let value = match ident {
         Ident::Uuid(u) => u.hyphenated().to_string(),
         Ident::Name(n) => n.clone(),
@@ -166,36 +204,48 @@ pub(crate) async fn one_by_ident<R: Row>(
     }
 }
 
-/// One keyset page of `table` (alias `t`, marker row alias `m`): `$1` is the caller's
-/// project, `$2..` the `extra` binds used by `vis_t`/`vis_m`, then the limit and the marker.
+/// One keyset page of `table` (alias `t`, marker row alias `mk`): `$1` is the caller's
+/// project, `$2..` the `extra` binds used by `vis_t`/`vis_mk`, then the limit and the marker.
+/// `select_extra` adds select expressions after the columns (over alias `t`). One statement;
+/// a second one, only when a page after a marker comes back empty, tells whether the marker
+/// is one the caller may see ([`StoreError::NotFound`] if not).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn keyset_page<R: Row>(
     pool: &Pool,
     table: &str,
     columns: &str,
+    select_extra: &str,
     vis_t: &str,
-    vis_m: &str,
+    vis_mk: &str,
     project: &str,
     extra: &[String],
     page: &PageRequest,
     nullable: bool,
 ) -> StoreResult<Vec<R>> {
+    let text = keyset_page_text(
+        table,
+        columns,
+        select_extra,
+        vis_t,
+        vis_mk,
+        extra.len(),
+        page,
+        nullable,
+    );
     let limit_at = 2 + extra.len();
     let marker_at = limit_at + 1;
-    // The marker's visibility is checked below; its values bound the scan.
-    let (cond, order) = keyset_by_marker(page, nullable, table, &format!("${marker_at}"));
-    let cols = aliased(columns, "t");
-    let sql = match &cond {
-        None => format!(
-            "SELECT {cols} FROM {table} t WHERE {vis_t} ORDER BY {order} LIMIT ${limit_at}"
-        ),
-        Some(cond) => format!(
-            "SELECT {cols} FROM {table} t WHERE {vis_t} AND {cond} ORDER BY {order} LIMIT ${limit_at}"
-        ),
-    };
+    let mut q = pool.sql(&text).bind(project);
+    for e in extra {
+        q = q.bind(e);
+    }
+    q = q.bind(i64::from(page.limit));
     if let Some(marker) = page.marker {
+        q = q.bind(marker.hyphenated().to_string());
+    }
+    let rows: Vec<R> = q.fetch_all(pool).await?;
+    if let (true, Some(marker)) = (rows.is_empty(), page.marker) {
         let check =
-            format!("SELECT COUNT(*) FROM {table} m WHERE {vis_m} AND m.uuid = ${marker_at}");
+            format!("SELECT COUNT(*) FROM {table} mk WHERE {vis_mk} AND mk.uuid = ${marker_at}");
         let mut q = pool.sql(&check).bind(project);
         for e in extra {
             q = q.bind(e);
@@ -207,15 +257,43 @@ pub(crate) async fn keyset_page<R: Row>(
             return Err(StoreError::NotFound);
         }
     }
-    let mut q = pool.sql(&sql).bind(project);
-    for e in extra {
-        q = q.bind(e);
+    Ok(rows)
+}
+
+/// The text of a [`keyset_page`].
+#[allow(clippy::too_many_arguments)]
+fn keyset_page_text(
+    table: &str,
+    columns: &str,
+    select_extra: &str,
+    vis_t: &str,
+    vis_mk: &str,
+    extra: usize,
+    page: &PageRequest,
+    nullable: bool,
+) -> String {
+    let limit_at = 2 + extra;
+    let marker_at = limit_at + 1;
+    let (cond, order) = keyset_by_marker(
+        page,
+        nullable,
+        table,
+        &format!("${marker_at}"),
+        Some(vis_mk),
+    );
+    let mut cols = aliased(columns, "t");
+    if !select_extra.is_empty() {
+        cols.push_str(", ");
+        cols.push_str(select_extra);
     }
-    q = q.bind(i64::from(page.limit));
-    if let Some(marker) = page.marker {
-        q = q.bind(marker.hyphenated().to_string());
+    match &cond {
+        None => format!(
+            "SELECT {cols} FROM {table} t WHERE {vis_t} ORDER BY {order} LIMIT ${limit_at}"
+        ),
+        Some(cond) => format!(
+            "SELECT {cols} FROM {table} t WHERE {vis_t} AND {cond} ORDER BY {order} LIMIT ${limit_at}"
+        ),
     }
-    q.fetch_all(pool).await
 }
 
 /// The visibility predicate of a project-owned table over alias `alias`, with the caller's

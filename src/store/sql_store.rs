@@ -17,7 +17,7 @@ use super::{
     RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError,
     StoreResult, Write,
 };
-use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::cluster::{Cluster, ClusterWithCounts, ClusterWithGroups, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
@@ -82,6 +82,14 @@ impl ResourceStore for SqlStore {
         clusters::get(&self.pool, scope, ident).await
     }
 
+    async fn get_cluster_with_groups(
+        &self,
+        scope: &Scope,
+        ident: &Ident,
+    ) -> StoreResult<ClusterWithGroups> {
+        clusters::get_with_groups(&self.pool, scope, ident).await
+    }
+
     async fn find_cluster(&self, uuid: &ClusterId) -> StoreResult<Option<Cluster>> {
         clusters::find(&self.pool, uuid).await
     }
@@ -92,6 +100,22 @@ impl ResourceStore for SqlStore {
 
     async fn list_clusters(&self, scope: &Scope, page: &PageRequest) -> StoreResult<Vec<Cluster>> {
         clusters::list(&self.pool, scope, page).await
+    }
+
+    async fn list_clusters_with_counts(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterWithCounts>> {
+        clusters::list_with_counts(&self.pool, scope, page).await
+    }
+
+    async fn list_clusters_with_groups(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterWithGroups>> {
+        clusters::list_with_groups(&self.pool, scope, page).await
     }
 
     async fn nodegroups_of(&self, cluster_uuids: &[ClusterId]) -> StoreResult<Vec<NodeGroup>> {

@@ -138,7 +138,7 @@ pub(super) async fn list(
 ) -> StoreResult<Vec<ClusterTemplate>> {
     let nullable = sql::nullable(TEMPLATE_SORT_KEYS, &page.sort_key)?;
     let vis = visibility(scope.all_projects);
-    let (cond, order) = sql::keyset_by_marker(page, nullable, "cluster_template", "$3");
+    let (cond, order) = sql::keyset_by_marker(page, nullable, "cluster_template", "$3", None);
     let text = match &cond {
         None => format!(
             "SELECT {TEMPLATE_COLUMNS} FROM cluster_template t WHERE {vis} ORDER BY {order} \

@@ -905,3 +905,169 @@ contract!(
             .is_empty());
     }
 );
+
+/// Runs statements with no binds on either backend (test fixtures written as SQL).
+async fn exec_all(url: &str, statements: &[String]) {
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        for s in statements {
+            sqlx::query(s).execute(&pool).await.expect(s);
+        }
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("pg");
+        for s in statements {
+            sqlx::query(s).execute(&pool).await.expect(s);
+        }
+    }
+}
+
+/// A cluster row of project `project` named `name` with the given node groups
+/// (name, role, count, addresses JSON, status, reason).
+fn cluster_fixture(
+    project: &str,
+    name: &str,
+    template_uuid: &str,
+    status: &str,
+    groups: &[(&str, &str, i32, &str, &str, Option<&str>)],
+) -> (uuid::Uuid, Vec<String>) {
+    let id = uuid::Uuid::new_v4();
+    let mut sql = vec![format!(
+        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, \
+         labels, created_at) VALUES ('{id}', '{project}', 'u', '{name}', '{template_uuid}', \
+         '{status}', '{{\"kube_tag\": \"v1.31.0\", \"extra\": \"x\"}}', CURRENT_TIMESTAMP)"
+    )];
+    for (g, role, count, addrs, st, reason) in groups {
+        let reason = reason.map_or("NULL".to_string(), |r| format!("'{r}'"));
+        sql.push(format!(
+            "INSERT INTO nodegroup (uuid, name, cluster_id, project_id, node_addresses, \
+             node_count, role, status, status_reason, created_at) VALUES ('{}', '{g}', '{id}', \
+             '{project}', '{addrs}', {count}, '{role}', '{st}', {reason}, CURRENT_TIMESTAMP)",
+            uuid::Uuid::new_v4()
+        ));
+    }
+    (id, sql)
+}
+
+contract!(
+    a_cluster_reads_with_its_groups_and_template_labels_in_one_statement,
+    |store: Arc<dyn Store>, url: String| async move {
+        use fleetyard::domain::cluster::GroupFacts;
+        let mut s = spec("t1");
+        s.labels.insert("kube_tag".into(), "v1.30.1".into());
+        s.labels.insert("only_template".into(), "y".into());
+        let t = store
+            .create_cluster_template(&new_template("p1", s), &[])
+            .await
+            .expect("template");
+        let tu = t.uuid.to_string();
+        let (failed, mut sql) = cluster_fixture(
+            "p1",
+            "a-failed",
+            &tu,
+            "UPDATE_FAILED",
+            &[
+                (
+                    "m",
+                    "master",
+                    3,
+                    r#"["10.0.0.1", "10.0.0.2", "10.0.0.3"]"#,
+                    "CREATE_COMPLETE",
+                    None,
+                ),
+                (
+                    "w",
+                    "worker",
+                    5,
+                    r#"["10.1.0.1"]"#,
+                    "UPDATE_FAILED",
+                    Some("quota"),
+                ),
+                ("w2", "worker", 2, "[]", "CREATE_COMPLETE", None),
+            ],
+        );
+        let (bare, more) = cluster_fixture("p1", "b-bare", &tu, "CREATE_COMPLETE", &[]);
+        sql.extend(more);
+        let (other, more) = cluster_fixture("p2", "c-other", &tu, "CREATE_COMPLETE", &[]);
+        sql.extend(more);
+        exec_all(&url, &sql).await;
+
+        let read = store
+            .get_cluster_with_groups(&scope("p1"), &Ident::Name("a-failed".into()))
+            .await
+            .expect("read");
+        assert_eq!(read.cluster.uuid.0, failed);
+        let names: Vec<&str> = read.groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["m", "w", "w2"], "groups in id order");
+        assert_eq!(
+            read.groups[1],
+            GroupFacts {
+                name: "w".into(),
+                role: "worker".into(),
+                node_count: 5,
+                node_addresses: vec!["10.1.0.1".into()],
+                status: "UPDATE_FAILED".into(),
+                status_reason: Some("quota".into()),
+            }
+        );
+        assert!(read.groups[1].is_failed() && !read.groups[0].is_failed());
+        assert!(read.groups[0].is_master());
+        assert_eq!(read.groups[0].node_addresses.len(), 3);
+        let tl = read.template_labels.as_ref().expect("template labels");
+        assert_eq!(tl.get("only_template").map(String::as_str), Some("y"));
+        assert!(
+            matches!(
+                store
+                    .get_cluster_with_groups(&scope("p1"), &Ident::Name("c-other".into()))
+                    .await,
+                Err(StoreError::NotFound)
+            ),
+            "another project's cluster is not read"
+        );
+
+        let counted = store
+            .list_clusters_with_counts(&scope("p1"), &page(10, None, "name", SortDir::Asc))
+            .await
+            .expect("summary page");
+        let got: Vec<(uuid::Uuid, i32, i32)> = counted
+            .iter()
+            .map(|c| (c.cluster.uuid.0, c.node_count, c.master_count))
+            .collect();
+        assert_eq!(got, [(failed, 7, 3), (bare, 0, 0)]);
+        let detailed = store
+            .list_clusters_with_groups(&scope("p1"), &page(10, None, "name", SortDir::Asc))
+            .await
+            .expect("detail page");
+        assert_eq!(detailed.len(), 2);
+        assert_eq!(
+            detailed[0], read,
+            "the page reads what the single read reads"
+        );
+        assert!(detailed[1].groups.is_empty());
+
+        // A page after the last row is empty; after a marker the caller may not see, or after
+        // one that does not exist, it is NotFound, whatever the sort key and direction (a
+        // nullable key sorted descending included).
+        for (key, dir, last) in [
+            ("name", SortDir::Asc, bare),
+            ("id", SortDir::Desc, failed),
+            ("keypair", SortDir::Desc, failed),
+            ("keypair", SortDir::Asc, bare),
+        ] {
+            let rows = store
+                .list_clusters_with_counts(&scope("p1"), &page(10, Some(last), key, dir))
+                .await
+                .expect("after the last row");
+            assert!(rows.is_empty(), "{key} {dir:?}");
+            for marker in [other, uuid::Uuid::new_v4()] {
+                let r = store
+                    .list_clusters_with_groups(&scope("p1"), &page(10, Some(marker), key, dir))
+                    .await
+                    .map(|r| r.len());
+                assert!(
+                    matches!(r, Err(StoreError::NotFound)),
+                    "{key} {dir:?}: {r:?}"
+                );
+            }
+        }
+    }
+);

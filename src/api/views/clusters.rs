@@ -10,9 +10,10 @@ use super::Link;
 use crate::api::microversion::{CLUSTER_ID_FIELD, REGISTRY_METADATA};
 use crate::api::timestamp;
 use crate::api::RequestContext;
-use crate::domain::cluster::{label_diff, Cluster, NodeGroup};
+use crate::domain::cluster::{
+    label_diff, Cluster, ClusterWithCounts, ClusterWithGroups, GroupFacts, NodeGroup,
+};
 use crate::domain::labels::Labels;
-use crate::domain::template::ClusterTemplate;
 
 /// Node counts and addresses of a cluster, summed over its node groups.
 pub struct Counts {
@@ -35,20 +36,20 @@ impl Counts {
         })
     }
 
-    pub fn of(ngs: &[&NodeGroup]) -> Counts {
+    pub fn of(groups: &[GroupFacts]) -> Counts {
         let mut c = Counts {
             node_count: 0,
             master_count: 0,
             node_addresses: vec![],
             master_addresses: vec![],
         };
-        for ng in ngs {
-            if ng.is_master() {
-                c.master_count = c.master_count.saturating_add(ng.node_count);
-                c.master_addresses.extend(ng.node_addresses.iter().cloned());
+        for g in groups {
+            if g.is_master() {
+                c.master_count = c.master_count.saturating_add(g.node_count);
+                c.master_addresses.extend(g.node_addresses.iter().cloned());
             } else {
-                c.node_count = c.node_count.saturating_add(ng.node_count);
-                c.node_addresses.extend(ng.node_addresses.iter().cloned());
+                c.node_count = c.node_count.saturating_add(g.node_count);
+                c.node_addresses.extend(g.node_addresses.iter().cloned());
             }
         }
         c
@@ -92,9 +93,8 @@ pub struct ClusterSummaryView {
 }
 
 impl ClusterSummaryView {
-    pub fn new(base: &str, ctx: &RequestContext, c: &Cluster, ngs: &[&NodeGroup]) -> Self {
-        let (node_count, master_count) = Counts::totals(ngs);
-        Self::with_counts(base, ctx, c, node_count, master_count)
+    pub fn new(base: &str, ctx: &RequestContext, c: &ClusterWithCounts) -> Self {
+        Self::with_counts(base, ctx, &c.cluster, c.node_count, c.master_count)
     }
 
     fn with_counts(
@@ -204,21 +204,17 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    pub fn new(
-        base: &str,
-        ctx: &RequestContext,
-        c: &Cluster,
-        ngs: &[&NodeGroup],
-        template: Option<&ClusterTemplate>,
-    ) -> Self {
-        let n = Counts::of(ngs);
+    pub fn new(base: &str, ctx: &RequestContext, read: &ClusterWithGroups) -> Self {
+        let c = &read.cluster;
+        let n = Counts::of(&read.groups);
         let s = ClusterSummaryView::with_counts(base, ctx, c, n.node_count, n.master_count);
         let empty = Labels::new();
-        let parent = template.map(|t| &t.spec.labels).unwrap_or(&empty);
+        let parent = read.template_labels.as_ref().unwrap_or(&empty);
         let (labels_overridden, labels_added, labels_skipped) = label_diff(&c.labels, parent);
         let faults = c.status.is_failed().then(|| {
-            ngs.iter()
-                .filter(|ng| ng.status.is_failed())
+            read.groups
+                .iter()
+                .filter(|ng| ng.is_failed())
                 .map(|ng| {
                     (
                         ng.name.clone(),
