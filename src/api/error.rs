@@ -86,7 +86,9 @@ impl From<StoreError> for ApiError {
             StoreError::Stale => {
                 ApiError::Conflict("The resource was changed by another request; retry.".into())
             }
-            StoreError::NotFound => ApiError::NotFound("The resource could not be found.".into()),
+            StoreError::NotFound | StoreError::NodeGroupNotFound(_) => {
+                ApiError::NotFound("The resource could not be found.".into())
+            }
             other => ApiError::Internal(other.into()),
         }
     }

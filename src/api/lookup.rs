@@ -37,7 +37,7 @@ pub async fn cluster(
 }
 
 /// The answer to a failed cluster lookup by `ident`.
-fn cluster_error(ident: &str, e: StoreError) -> ApiError {
+pub fn cluster_error(ident: &str, e: StoreError) -> ApiError {
     match e {
         StoreError::NotFound => ApiError::not_found(format!("Cluster {ident} could not be found.")),
         StoreError::Ambiguous => ApiError::conflict(

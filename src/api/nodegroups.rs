@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::body::{invalid, json_body, json_object, labels_value, query_params, Fields};
 use super::error::ApiError;
 use super::links::app_url;
-use super::lookup::{self, cluster_target as target, driver_for, template_of};
+use super::lookup::{self, cluster_target as target, driver_for, owner_target, template_of};
 use super::microversion::NODEGROUPS;
 use super::pagination::{next_page, page_request};
 use super::patch::{self, PatchRules};
@@ -27,13 +27,13 @@ use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, cluster_accepts_nodegroup_work, invalid_node_label, nodegroup_change_allowed,
-    nodegroup_labels, parse_taints, Cluster, NewNodeGroup, NodeGroup, Taint, ROLE_MASTER,
-    ROLE_WORKER,
+    nodegroup_labels, parse_taints, Cluster, NewNodeGroup, NodeGroup, NodeGroupOfCluster, Taint,
+    ROLE_MASTER, ROLE_WORKER,
 };
 use crate::domain::job::Operation;
 use crate::domain::labels::Labels;
 use crate::domain::status::ClusterStatus;
-use crate::domain::NodeGroupId;
+use crate::domain::{Ident, NodeGroupId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
 
@@ -276,10 +276,34 @@ async fn show(
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:get_one_all_projects")?;
     }
-    let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
-    ctx.authorize("nodegroup:get", &target(&c))?;
-    let ng = find(&state, &ctx, &c, &ng_ident).await?;
-    Ok(HttpResponse::Ok().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)))
+    // One statement: the cluster (every project for an admin), its owner for the policy check
+    // (made before a missing node group's 404, as a lookup in two steps made it) and the
+    // node group.
+    let read = state
+        .store
+        .get_nodegroup_of(&ctx.scope(), &Ident::parse(&cluster_ident), &ng_ident)
+        .await;
+    match read {
+        Ok(NodeGroupOfCluster { cluster, nodegroup }) => {
+            ctx.authorize(
+                "nodegroup:get",
+                &owner_target(&cluster.project_id, &cluster.user_id),
+            )?;
+            Ok(HttpResponse::Ok().json(NodeGroupView::new(
+                &app_url(&req),
+                &nodegroup,
+                &cluster.labels,
+            )))
+        }
+        Err(StoreError::NodeGroupNotFound(cluster)) => {
+            ctx.authorize(
+                "nodegroup:get",
+                &owner_target(&cluster.project_id, &cluster.user_id),
+            )?;
+            Err(not_found(&ng_ident))
+        }
+        Err(e) => Err(lookup::cluster_error(&cluster_ident, e)),
+    }
 }
 
 /// A node group create body, parsed; taints are checked against the group's role later.

@@ -167,6 +167,23 @@ pub struct ClusterWithGroups {
     pub template_labels: Option<Labels>,
 }
 
+/// What a node group's representation and policy check need of the cluster it belongs to:
+/// the owner (the policy target) and the labels the group's view compares its own with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterOwner {
+    pub uuid: ClusterId,
+    pub project_id: String,
+    pub user_id: String,
+    pub labels: Labels,
+}
+
+/// A node group read in the same statement as its cluster (named by uuid or name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeGroupOfCluster {
+    pub cluster: ClusterOwner,
+    pub nodegroup: NodeGroup,
+}
+
 /// A cluster with its worker and master node counts summed over its node groups (what the
 /// summary representation needs), saturating at `i32::MAX`.
 #[derive(Debug, Clone, PartialEq)]

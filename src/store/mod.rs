@@ -49,7 +49,9 @@ pub use templates::TEMPLATE_SORT_KEYS;
 pub use wakeup::{OutboxWakeups, Wake};
 pub use write::Write;
 
-use crate::domain::cluster::{Cluster, ClusterWithCounts, ClusterWithGroups, NodeGroup};
+use crate::domain::cluster::{
+    Cluster, ClusterOwner, ClusterWithCounts, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
+};
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
@@ -69,6 +71,10 @@ pub enum StoreError {
     /// A name matched more than one visible row.
     #[error("more than one row has that name")]
     Ambiguous,
+    /// The cluster matched and no node group of it the caller may see did; the cluster's
+    /// facts come along, so the caller can check its policy before answering.
+    #[error("no such node group of cluster {}", .0.uuid)]
+    NodeGroupNotFound(Box<ClusterOwner>),
     /// A named constraint refused the write.
     #[error("constraint {constraint} refused the write")]
     Conflict { constraint: String },
@@ -211,6 +217,17 @@ pub trait ResourceStore: Send + Sync {
     ) -> StoreResult<Vec<NodeGroup>>;
     /// A node group of a cluster by uuid, name or integer id.
     async fn get_nodegroup(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<NodeGroup>;
+    /// A node group by uuid, name or integer id (as [`Self::get_nodegroup`]) of a cluster by
+    /// uuid or name (as [`Self::get_cluster`]), with the cluster's owner and labels: one
+    /// statement. [`StoreError::NotFound`] and [`StoreError::Ambiguous`] are the cluster's;
+    /// [`StoreError::NodeGroupNotFound`] says the cluster matched and the node group did not,
+    /// or the group matched first belongs to another project and `scope` sees only its own.
+    async fn get_nodegroup_of(
+        &self,
+        scope: &Scope,
+        cluster_ident: &Ident,
+        nodegroup_ident: &str,
+    ) -> StoreResult<NodeGroupOfCluster>;
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>>;
     /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.
     async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>>;

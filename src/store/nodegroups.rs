@@ -6,12 +6,12 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use super::db::{Pool, Tx};
-use super::rows::{NodeGroupRow, NODEGROUP_COLUMNS};
+use super::rows::{NodeGroupOfClusterRow, NodeGroupRow, NODEGROUP_COLUMNS};
 use super::sql;
 use super::{PageRequest, Scope, StoreError, StoreResult};
-use crate::domain::cluster::{NewNodeGroup, NodeGroup};
+use crate::domain::cluster::{NewNodeGroup, NodeGroup, NodeGroupOfCluster};
 use crate::domain::ids::parse_uuid_like;
-use crate::domain::ClusterId;
+use crate::domain::{ClusterId, Ident};
 
 pub const NODEGROUP_SORT_KEYS: &[(&str, bool)] = &[
     ("id", false),
@@ -43,6 +43,43 @@ static BY_IDENT: LazyLock<String> = LazyLock::new(|| {
          name = $3 OR id = $4) ORDER BY (uuid = $2) DESC, id LIMIT 2"
     )
 });
+
+/// A node group matched as [`BY_IDENT`] matches it (`$3` uuid, `$4` name, `$5` integer id)
+/// of the cluster matched as [`super::sql::by_ident_texts`] match it (`$1` the caller's
+/// project, `$2` the uuid or name), in one statement: at most 2 visible clusters in id order,
+/// how many there are, and the first one's owner and labels left-joined with its node group.
+/// No row: no such cluster. Indexed by [`sql::by_ident_index`].
+static OF_CLUSTER: LazyLock<[String; 4]> = LazyLock::new(|| {
+    let group = sql::aliased(NODEGROUP_COLUMNS, "g");
+    let text = |vis: &str, col: &str| {
+        format!(
+            "WITH c AS (SELECT t.id, t.uuid, t.project_id, t.user_id, t.labels FROM cluster t \
+             WHERE {vis} AND t.{col} = $2 ORDER BY t.id LIMIT 2) \
+             SELECT (SELECT COUNT(*) FROM c) AS cluster_matches, c.uuid AS cluster_uuid, \
+             c.project_id AS cluster_project_id, c.user_id AS cluster_user_id, \
+             c.labels AS cluster_labels, {group} FROM c LEFT JOIN nodegroup g ON g.id = \
+             (SELECT n.id FROM nodegroup n WHERE n.cluster_id = c.uuid AND (n.uuid = $3 OR \
+             n.name = $4 OR n.id = $5) ORDER BY (n.uuid = $3) DESC, n.id LIMIT 1) \
+             ORDER BY c.id LIMIT 1"
+        )
+    };
+    let (own, all) = ("t.project_id = $1", "$1 = $1");
+    [
+        text(own, "uuid"),
+        text(own, "name"),
+        text(all, "uuid"),
+        text(all, "name"),
+    ]
+});
+
+/// How [`BY_IDENT`] binds a node group ident: as a uuid (empty if it is none) and as an
+/// integer id (-1 if it is none).
+fn ident_keys(ident: &str) -> (String, i64) {
+    let as_uuid = parse_uuid_like(ident)
+        .map(|u| u.hyphenated().to_string())
+        .unwrap_or_default();
+    (as_uuid, ident.parse().unwrap_or(-1))
+}
 
 fn domain(rows: Vec<NodeGroupRow>) -> StoreResult<Vec<NodeGroup>> {
     rows.into_iter().map(NodeGroupRow::into_domain).collect()
@@ -113,10 +150,7 @@ pub(super) async fn get(
     cluster_uuid: &ClusterId,
     ident: &str,
 ) -> StoreResult<NodeGroup> {
-    let as_uuid = parse_uuid_like(ident)
-        .map(|u| u.hyphenated().to_string())
-        .unwrap_or_default();
-    let as_id: i64 = ident.parse().unwrap_or(-1);
+    let (as_uuid, as_id) = ident_keys(ident);
     let rows: Vec<NodeGroupRow> = pool
         .sql(&BY_IDENT)
         .bind_id(cluster_uuid)
@@ -128,6 +162,47 @@ pub(super) async fn get(
     match rows.into_iter().next() {
         None => Err(StoreError::NotFound),
         Some(first) => first.into_domain(),
+    }
+}
+
+/// A node group by uuid, name or integer id of a cluster by uuid or name, with the cluster's
+/// owner and labels: one statement ([`OF_CLUSTER`]). The cluster's errors are those of
+/// [`sql::one_by_ident`]; the node group's, [`StoreError::NodeGroupNotFound`], also when the
+/// group matched first is another project's and `scope` sees only its own.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, cluster = ?cluster_ident, ident = %ident))]
+pub(super) async fn get_of_cluster(
+    pool: &Pool,
+    scope: &Scope,
+    cluster_ident: &Ident,
+    ident: &str,
+) -> StoreResult<NodeGroupOfCluster> {
+    let (as_uuid, as_id) = ident_keys(ident);
+    let row: Option<NodeGroupOfClusterRow> = pool
+        .sql(&OF_CLUSTER[sql::by_ident_index(scope, cluster_ident)])
+        .bind(&scope.project_id)
+        .bind(sql::by_ident_value(cluster_ident))
+        .bind(as_uuid)
+        .bind(ident)
+        .bind(as_id)
+        .fetch_optional(pool)
+        .await?;
+    let Some(row) = row else {
+        return Err(StoreError::NotFound);
+    };
+    if row.cluster.cluster_matches > 1 {
+        return Err(StoreError::Ambiguous);
+    }
+    let cluster = row.cluster.into_domain()?;
+    match row.nodegroup {
+        Some(ng) => {
+            let nodegroup = ng.into_domain()?;
+            if scope.all_projects || nodegroup.project_id == scope.project_id {
+                Ok(NodeGroupOfCluster { cluster, nodegroup })
+            } else {
+                Err(StoreError::NodeGroupNotFound(Box::new(cluster)))
+            }
+        }
+        None => Err(StoreError::NodeGroupNotFound(Box::new(cluster))),
     }
 }
 

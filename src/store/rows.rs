@@ -7,7 +7,7 @@ use sqlx::types::Json;
 
 use super::{OutboxEvent, ServiceRecord, StoreError, StoreResult};
 use crate::domain::cluster::{
-    Cluster, ClusterWithCounts, ClusterWithGroups, GroupFacts, NodeGroup, Taint,
+    Cluster, ClusterOwner, ClusterWithCounts, ClusterWithGroups, GroupFacts, NodeGroup, Taint,
 };
 use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobResource, Operation};
@@ -192,6 +192,54 @@ pub(crate) struct NodeGroupRow {
     pub node_taints: Json<Vec<Taint>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// What [`super::nodegroups`]' read of a node group with its cluster selects of the cluster:
+/// how many visible clusters matched (at most 2) and the first one's owner and labels.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ClusterOwnerRow {
+    pub cluster_matches: i64,
+    pub cluster_uuid: String,
+    pub cluster_project_id: String,
+    pub cluster_user_id: String,
+    pub cluster_labels: Json<Labels>,
+}
+
+impl ClusterOwnerRow {
+    pub fn into_domain(self) -> StoreResult<ClusterOwner> {
+        Ok(ClusterOwner {
+            uuid: uuid_of("cluster", &self.cluster_uuid)?,
+            project_id: self.cluster_project_id,
+            user_id: self.cluster_user_id,
+            labels: self.cluster_labels.0,
+        })
+    }
+}
+
+/// A [`ClusterOwnerRow`] left-joined with a [`NodeGroupRow`]: the node group's columns are
+/// all NULL when none matched, which its `id` tells.
+pub(crate) struct NodeGroupOfClusterRow {
+    pub cluster: ClusterOwnerRow,
+    pub nodegroup: Option<NodeGroupRow>,
+}
+
+impl<'r, R> sqlx::FromRow<'r, R> for NodeGroupOfClusterRow
+where
+    R: sqlx::Row,
+    &'r str: sqlx::ColumnIndex<R>,
+    Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    ClusterOwnerRow: sqlx::FromRow<'r, R>,
+    NodeGroupRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let cluster = ClusterOwnerRow::from_row(row)?;
+        let id: Option<i64> = row.try_get("id")?;
+        let nodegroup = match id {
+            Some(_) => Some(NodeGroupRow::from_row(row)?),
+            None => None,
+        };
+        Ok(NodeGroupOfClusterRow { cluster, nodegroup })
+    }
 }
 
 impl NodeGroupRow {

@@ -163,9 +163,18 @@ pub(crate) fn by_ident_texts_with(
     ]
 }
 
-fn by_ident_index(scope: &Scope, ident: &Ident) -> usize {
+/// Which of the [`by_ident_texts`] a caller's lookup of `ident` runs.
+pub(crate) fn by_ident_index(scope: &Scope, ident: &Ident) -> usize {
     let by_name = usize::from(matches!(ident, Ident::Name(_)));
     2 * usize::from(scope.all_projects) + by_name
+}
+
+/// What a by-ident text binds as `$2`: the uuid, hyphenated, or the name.
+pub(crate) fn by_ident_value(ident: &Ident) -> String {
+    match ident {
+        Ident::Uuid(u) => u.hyphenated().to_string(),
+        Ident::Name(n) => n.clone(),
+    }
 }
 
 /// The one row a uuid or name names among those the caller may see: [`StoreError::NotFound`]
@@ -186,14 +195,10 @@ pub(crate) async fn one_by_ident_in<R: Row>(
     scope: &Scope,
     ident: &Ident,
 ) -> StoreResult<R> {
-    let value = match ident {
-        Ident::Uuid(u) => u.hyphenated().to_string(),
-        Ident::Name(n) => n.clone(),
-    };
     let rows: Vec<R> = pool
         .sql(&texts[by_ident_index(scope, ident)])
         .bind(&scope.project_id)
-        .bind(value)
+        .bind(by_ident_value(ident))
         .fetch_all(pool)
         .await?;
     let mut rows = rows.into_iter();

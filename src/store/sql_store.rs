@@ -17,7 +17,9 @@ use super::{
     RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError,
     StoreResult, Write,
 };
-use crate::domain::cluster::{Cluster, ClusterWithCounts, ClusterWithGroups, NodeGroup};
+use crate::domain::cluster::{
+    Cluster, ClusterWithCounts, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
+};
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
@@ -134,6 +136,15 @@ impl ResourceStore for SqlStore {
 
     async fn get_nodegroup(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<NodeGroup> {
         nodegroups::get(&self.pool, cluster_uuid, ident).await
+    }
+
+    async fn get_nodegroup_of(
+        &self,
+        scope: &Scope,
+        cluster_ident: &Ident,
+        nodegroup_ident: &str,
+    ) -> StoreResult<NodeGroupOfCluster> {
+        nodegroups::get_of_cluster(&self.pool, scope, cluster_ident, nodegroup_ident).await
     }
 
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>> {

@@ -921,14 +921,16 @@ async fn exec_all(url: &str, statements: &[String]) {
     }
 }
 
-/// A cluster row of project `project` named `name` with the given node groups
-/// (name, role, count, addresses JSON, status, reason).
+/// A node group of [`cluster_fixture`]: name, role, count, addresses JSON, status, reason.
+type GroupFixture<'a> = (&'a str, &'a str, i32, &'a str, &'a str, Option<&'a str>);
+
+/// A cluster row of project `project` named `name` with the given node groups.
 fn cluster_fixture(
     project: &str,
     name: &str,
     template_uuid: &str,
     status: &str,
-    groups: &[(&str, &str, i32, &str, &str, Option<&str>)],
+    groups: &[GroupFixture],
 ) -> (uuid::Uuid, Vec<String>) {
     let id = uuid::Uuid::new_v4();
     let mut sql = vec![format!(
@@ -1067,6 +1069,192 @@ contract!(
                     matches!(r, Err(StoreError::NotFound)),
                     "{key} {dir:?}: {r:?}"
                 );
+            }
+        }
+    }
+);
+
+contract!(
+    a_node_group_reads_with_its_cluster_in_one_statement,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        let tu = t.uuid.to_string();
+        let (mine, mut sql) = cluster_fixture(
+            "p1",
+            "mine",
+            &tu,
+            "CREATE_COMPLETE",
+            &[
+                ("default-master", "master", 1, "[]", "CREATE_COMPLETE", None),
+                ("default-worker", "worker", 2, "[]", "CREATE_COMPLETE", None),
+            ],
+        );
+        let (theirs, more) = cluster_fixture(
+            "p2",
+            "theirs",
+            &tu,
+            "CREATE_COMPLETE",
+            &[("default-worker", "worker", 1, "[]", "CREATE_COMPLETE", None)],
+        );
+        sql.extend(more);
+        // A name is unique in a project: two clusters share it only across projects.
+        for project in ["p1", "p3"] {
+            let (_, more) = cluster_fixture(project, "twin", &tu, "CREATE_COMPLETE", &[]);
+            sql.extend(more);
+        }
+        exec_all(&url, &sql).await;
+        let groups = store
+            .nodegroups_of(&[ClusterId::from(mine)])
+            .await
+            .expect("groups");
+        let worker = groups
+            .iter()
+            .find(|g| g.name == "default-worker")
+            .expect("worker")
+            .clone();
+
+        for cluster in [Ident::Name("mine".into()), Ident::Uuid(mine)] {
+            for ng in [
+                "default-worker".to_string(),
+                worker.uuid.to_string(),
+                worker.id.to_string(),
+            ] {
+                let read = store
+                    .get_nodegroup_of(&scope("p1"), &cluster, &ng)
+                    .await
+                    .unwrap_or_else(|e| panic!("{cluster:?} {ng}: {e}"));
+                assert_eq!(read.nodegroup, worker, "{cluster:?} {ng}");
+                assert_eq!(read.cluster.uuid.0, mine);
+                assert_eq!(read.cluster.project_id, "p1");
+                assert_eq!(read.cluster.user_id, "u");
+                assert_eq!(
+                    read.cluster.labels.get("kube_tag").map(String::as_str),
+                    Some("v1.31.0")
+                );
+                assert_eq!(read.cluster.labels.len(), 2);
+            }
+        }
+
+        // A uuid match wins over a name another group has; else the first matching group.
+        let master = groups
+            .iter()
+            .find(|g| g.name == "default-master")
+            .expect("master")
+            .clone();
+        let group = |name: &str, project: &str| {
+            format!(
+                "INSERT INTO nodegroup (uuid, name, cluster_id, project_id, node_addresses, \
+                 node_count, role, status, created_at) VALUES ('{}', '{name}', '{mine}', \
+                 '{project}', '[]', 1, 'worker', 'CREATE_COMPLETE', CURRENT_TIMESTAMP)",
+                uuid::Uuid::new_v4()
+            )
+        };
+        exec_all(
+            &url,
+            &[
+                group(&master.uuid.to_string(), "p1"),
+                group(&worker.id.to_string(), "p1"),
+                group("foreign", "p2"),
+            ],
+        )
+        .await;
+        let by = |ng: String, sc: Scope| {
+            let store = store.clone();
+            async move {
+                store
+                    .get_nodegroup_of(&sc, &Ident::Uuid(mine), &ng)
+                    .await
+                    .map(|r| r.nodegroup.name)
+            }
+        };
+        assert_eq!(
+            by(master.uuid.to_string(), scope("p1"))
+                .await
+                .expect("uuid"),
+            "default-master"
+        );
+        assert_eq!(
+            by(worker.id.to_string(), scope("p1")).await.expect("id"),
+            "default-worker"
+        );
+        // A group of another project in the caller's cluster: an admin's only.
+        let r = by("foreign".into(), scope("p1")).await;
+        assert!(matches!(r, Err(StoreError::NodeGroupNotFound(_))), "{r:?}");
+        let admin = Scope {
+            project_id: "p1".into(),
+            all_projects: true,
+        };
+        assert_eq!(by("foreign".into(), admin).await.expect("admin"), "foreign");
+
+        // Another project's cluster is not found, by name or uuid; an admin reads it.
+        for cluster in [Ident::Name("theirs".into()), Ident::Uuid(theirs)] {
+            let r = store
+                .get_nodegroup_of(&scope("p1"), &cluster, "default-worker")
+                .await;
+            assert!(matches!(r, Err(StoreError::NotFound)), "{cluster:?}: {r:?}");
+            let admin = Scope {
+                project_id: "p1".into(),
+                all_projects: true,
+            };
+            let read = store
+                .get_nodegroup_of(&admin, &cluster, "default-worker")
+                .await
+                .expect("an admin sees every project");
+            assert_eq!(read.cluster.uuid.0, theirs);
+            assert_eq!(read.cluster.project_id, "p2");
+        }
+
+        // A name two visible clusters share is ambiguous, whatever the node group; seen from
+        // one project, the name is its own cluster's.
+        let admin = Scope {
+            project_id: "p1".into(),
+            all_projects: true,
+        };
+        for ng in ["default-worker", "nope"] {
+            let twin = Ident::Name("twin".into());
+            let r = store.get_nodegroup_of(&admin, &twin, ng).await;
+            assert!(matches!(r, Err(StoreError::Ambiguous)), "{ng}: {r:?}");
+            let r = store.get_nodegroup_of(&scope("p1"), &twin, ng).await;
+            assert!(
+                matches!(r, Err(StoreError::NodeGroupNotFound(ref c)) if c.project_id == "p1"),
+                "{ng}: {r:?}"
+            );
+        }
+        let r = store
+            .get_nodegroup_of(
+                &scope("p1"),
+                &Ident::Name("nothing".into()),
+                "default-worker",
+            )
+            .await;
+        assert!(matches!(r, Err(StoreError::NotFound)), "{r:?}");
+
+        // A missing node group of a found cluster says so, with the cluster's owner.
+        let other_groups_uuid = store
+            .nodegroups_of(&[ClusterId::from(theirs)])
+            .await
+            .expect("groups")[0]
+            .uuid
+            .to_string();
+        for ng in [
+            "nope".to_string(),
+            uuid::Uuid::new_v4().to_string(),
+            "999999".to_string(),
+            other_groups_uuid,
+        ] {
+            match store
+                .get_nodegroup_of(&scope("p1"), &Ident::Name("mine".into()), &ng)
+                .await
+            {
+                Err(StoreError::NodeGroupNotFound(c)) => {
+                    assert_eq!(c.uuid.0, mine);
+                    assert_eq!((c.project_id.as_str(), c.user_id.as_str()), ("p1", "u"));
+                    assert_eq!(c.labels.get("extra").map(String::as_str), Some("x"), "{ng}");
+                }
+                r => panic!("{ng}: {r:?}"),
             }
         }
     }
