@@ -13,6 +13,9 @@
 #                                     BENCH_PROBE_CLUSTERS (100,000) clusters, a tenth behind
 #                                     hanging listeners, at BENCH_PROBE_CONCURRENCY (2048)
 #
+# It ends with one table of goals: each figure beside its anchor measured in the same run
+# (pgbench running the same statements, raw lapin publishing) and the ratio, written as JSON
+# too (BENCH_JSON, default $CARGO_TARGET_DIR/bench/bench.json) for comparison between runs.
 # Figures are medians of a single run on a shared machine: compare ratios within a run.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -73,6 +76,10 @@ if ! command -v wrk >/dev/null 2>&1; then
   say "installing wrk (Debian package)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y wrk >/dev/null
 fi
+if ! command -v sqlite3 >/dev/null 2>&1; then
+  say "installing sqlite3 (Debian package), to seed the embedded database"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y sqlite3 >/dev/null
+fi
 say "building (release)"
 cargo build --release --bin fleetyard --example conductor_bench >&2
 TARGET="${CARGO_TARGET_DIR:-target}"
@@ -85,8 +92,10 @@ say "fresh database $DB"
 psql_admin -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
 FLEETYARD__DATABASE__CONNECTION="$DB_URL" "$BIN" db upgrade >&2
 
-say "starting the API on 127.0.0.1:$PORT"
+METRICS_ADDR="127.0.0.1:$((PORT + 2))"
+say "starting the API on 127.0.0.1:$PORT (metrics on $METRICS_ADDR)"
 FLEETYARD__API__PORT="$PORT" FLEETYARD__DATABASE__CONNECTION="$DB_URL" \
+  FLEETYARD__METRICS__LISTEN_ADDRESS="$METRICS_ADDR" \
   FLEETYARD__DATABASE__MAX_POOL_SIZE="$CONN" FLEETYARD__DATABASE__AUTO_MIGRATE=false \
   FLEETYARD__DEFAULT__LOG_LEVEL=warn "$BIN" api >"$WORK/api.log" 2>&1 &
 API_PID=$!
@@ -108,6 +117,19 @@ seed() { # seed N more clusters after OFFSET existing ones
 }
 
 RESULTS="$WORK/results.tsv"
+FIGURES="$WORK/figures.tsv"
+: >"$FIGURES"
+figure() { printf '%s\t%s\n' "$1" "$2" >>"$FIGURES"; }
+# Resident and peak memory of a process (KiB), from /proc.
+memory() { # name pid
+  figure "rss_kib:$1" "$(awk '/^VmRSS:/ { print $2 }' "/proc/$2/status")"
+  figure "hwm_kib:$1" "$(awk '/^VmHWM:/ { print $2 }' "/proc/$2/status")"
+}
+# tps of a custom pgbench script on the bench database, prepared as the service prepares.
+pgbench_script() { # file
+  pgbench -n -M prepared -f "$1" -c "$CONN" -j 2 -T "$DURATION" "$DB_URL" 2>/dev/null |
+    awk '/^tps = / { print int($3) }' | tail -1
+}
 # wrk's output to "name<TAB>req/s<TAB>p50 ms<TAB>p99 ms"
 run_wrk() {
   local name="$1"; shift
@@ -127,6 +149,7 @@ run_wrk() {
     /Non-2xx or 3xx responses:/ { bad = $NF }
     END { printf "%s\t%.0f\t%.2f\t%.2f\t%s\n", name, rps, p50, p99, (bad == "" ? 0 : bad) }
   ' | tee -a "$RESULTS" >&2
+  tail -1 "$RESULTS" | awk -F'\t' '{ printf "rps:%s\t%s\np50:%s\t%s\np99:%s\t%s\n", $1, $2, $1, $3, $1, $4 }' >>"$FIGURES"
 }
 
 say "seeding 1,000 clusters"
@@ -142,6 +165,7 @@ done >"$WORK/federations.txt"
 # joins are accepted.
 psql_db -c "UPDATE federation SET status = 'CREATE_COMPLETE'" >/dev/null
 FED=$(head -1 "$WORK/federations.txt")
+NG=$(psql_db -c "SELECT uuid FROM nodegroup WHERE cluster_id = '$HOST' AND role <> 'master' LIMIT 1")
 psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id OFFSET 1" >"$WORK/members.txt"
 
 # The reference runs right before and right after the single-row GETs, so a change in what
@@ -157,9 +181,13 @@ pgbench_tps() {
 PGBENCH_BEFORE=$(pgbench_tps)
 run_wrk "GET clustertemplate" "$BASE/v1/clustertemplates/$TPL"
 run_wrk "GET federation" "$BASE/v1/federations/$FED"
+run_wrk "GET cluster" "$BASE/v1/clusters/$HOST"
+run_wrk "GET nodegroup" -H "OpenStack-API-Version: container-infra latest" \
+  "$BASE/v1/clusters/$HOST/nodegroups/$NG"
 PGBENCH_AFTER=$(pgbench_tps)
 psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" >/dev/null
 PGBENCH_TPS=$(((PGBENCH_BEFORE + PGBENCH_AFTER) / 2))
+figure "anchor:pgbench -S" "$PGBENCH_TPS"
 
 # The same single-row GET with auth_strategy = keystone and one cached token, against a real
 # Keystone started as tools/keystone_check.py starts one; its access log counts validations.
@@ -233,8 +261,11 @@ list_at() {
   local n="$1"
   local deep
   deep=$(psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id OFFSET $((n - 150)) LIMIT 1")
+  figure "anchor:list page @$n" "$(pgbench_script tools/bench/list_page.sql)"
   run_wrk "GET clusters?limit=100 first page @$n" "$BASE/v1/clusters?limit=100"
   run_wrk "GET clusters?limit=100 deep page @$n" "$BASE/v1/clusters?limit=100&marker=$deep"
+  figure "anchor:detail page @$n" "$(pgbench_script tools/bench/list_detail_page.sql)"
+  run_wrk "GET clusters/detail?limit=100 first page @$n" "$BASE/v1/clusters/detail?limit=100"
 }
 list_at 1000
 COUNT=1000
@@ -249,9 +280,60 @@ done
 export BENCH_HOST="$HOST" BENCH_FEDERATIONS="$WORK/federations.txt" BENCH_MEMBERS="$WORK/members.txt"
 run_wrk "PATCH federation join" -s tools/bench/join.lua "${JSON[@]}" "$BASE"
 run_wrk "POST federation" -s tools/bench/create_federation.lua "${JSON[@]}" "$BASE/v1/federations"
+# Its anchor: the same three inserts (row, job, notification with a real body) in one
+# transaction, run by pgbench at the same concurrency.
+psql_db -c "SELECT message FROM outbox WHERE event_type LIKE 'magnum.federation.create%' ORDER BY id DESC LIMIT 1" >"$WORK/message.json"
+python3 tools/bench/create_federation_anchor.py "$HOST" \
+  "$(psql_db -c "SELECT driver FROM job WHERE operation = 'federation.create' LIMIT 1")" \
+  "$WORK/message.json" >"$WORK/create_federation.sql"
+figure "anchor:create federation" "$(pgbench_script "$WORK/create_federation.sql")"
+
+# Plans after growth and bloat: 100,000 updates each of federation and cluster rows with
+# autovacuum off, then the same single-row GETs again.
+say "100,000 updates of federations and of clusters with autovacuum off"
+psql_db -c "ALTER TABLE federation SET (autovacuum_enabled = off)" \
+  -c "ALTER TABLE cluster SET (autovacuum_enabled = off)" >/dev/null
+NFED=$(psql_db -c "SELECT max(id) FROM federation")
+NCLU=$(psql_db -c "SELECT max(id) FROM cluster")
+printf '\\set i random(1, %s)\nUPDATE federation SET updated_at = now() WHERE id = :i;\n' "$NFED" >"$WORK/bloat_fed.sql"
+printf '\\set i random(1, %s)\nUPDATE cluster SET status_reason = NULL WHERE id = :i;\n' "$NCLU" >"$WORK/bloat_cluster.sql"
+pgbench -n -M prepared -f "$WORK/bloat_fed.sql" -c 4 -j 2 -t 25000 "$DB_URL" >/dev/null 2>&1
+pgbench -n -M prepared -f "$WORK/bloat_cluster.sql" -c 4 -j 2 -t 25000 "$DB_URL" >/dev/null 2>&1
+run_wrk "GET federation (bloated)" "$BASE/v1/federations/$FED"
+run_wrk "GET cluster (bloated)" "$BASE/v1/clusters/$HOST"
+psql_db -c "ALTER TABLE federation RESET (autovacuum_enabled)" \
+  -c "ALTER TABLE cluster RESET (autovacuum_enabled)" >/dev/null
+
+memory api "$API_PID"
+# What the service saw, from its own /metrics: server-side time per route and the pool.
+curl -sf "http://$METRICS_ADDR/metrics" >"$WORK/metrics.txt" || : >"$WORK/metrics.txt"
 
 kill "$API_PID" 2>/dev/null || true
 wait "$API_PID" 2>/dev/null || true
+API_PID=""
+
+# The embedded default: `fleetyard serve` (API, conductor, relay) on an SQLite file, seeded
+# with 1,000 clusters the same way, and the same list.
+SERVE_PORT=$((PORT + 3))
+SQLITE_DB="$WORK/serve.sqlite"
+say "starting fleetyard serve on SQLite ($SQLITE_DB), 127.0.0.1:$SERVE_PORT"
+FLEETYARD__API__PORT="$SERVE_PORT" FLEETYARD__DATABASE__CONNECTION="sqlite://$SQLITE_DB" \
+  FLEETYARD__QUOTAS__MAX_CLUSTERS_PER_PROJECT=100000 \
+  FLEETYARD__DEFAULT__LOG_LEVEL=warn "$BIN" serve >"$WORK/serve.log" 2>&1 &
+API_PID=$!
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$SERVE_PORT/healthcheck" >/dev/null && break
+  sleep 0.1
+done
+curl -sf "${HDR[@]}" "${JSON[@]}" -X POST "http://127.0.0.1:$SERVE_PORT/v1/clustertemplates" \
+  -d '{"name": "bench-template", "coe": "kubernetes", "image_id": "fedora-coreos-40"}' >/dev/null
+sqlite3 "$SQLITE_DB" <tools/bench/seed_sqlite.sql
+run_wrk "GET clusters?limit=100 first page @1000 (serve, SQLite)" \
+  "http://127.0.0.1:$SERVE_PORT/v1/clusters?limit=100"
+run_wrk "GET clusters/detail?limit=100 first page @1000 (serve, SQLite)" \
+  "http://127.0.0.1:$SERVE_PORT/v1/clusters/detail?limit=100"
+memory serve "$API_PID"
+stop_pid "$API_PID"
 API_PID=""
 
 say "conductor status-sync round over 10,000 in-progress clusters"
@@ -285,6 +367,21 @@ awk -F'\t' '
 echo
 echo "$SYNC"
 echo
-notifications
+if [[ -s "$WORK/metrics.txt" ]]; then
+  echo "From the API's /metrics (server-side time, mean per route, requests >= 1000):"
+  python3 tools/bench/metrics_summary.py "$WORK/metrics.txt"
+fi
+echo
+NOTIFY_OUT=$(notifications)
+echo "$NOTIFY_OUT"
+echo "$NOTIFY_OUT" | sed -n 's/^NOTIFY_JSON //p' | python3 -c '
+import json, sys
+for line in sys.stdin:
+    for k, v in json.loads(line).items():
+        print(f"notify:{k}\t{v}")' >>"$FIGURES" || true
 echo
 health_probe
+echo
+echo "Goals: each figure beside its anchor from this run"
+mkdir -p "$TARGET/bench"
+python3 tools/bench/report.py "$FIGURES" "${BENCH_JSON:-$TARGET/bench/bench.json}"

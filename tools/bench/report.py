@@ -1,0 +1,102 @@
+"""The table and the JSON of ./tox.sh bench.
+
+    python3 report.py FIGURES_TSV OUT_JSON
+
+FIGURES_TSV holds one figure per line, "key<TAB>value", written as the bench measures:
+  rps:<scenario>, p50:<scenario>, p99:<scenario>   wrk, per scenario
+  anchor:<name>                                     what PostgreSQL itself serves (tps)
+  rss_kib:<process>, hwm_kib:<process>              resident and peak memory (/proc)
+  notify:<key>                                      examples/notify_bench.rs's NOTIFY_JSON
+Every goal is a ratio to an anchor measured in the same run, or a bound; a goal whose figures
+are missing (a shorter run) is listed as not measured.
+"""
+
+import json
+import sys
+
+
+def load(path):
+    figures = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.rstrip("\n").partition("\t")
+            try:
+                figures[key] = float(value)
+            except ValueError:
+                continue
+    return figures
+
+
+def goals(fig):
+    sizes = sorted(
+        {int(k.rsplit("@", 1)[1]) for k in fig if k.startswith("rps:GET clusters?limit=100 first page @")}
+    )
+    out = []
+
+    def ratio(label, num, den, target, cmp=">="):
+        out.append(("ratio", label, num, den, target, cmp))
+
+    def bound(label, key, target, unit, scale=1.0):
+        out.append(("bound", label, key, scale, target, unit))
+
+    for name in ("clustertemplate", "federation", "cluster", "nodegroup"):
+        ratio(f"GET {name} / pgbench -S", f"rps:GET {name}", "anchor:pgbench -S", 0.70)
+    for n in sizes:
+        ratio(f"GET clusters?limit=100 @{n} / pgbench same page",
+              f"rps:GET clusters?limit=100 first page @{n}", f"anchor:list page @{n}", 0.50)
+        ratio(f"GET clusters/detail?limit=100 @{n} / pgbench same page",
+              f"rps:GET clusters/detail?limit=100 first page @{n}", f"anchor:detail page @{n}", 0.50)
+        ratio(f"deep / first page p99 @{n}", f"p99:GET clusters?limit=100 deep page @{n}",
+              f"p99:GET clusters?limit=100 first page @{n}", 1.5, "<=")
+    ratio("POST federation / pgbench same 3 inserts", "rps:POST federation",
+          "anchor:create federation", 0.70)
+    ratio("relay / raw lapin confirmed publish", "notify:relay_msgs_per_s", "notify:raw_msgs_per_s", 0.80)
+    bound("commit-to-consumer p99, relay in writer's process", "notify:latency_same_p99_ms", 50, "ms")
+    bound("commit-to-consumer p99, relay woken by LISTEN", "notify:latency_listen_p99_ms", 50, "ms")
+    bound("fleetyard api RSS after the list load", "rss_kib:api", 32, "MiB", 1 / 1024)
+    bound("fleetyard api peak RSS (VmHWM)", "hwm_kib:api", 32, "MiB", 1 / 1024)
+    bound("fleetyard serve (SQLite) RSS after its list load", "rss_kib:serve", 48, "MiB", 1 / 1024)
+    bound("fleetyard serve (SQLite) peak RSS (VmHWM)", "hwm_kib:serve", 48, "MiB", 1 / 1024)
+    ratio("serve on SQLite list @1000 / api on PostgreSQL list @1000",
+          "rps:GET clusters?limit=100 first page @1000 (serve, SQLite)",
+          "rps:GET clusters?limit=100 first page @1000", 1.0)
+    for name in ("federation", "cluster"):
+        ratio(f"GET {name} after 100,000 updates without vacuum / before",
+              f"rps:GET {name} (bloated)", f"rps:GET {name}", 0.70)
+    return out
+
+
+def main():
+    fig = load(sys.argv[1])
+    rows = []
+    for g in goals(fig):
+        if g[0] == "ratio":
+            _, label, num, den, target, cmp = g
+            a, b = fig.get(num), fig.get(den)
+            value = a / b if a is not None and b else None
+            met = None if value is None else (value >= target if cmp == ">=" else value <= target)
+            rows.append({"goal": label, "figure": a, "anchor": b, "value": value,
+                         "target": f"{cmp} {target:.2f}x", "met": met, "figure_key": num,
+                         "anchor_key": den})
+        else:
+            _, label, key, scale, target, unit = g
+            a = fig.get(key)
+            value = None if a is None else a * scale
+            met = None if value is None else value <= target
+            rows.append({"goal": label, "figure": value, "anchor": None, "value": value,
+                         "target": f"<= {target} {unit}", "met": met, "figure_key": key,
+                         "anchor_key": None})
+    print(f"{'goal':<62} {'figure':>10} {'anchor':>10} {'value':>8}  {'target':<12} met")
+    for r in rows:
+        num = lambda v, f: "-" if v is None else f.format(v)
+        met = "not measured" if r["met"] is None else ("yes" if r["met"] else "NO")
+        value = num(r["value"], "{:.2f}x" if r["anchor_key"] else "{:.1f}")
+        print(f"{r['goal']:<62} {num(r['figure'], '{:.5g}'):>10} {num(r['anchor'], '{:.5g}'):>10} "
+              f"{value:>8}  {r['target']:<12} {met}")
+    with open(sys.argv[2], "w", encoding="utf-8") as f:
+        json.dump({"goals": rows, "figures": fig}, f, indent=2, sort_keys=True)
+    print(f"\n(written as JSON to {sys.argv[2]})")
+
+
+if __name__ == "__main__":
+    main()
