@@ -119,7 +119,10 @@ seed() { # seed N more clusters after OFFSET existing ones
 RESULTS="$WORK/results.tsv"
 FIGURES="$WORK/figures.tsv"
 : >"$FIGURES"
-figure() { printf '%s\t%s\n' "$1" "$2" >>"$FIGURES"; }
+figure() { # key value: one figure for the goals table, also shown as it is measured
+  printf '%s\t%s\n' "$1" "$2" >>"$FIGURES"
+  case "$1" in rps:* | p50:* | p99:*) ;; *) say "figure $1 = $2" ;; esac
+}
 # Resident and peak memory of a process (KiB), from /proc.
 memory() { # name pid
   figure "rss_kib:$1" "$(awk '/^VmRSS:/ { print $2 }' "/proc/$2/status")"
@@ -384,4 +387,5 @@ health_probe
 echo
 echo "Goals: each figure beside its anchor from this run"
 mkdir -p "$TARGET/bench"
+cp "$FIGURES" "$TARGET/bench/figures.tsv"
 python3 tools/bench/report.py "$FIGURES" "${BENCH_JSON:-$TARGET/bench/bench.json}"

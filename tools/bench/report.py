@@ -28,9 +28,8 @@ def load(path):
 
 
 def goals(fig):
-    sizes = sorted(
-        {int(k.rsplit("@", 1)[1]) for k in fig if k.startswith("rps:GET clusters?limit=100 first page @")}
-    )
+    prefix = "rps:GET clusters?limit=100 first page @"
+    sizes = sorted({int(k[len(prefix):]) for k in fig if k.startswith(prefix) and k[len(prefix):].isdigit()})
     out = []
 
     def ratio(label, num, den, target, cmp=">="):
