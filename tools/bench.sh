@@ -280,6 +280,9 @@ for target in 100000 1000000; do
   list_at "$COUNT"
 done
 
+# Memory under the list load and after it (the goal); again after the writes, below.
+memory api_list "$API_PID"
+
 export BENCH_HOST="$HOST" BENCH_FEDERATIONS="$WORK/federations.txt" BENCH_MEMBERS="$WORK/members.txt"
 run_wrk "PATCH federation join" -s tools/bench/join.lua "${JSON[@]}" "$BASE"
 run_wrk "POST federation" -s tools/bench/create_federation.lua "${JSON[@]}" "$BASE/v1/federations"
