@@ -46,6 +46,12 @@ cleanup() {
 trap cleanup EXIT
 
 say() { printf '==> bench: %s\n' "$*" >&2; }
+wait_healthy() { # base URL: wait up to 10 s for a process this script started to answer
+  for _ in $(seq 1 100); do
+    curl -sf "$1/healthcheck" >/dev/null && return 0
+    sleep 0.1
+  done
+}
 
 notifications() { # raw lapin vs the relay (msg/s, ratio) and commit-to-consumer p50/p99
   say "notifications: relay throughput beside raw lapin, commit-to-consumer latency"
@@ -99,10 +105,7 @@ FLEETYARD__API__PORT="$PORT" FLEETYARD__DATABASE__CONNECTION="$DB_URL" \
   FLEETYARD__DATABASE__MAX_POOL_SIZE="$CONN" FLEETYARD__DATABASE__AUTO_MIGRATE=false \
   FLEETYARD__DEFAULT__LOG_LEVEL=warn "$BIN" api >"$WORK/api.log" 2>&1 &
 API_PID=$!
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/healthcheck" >/dev/null && break
-  sleep 0.1
-done
+wait_healthy "http://127.0.0.1:$PORT"
 
 BASE="http://127.0.0.1:$PORT"
 HDR=(-H "X-Project-Id: bench" -H "X-User-Id: bench-user" -H "X-Roles: member,reader")
@@ -221,10 +224,7 @@ if [[ "${BENCH_KEYSTONE:-1}" != 0 ]]; then
       FLEETYARD__KEYSTONE_AUTHTOKEN__PASSWORD="$(ks service_password)" \
       FLEETYARD__KEYSTONE_AUTHTOKEN__PROJECT_NAME=service "$BIN" api >"$WORK/api-keystone.log" 2>&1 &
     KS_API_PID=$!
-    for _ in $(seq 1 100); do
-      curl -sf "http://127.0.0.1:$KS_PORT/healthcheck" >/dev/null && break
-      sleep 0.1
-    done
+    wait_healthy "http://127.0.0.1:$KS_PORT"
     KS_BASE="http://127.0.0.1:$KS_PORT"
     validations() { grep -c '"GET /v3/auth/tokens' "$KS_LOG" || true; }
     KS_BEFORE=$(validations)
@@ -327,10 +327,7 @@ FLEETYARD__API__PORT="$SERVE_PORT" FLEETYARD__DATABASE__CONNECTION="sqlite://$SQ
   FLEETYARD__QUOTAS__MAX_CLUSTERS_PER_PROJECT=100000 \
   FLEETYARD__DEFAULT__LOG_LEVEL=warn "$BIN" serve >"$WORK/serve.log" 2>&1 &
 API_PID=$!
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$SERVE_PORT/healthcheck" >/dev/null && break
-  sleep 0.1
-done
+wait_healthy "http://127.0.0.1:$SERVE_PORT"
 curl -sf "${HDR[@]}" "${JSON[@]}" -X POST "http://127.0.0.1:$SERVE_PORT/v1/clustertemplates" \
   -d '{"name": "bench-template", "coe": "kubernetes", "image_id": "fedora-coreos-40"}' >/dev/null
 sqlite3 "$SQLITE_DB" <tools/bench/seed_sqlite.sql
