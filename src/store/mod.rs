@@ -30,6 +30,7 @@ mod write;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -150,16 +151,39 @@ pub struct NewEvent {
 }
 
 /// An outbox row waiting to be (or already) delivered.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct OutboxEvent {
     pub id: i64,
     pub message_id: Uuid,
     pub resource_uuid: String,
     pub event_type: String,
     pub priority: String,
-    pub message: Value,
+    /// The inner oslo message as stored: JSON text, published as it is (never parsed into a
+    /// tree on the way from the outbox to the broker).
+    pub message: Box<RawValue>,
     pub created_at: DateTime<Utc>,
     pub attempts: i32,
+}
+
+/// Equal when every field is, the message by its stored text.
+impl PartialEq for OutboxEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.message_id == other.message_id
+            && self.resource_uuid == other.resource_uuid
+            && self.event_type == other.event_type
+            && self.priority == other.priority
+            && self.message.get() == other.message.get()
+            && self.created_at == other.created_at
+            && self.attempts == other.attempts
+    }
+}
+
+impl OutboxEvent {
+    /// The inner message parsed, for readers that look into it (`Null` if it is not JSON).
+    pub fn message_json(&self) -> Value {
+        serde_json::from_str(self.message.get()).unwrap_or(Value::Null)
+    }
 }
 
 /// A conductor or API process as `GET /v1/mservices` shows it.

@@ -499,7 +499,7 @@ pub(crate) struct OutboxRow {
     pub resource_uuid: String,
     pub event_type: String,
     pub priority: String,
-    pub message: Json<serde_json::Value>,
+    pub message: Json<Box<serde_json::value::RawValue>>,
     pub created_at: DateTime<Utc>,
     pub attempts: i32,
 }

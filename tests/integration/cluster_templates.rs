@@ -2036,7 +2036,7 @@ async fn create_update_and_delete_each_write_one_event_and_refused_requests_writ
         assert_eq!(e.resource_uuid, u);
         assert_eq!(e.priority, "INFO");
         assert_eq!(e.attempts, 0);
-        let m = &e.message;
+        let m = &e.message_json();
         assert_eq!(m["publisher_id"], "container-infra.test-host");
         assert_eq!(m["priority"], "INFO");
         assert_eq!(m["event_type"], e.event_type.as_str());
@@ -2056,9 +2056,15 @@ async fn create_update_and_delete_each_write_one_event_and_refused_requests_writ
             "service/magnum/cluster_template"
         );
     }
-    assert_eq!(events[0].message["payload"]["target"]["name"], "noisy");
-    assert_eq!(events[1].message["payload"]["target"]["name"], "renamed");
-    let content = &events[1].message["payload"]["target"]["attachments"][0]["content"];
+    assert_eq!(
+        events[0].message_json()["payload"]["target"]["name"],
+        "noisy"
+    );
+    assert_eq!(
+        events[1].message_json()["payload"]["target"]["name"],
+        "renamed"
+    );
+    let content = &events[1].message_json()["payload"]["target"]["attachments"][0]["content"];
     assert_eq!(content["name"], "renamed");
     assert_eq!(content["project_id"], "project-a");
 }

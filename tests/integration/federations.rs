@@ -1660,7 +1660,7 @@ async fn a_failing_driver_leaves_the_federation_create_failed_with_its_reason() 
         .expect("an event");
     assert_eq!(last.event_type, "magnum.federation.create");
     assert_eq!(last.priority, "ERROR");
-    assert_eq!(last.message["payload"]["outcome"], "failure");
+    assert_eq!(last.message_json()["payload"]["outcome"], "failure");
 }
 
 #[tokio::test]
@@ -1687,7 +1687,7 @@ async fn create_join_and_delete_are_notified_with_the_member_change() {
         .map(|e| {
             (
                 e.event_type.clone(),
-                e.message["payload"]["outcome"]
+                e.message_json()["payload"]["outcome"]
                     .as_str()
                     .expect("outcome")
                     .to_string(),
@@ -1713,7 +1713,7 @@ async fn create_join_and_delete_are_notified_with_the_member_change() {
             expect("delete", "success"),
         ]
     );
-    let created = &events[0].message;
+    let created = &events[0].message_json();
     assert_eq!(created["publisher_id"], "container-infra.test-host");
     assert_eq!(created["_context_project_id"], "project-a");
     assert_eq!(created["_context_user_id"], "user-a");
@@ -1733,7 +1733,7 @@ async fn create_join_and_delete_are_notified_with_the_member_change() {
     assert!(content.get("member_change").is_none());
 
     for e in &events[2..4] {
-        let content = &e.message["payload"]["target"]["attachments"][0]["content"];
+        let content = &e.message_json()["payload"]["target"]["attachments"][0]["content"];
         assert_eq!(
             content["member_change"],
             json!({"joined": [member], "unjoined": []}),
@@ -1742,8 +1742,9 @@ async fn create_join_and_delete_are_notified_with_the_member_change() {
         );
         assert_eq!(content["member_ids"], json!([member]));
     }
-    let pending_update = &events[2].message["payload"]["target"]["attachments"][0]["content"];
+    let pending_update =
+        &events[2].message_json()["payload"]["target"]["attachments"][0]["content"];
     assert_eq!(pending_update["status"], "UPDATE_IN_PROGRESS");
-    let deleted = &events[5].message["payload"]["target"]["attachments"][0]["content"];
+    let deleted = &events[5].message_json()["payload"]["target"]["attachments"][0]["content"];
     assert_eq!(deleted["status"], "DELETE_COMPLETE");
 }

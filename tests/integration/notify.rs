@@ -542,7 +542,7 @@ async fn claims_keep_resource_order(backend: Backend) {
         .collect();
     let seqs = |v: &[fleetyard::store::OutboxEvent]| -> Vec<u64> {
         v.iter()
-            .map(|e| e.message["payload"]["seq"].as_u64().unwrap_or(0))
+            .map(|e| e.message_json()["payload"]["seq"].as_u64().unwrap_or(0))
             .collect()
     };
 
@@ -844,7 +844,7 @@ async fn cluster_and_node_group_events_reach_the_broker_with_their_priority_rout
         assert_eq!(m.inner["event_type"], e.event_type.as_str());
         assert_eq!(m.inner["priority"], e.priority.as_str());
         assert_eq!(m.inner["publisher_id"], "container-infra.test-host");
-        assert_eq!(m.inner, e.message, "the inner message as written");
+        assert_eq!(m.inner, e.message_json(), "the inner message as written");
         let p = &m.inner["payload"];
         let resource = e.event_type.split('.').nth(1).unwrap_or_default();
         assert_eq!(p["target"]["typeURI"], format!("service/magnum/{resource}"));

@@ -325,7 +325,7 @@ pub async fn events_of(app: &TestApp, uuid: &str) -> Vec<(String, String, String
         .map(|e| {
             (
                 e.event_type.clone(),
-                e.message["payload"]["outcome"]
+                e.message_json()["payload"]["outcome"]
                     .as_str()
                     .unwrap_or_default()
                     .to_string(),
