@@ -52,6 +52,9 @@ static BY_IDENT: ByIdent = LazyLock::new(|| {
 /// row `t`: its node groups' facts in id order (`group_facts`, a JSON array) and its
 /// template's labels (`template_labels`). Correlated subqueries on indexed columns, so a read
 /// with them stays one statement.
+static GROUP_FACTS_SELECT: LazyLock<[String; 2]> =
+    LazyLock::new(|| Dialect::both(group_facts_select));
+
 fn group_facts_select(d: Dialect) -> String {
     let facts = match d {
         Dialect::Postgres => {
@@ -145,7 +148,7 @@ pub(super) async fn get_with_groups(
         Dialect::Postgres => &BY_IDENT_WITH_GROUPS[0],
         Dialect::Sqlite => &BY_IDENT_WITH_GROUPS[1],
     };
-    sql::one_by_ident_in::<ClusterGroupsRow>(pool, texts, scope, ident)
+    sql::one_by_ident::<ClusterGroupsRow>(pool, texts, scope, ident)
         .await?
         .into_domain()
 }
@@ -202,8 +205,8 @@ pub(super) async fn list_with_groups(
     scope: &Scope,
     page: &PageRequest,
 ) -> StoreResult<Vec<ClusterWithGroups>> {
-    let select = group_facts_select(pool.dialect());
-    let rows: Vec<ClusterGroupsRow> = page_of(pool, scope, page, &select).await?;
+    let select = pool.dialect().pick(&GROUP_FACTS_SELECT);
+    let rows: Vec<ClusterGroupsRow> = page_of(pool, scope, page, select).await?;
     rows.into_iter()
         .map(ClusterGroupsRow::into_domain)
         .collect()

@@ -122,6 +122,16 @@ pub(crate) fn aliased(columns: &str, alias: &str) -> String {
         .join(", ")
 }
 
+/// The select list of a read over alias `t`: the columns, then any extra expressions.
+fn select_list(columns: &str, select_extra: &str) -> String {
+    let mut cols = aliased(columns, "t");
+    if !select_extra.is_empty() {
+        cols.push_str(", ");
+        cols.push_str(select_extra);
+    }
+    cols
+}
+
 /// Whether a sortable column may be NULL; [`StoreError::Corrupt`] for a column not in `keys`.
 pub(crate) fn nullable(keys: &[(&str, bool)], key: &str) -> StoreResult<bool> {
     keys.iter()
@@ -147,11 +157,7 @@ pub(crate) fn by_ident_texts_with(
     own: &str,
     all: &str,
 ) -> [String; 4] {
-    let mut cols = aliased(columns, "t");
-    if !select_extra.is_empty() {
-        cols.push_str(", ");
-        cols.push_str(select_extra);
-    }
+    let cols = select_list(columns, select_extra);
     let text = |vis: &str, col: &str| {
         format!("SELECT {cols} FROM {table} t WHERE {vis} AND t.{col} = $2 ORDER BY t.id LIMIT 2")
     };
@@ -180,16 +186,6 @@ pub(crate) fn by_ident_value(ident: &Ident) -> String {
 /// The one row a uuid or name names among those the caller may see: [`StoreError::NotFound`]
 /// for none, [`StoreError::Ambiguous`] for a name several rows share. One statement.
 pub(crate) async fn one_by_ident<R: Row>(
-    pool: &Pool,
-    texts: &ByIdent,
-    scope: &Scope,
-    ident: &Ident,
-) -> StoreResult<R> {
-    one_by_ident_in(pool, texts, scope, ident).await
-}
-
-/// [`one_by_ident`] over texts built by [`by_ident_texts_with`].
-pub(crate) async fn one_by_ident_in<R: Row>(
     pool: &Pool,
     texts: &[String; 4],
     scope: &Scope,
@@ -286,11 +282,7 @@ fn keyset_page_text(
         &format!("${marker_at}"),
         Some(vis_mk),
     );
-    let mut cols = aliased(columns, "t");
-    if !select_extra.is_empty() {
-        cols.push_str(", ");
-        cols.push_str(select_extra);
-    }
+    let cols = select_list(columns, select_extra);
     match &cond {
         None => format!(
             "SELECT {cols} FROM {table} t WHERE {vis_t} ORDER BY {order} LIMIT ${limit_at}"
