@@ -75,6 +75,11 @@ fn describe() {
         "fleetyard_db_pool_connections",
         "Database connections of this process by state (idle, in_use) and the pool's limit (max)."
     );
+    metrics::describe_histogram!(
+        "fleetyard_db_pool_wait_seconds",
+        metrics::Unit::Seconds,
+        "How long a caller waited for a database connection (connecting a new one included)."
+    );
     metrics::describe_gauge!(
         "fleetyard_jobs",
         "Pending conductor jobs: due and not leased, or under a live lease."
@@ -144,6 +149,13 @@ pub fn published(result: &'static str, n: u64) {
     if enabled() && n > 0 {
         metrics::counter!("fleetyard_notifications_published_total", "result" => result)
             .increment(n);
+    }
+}
+
+/// One caller's wait for a database connection (an idle one, or a new one connected).
+pub fn pool_wait(waited: Duration) {
+    if enabled() {
+        metrics::histogram!("fleetyard_db_pool_wait_seconds").record(waited.as_secs_f64());
     }
 }
 

@@ -44,6 +44,7 @@ pub fn pool_settings(db: &crate::config::DatabaseSection) -> store::PoolSettings
         max_connections: db.max_pool_size,
         pool_timeout: std::time::Duration::from_secs_f64(db.pool_timeout),
         statement_timeout: std::time::Duration::from_secs_f64(db.statement_timeout),
+        on_wait: Some(crate::metrics::pool_wait),
     }
 }
 

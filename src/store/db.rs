@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use crate::domain::Id;
 use sqlx::error::BoxDynError;
-use sqlx::postgres::{PgArguments, PgPool, PgRow, Postgres};
+use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{Arguments, Encode, FromRow, Type};
 
+use super::pg_pool::{Lease, PgConnections, PgTx, WaitObserver};
 use super::{map_sqlx, postgres, sqlite, Dialect, StoreError, StoreResult};
 
 /// A value both backends can bind.
@@ -33,16 +34,17 @@ pub(crate) trait Row:
 impl<T> Row for T where T: for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
 {}
 
-/// A connection pool of either backend; PostgreSQL's with its statement timeout.
+/// A connection pool of either backend; PostgreSQL's with its statement timeout, SQLite's
+/// with whom to tell how long a caller waited for a connection.
 #[derive(Debug, Clone)]
 pub(crate) enum Pool {
-    Pg(PgPool, Duration),
-    Lite(SqlitePool),
+    Pg(PgConnections, Duration),
+    Lite(SqlitePool, WaitObserver),
 }
 
 /// A write transaction; dropped without [`Tx::commit`], it rolls back.
 pub(crate) enum Tx {
-    Pg(sqlx::Transaction<'static, Postgres>, Duration),
+    Pg(PgTx, Duration),
     Lite(sqlx::Transaction<'static, Sqlite>),
 }
 
@@ -82,8 +84,32 @@ async fn bounded<T>(
 }
 
 /// The time a statement on the pool may take: waiting for a connection, then the statement.
-fn pool_limit(pool: &PgPool, statement: Duration) -> Duration {
-    pool.options().get_acquire_timeout() + statement
+fn pool_limit(pool: &PgConnections, statement: Duration) -> Duration {
+    pool.acquire_timeout() + statement
+}
+
+/// Runs `op` on a leased connection, which goes back to the pool if `op` left it ready.
+async fn leased<T>(
+    pool: &PgConnections,
+    op: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
+) -> Result<T, sqlx::Error> {
+    let mut lease: Lease = pool.acquire().await?;
+    let done = op(lease.conn()).await;
+    lease.settle(&done);
+    done
+}
+
+/// An SQLite connection from the pool, the wait told to `on_wait`.
+async fn lite_conn(
+    pool: &SqlitePool,
+    on_wait: WaitObserver,
+) -> StoreResult<sqlx::pool::PoolConnection<Sqlite>> {
+    let started = std::time::Instant::now();
+    let conn = pool.acquire().await.map_err(lite_err)?;
+    if let Some(observe) = on_wait {
+        observe(started.elapsed());
+    }
+    Ok(conn)
 }
 
 fn lite_err(e: sqlx::Error) -> StoreError {
@@ -94,15 +120,15 @@ impl Pool {
     pub fn dialect(&self) -> Dialect {
         match self {
             Pool::Pg(..) => Dialect::Postgres,
-            Pool::Lite(_) => Dialect::Sqlite,
+            Pool::Lite(..) => Dialect::Sqlite,
         }
     }
 
     /// Open, idle and most connections.
     pub fn status(&self) -> super::PoolStatus {
         let (size, idle, max) = match self {
-            Pool::Pg(p, _) => (p.size(), p.num_idle(), p.options().get_max_connections()),
-            Pool::Lite(p) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+            Pool::Pg(p, _) => p.status(),
+            Pool::Lite(p, _) => (p.size(), p.num_idle(), p.options().get_max_connections()),
         };
         super::PoolStatus {
             size,
@@ -120,10 +146,12 @@ impl Pool {
     /// the database lock instead of failing when a read transaction upgrades.
     pub async fn begin_write(&self) -> StoreResult<Tx> {
         match self {
-            Pool::Pg(p, limit) => bounded(pool_limit(p, *limit), p.begin())
-                .await
-                .map(|tx| Tx::Pg(tx, *limit)),
-            Pool::Lite(p) => p
+            Pool::Pg(p, limit) => bounded(pool_limit(p, *limit), async {
+                PgTx::begin(p.acquire().await?).await
+            })
+            .await
+            .map(|tx| Tx::Pg(tx, *limit)),
+            Pool::Lite(p, _) => p
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map(Tx::Lite)
@@ -137,7 +165,7 @@ impl Pool {
             // Migrations may run long: on a connection of their own without the timeouts,
             // closed afterwards rather than returned to the pool.
             Pool::Pg(p, _) => {
-                let mut conn = p.acquire().await.map_err(pg_err)?.detach();
+                let mut conn = p.connect_detached().await.map_err(pg_err)?;
                 for unbounded in [
                     "SET statement_timeout = 0",
                     "SET idle_in_transaction_session_timeout = 0",
@@ -150,7 +178,7 @@ impl Pool {
                 postgres::migrator().run_direct(&mut conn).await?;
                 sqlx::Connection::close(conn).await.map_err(pg_err)?;
             }
-            Pool::Lite(p) => sqlite::migrator().run(p).await?,
+            Pool::Lite(p, _) => sqlite::migrator().run(p).await?,
         }
         Ok(())
     }
@@ -258,17 +286,22 @@ impl<'q> Stmt<'q> {
             (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => {
                 bounded(
                     pool_limit(p, *limit),
-                    sqlx::query_as_with(self.sql, a).fetch_all(p),
+                    leased(p, async |c| {
+                        sqlx::query_as_with(self.sql, a).fetch_all(c).await
+                    }),
                 )
                 .await
             }
             (Conn::Tx(Tx::Pg(t, limit)), Args::Pg(a)) => {
-                bounded(*limit, sqlx::query_as_with(self.sql, a).fetch_all(&mut **t)).await
+                bounded(*limit, sqlx::query_as_with(self.sql, a).fetch_all(t.conn())).await
             }
-            (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
-                .fetch_all(p)
-                .await
-                .map_err(lite_err),
+            (Conn::Pool(Pool::Lite(p, on_wait)), Args::Lite(a)) => {
+                let mut c = lite_conn(p, *on_wait).await?;
+                sqlx::query_as_with(self.sql, a)
+                    .fetch_all(&mut *c)
+                    .await
+                    .map_err(lite_err)
+            }
             (Conn::Tx(Tx::Lite(t)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
                 .fetch_all(&mut **t)
                 .await
@@ -289,21 +322,26 @@ impl<'q> Stmt<'q> {
             (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => {
                 bounded(
                     pool_limit(p, *limit),
-                    sqlx::query_as_with(self.sql, a).fetch_optional(p),
+                    leased(p, async |c| {
+                        sqlx::query_as_with(self.sql, a).fetch_optional(c).await
+                    }),
                 )
                 .await
             }
             (Conn::Tx(Tx::Pg(t, limit)), Args::Pg(a)) => {
                 bounded(
                     *limit,
-                    sqlx::query_as_with(self.sql, a).fetch_optional(&mut **t),
+                    sqlx::query_as_with(self.sql, a).fetch_optional(t.conn()),
                 )
                 .await
             }
-            (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
-                .fetch_optional(p)
-                .await
-                .map_err(lite_err),
+            (Conn::Pool(Pool::Lite(p, on_wait)), Args::Lite(a)) => {
+                let mut c = lite_conn(p, *on_wait).await?;
+                sqlx::query_as_with(self.sql, a)
+                    .fetch_optional(&mut *c)
+                    .await
+                    .map_err(lite_err)
+            }
             (Conn::Tx(Tx::Lite(t)), Args::Lite(a)) => sqlx::query_as_with(self.sql, a)
                 .fetch_optional(&mut **t)
                 .await
@@ -325,20 +363,23 @@ impl<'q> Stmt<'q> {
         match (conn.into(), args) {
             (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => bounded(
                 pool_limit(p, *limit),
-                sqlx::query_with(self.sql, a).execute(p),
+                leased(p, async |c| sqlx::query_with(self.sql, a).execute(c).await),
             )
             .await
             .map(|done| done.rows_affected()),
             (Conn::Tx(Tx::Pg(t, limit)), Args::Pg(a)) => {
-                bounded(*limit, sqlx::query_with(self.sql, a).execute(&mut **t))
+                bounded(*limit, sqlx::query_with(self.sql, a).execute(t.conn()))
                     .await
                     .map(|done| done.rows_affected())
             }
-            (Conn::Pool(Pool::Lite(p)), Args::Lite(a)) => sqlx::query_with(self.sql, a)
-                .execute(p)
-                .await
-                .map(|done| done.rows_affected())
-                .map_err(lite_err),
+            (Conn::Pool(Pool::Lite(p, on_wait)), Args::Lite(a)) => {
+                let mut c = lite_conn(p, *on_wait).await?;
+                sqlx::query_with(self.sql, a)
+                    .execute(&mut *c)
+                    .await
+                    .map(|done| done.rows_affected())
+                    .map_err(lite_err)
+            }
             (Conn::Tx(Tx::Lite(t)), Args::Lite(a)) => sqlx::query_with(self.sql, a)
                 .execute(&mut **t)
                 .await

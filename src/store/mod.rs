@@ -16,6 +16,7 @@ mod jobs;
 mod keypairs;
 mod nodegroups;
 mod outbox;
+mod pg_pool;
 mod postgres;
 mod quotas;
 mod registry;
@@ -40,6 +41,7 @@ use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
 pub use nodegroups::NODEGROUP_SORT_KEYS;
+pub use pg_pool::WaitObserver;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
 pub use registry::{ClusterChange, RegistryEntry, RegistryPage};
@@ -467,7 +469,7 @@ pub struct PoolStatus {
 }
 
 /// How a PostgreSQL pool connects and how long it waits (SQLite, local, ignores the timeouts).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct PoolSettings {
     pub max_connections: u32,
     /// The most a caller waits for a connection: an idle one, or a new one (TCP connect and
@@ -476,6 +478,8 @@ pub struct PoolSettings {
     /// The most one statement (a commit included) may take, on the client's side and the
     /// server's; the server also ends a transaction left idle for half as long.
     pub statement_timeout: std::time::Duration,
+    /// Told how long each caller waited for a connection (the `/metrics` histogram).
+    pub on_wait: WaitObserver,
 }
 
 impl Default for PoolSettings {
@@ -484,6 +488,7 @@ impl Default for PoolSettings {
             max_connections: 16,
             pool_timeout: std::time::Duration::from_secs(2),
             statement_timeout: std::time::Duration::from_secs(5),
+            on_wait: None,
         }
     }
 }
@@ -503,7 +508,9 @@ pub async fn connect_with(
     settings: &PoolSettings,
 ) -> StoreResult<std::sync::Arc<dyn Store>> {
     let store: SqlStore = if url.starts_with("sqlite:") {
-        SqliteStore::connect(url).await?.into()
+        SqliteStore::connect_observed(url, settings.on_wait)
+            .await?
+            .into()
     } else {
         PgStore::connect(url, settings).await?.into()
     };

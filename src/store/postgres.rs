@@ -2,14 +2,12 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::PgConnectOptions;
 use sqlx::ConnectOptions;
 
 use super::db::Pool;
+use super::pg_pool::PgConnections;
 use super::{map_sqlx, PoolSettings, SqlStore, StoreError, StoreResult};
-
-/// A pooled connection idle longer than this is pinged before it is handed out.
-const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
 
 /// TCP keepalive on the server's side of every connection (sqlx 0.8 sets no socket option on
 /// its side): a PostgreSQL server probes a connection silent for 30 s every 10 s and drops it
@@ -43,33 +41,25 @@ impl PgStore {
             .options(server_options)
             .log_statements(tracing::log::LevelFilter::Trace)
             .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_millis(500));
-        let pool = PgPoolOptions::new()
-            .max_connections(settings.max_connections.max(1))
-            .acquire_timeout(settings.pool_timeout)
-            // sqlx pings every connection it hands out by default: one extra round trip per
-            // request to the database. Ping only connections that sat idle for a while (those are the ones a server restart or a failover leaves
-            // dead); a busy connection proves itself with every query it runs.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for > IDLE_BEFORE_PING {
-                        sqlx::Connection::ping(conn).await?;
-                    }
-                    Ok(true)
-                })
-            })
-            .connect_with(options)
+        let pool = PgConnections::new(
+            options,
+            settings.max_connections,
+            settings.pool_timeout,
+            settings.on_wait,
+        );
+        // One connection now, kept for the first statement: a wrong URL or a server that is
+        // down fails here rather than on the first request.
+        pool.acquire()
             .await
             .map_err(|e| match e {
                 sqlx::Error::Database(_) => map_sqlx(e, constraint_name),
                 other => StoreError::Unavailable(other),
-            })?;
-        Ok(PgStore::from_pool(pool, settings.statement_timeout))
-    }
-
-    /// The store over `pool`, each statement bounded by `statement_timeout`.
-    pub fn from_pool(pool: PgPool, statement_timeout: Duration) -> PgStore {
-        PgStore(SqlStore::new(Pool::Pg(pool, statement_timeout)))
+            })?
+            .set_reusable(true);
+        Ok(PgStore(SqlStore::new(Pool::Pg(
+            pool,
+            settings.statement_timeout,
+        ))))
     }
 
     /// The store, to share as `Arc<dyn Store>`.

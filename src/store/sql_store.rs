@@ -412,8 +412,8 @@ impl Store for SqlStore {
 
     fn outbox_wakeups(&self) -> OutboxWakeups {
         match &self.pool {
-            Pool::Pg(pool, _) => OutboxWakeups::listening(&self.signal, pool),
-            Pool::Lite(_) => OutboxWakeups::in_process(&self.signal),
+            Pool::Pg(pool, _) => OutboxWakeups::listening(&self.signal, pool.connect_options()),
+            Pool::Lite(..) => OutboxWakeups::in_process(&self.signal),
         }
     }
 
@@ -443,10 +443,12 @@ impl Store for SqlStore {
 
     fn registry_wakeups(&self) -> OutboxWakeups {
         match &self.pool {
-            Pool::Pg(pool, _) => {
-                OutboxWakeups::listening_on(registry::REGISTRY_CHANNEL, &self.registry_signal, pool)
-            }
-            Pool::Lite(_) => OutboxWakeups::in_process(&self.registry_signal),
+            Pool::Pg(pool, _) => OutboxWakeups::listening_on(
+                registry::REGISTRY_CHANNEL,
+                &self.registry_signal,
+                pool.connect_options(),
+            ),
+            Pool::Lite(..) => OutboxWakeups::in_process(&self.registry_signal),
         }
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::db::Pool;
+use super::pg_pool::WaitObserver;
 use super::{map_sqlx, SqlStore, StoreResult};
 
 /// The store on SQLite: a [`SqlStore`] over an SQLite pool.
@@ -46,6 +47,12 @@ const ROW_BUFFER: usize = 1000;
 impl SqliteStore {
     /// `sqlite://path` (created if missing) or `sqlite::memory:`.
     pub async fn connect(url: &str) -> StoreResult<SqliteStore> {
+        Self::connect_observed(url, None).await
+    }
+
+    /// As [`SqliteStore::connect`], telling `on_wait` how long each caller waited for a
+    /// connection.
+    pub async fn connect_observed(url: &str, on_wait: WaitObserver) -> StoreResult<SqliteStore> {
         let memory = url.contains(":memory:");
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| map_sqlx(e, constraint_name))?
@@ -83,7 +90,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| map_sqlx(e, constraint_name))?;
-        Ok(SqliteStore(SqlStore::new(Pool::Lite(pool))))
+        Ok(SqliteStore(SqlStore::new(Pool::Lite(pool, on_wait))))
     }
 
     /// The store, to share as `Arc<dyn Store>`.

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::watch;
 
 /// The channel outbox inserts notify and relays listen on.
@@ -88,18 +88,18 @@ impl OutboxWakeups {
         }
     }
 
-    /// Also listens on PostgreSQL, with a connection opened from `store_pool`'s options.
-    pub(crate) fn listening(signal: &OutboxSignal, store_pool: &PgPool) -> OutboxWakeups {
-        Self::listening_on(OUTBOX_CHANNEL, signal, store_pool)
+    /// Also listens on PostgreSQL, with a connection opened with the store's `options`.
+    pub(crate) fn listening(signal: &OutboxSignal, options: &PgConnectOptions) -> OutboxWakeups {
+        Self::listening_on(OUTBOX_CHANNEL, signal, options)
     }
 
     /// Also listens on `channel` on PostgreSQL.
     pub(crate) fn listening_on(
         channel: &'static str,
         signal: &OutboxSignal,
-        store_pool: &PgPool,
+        options: &PgConnectOptions,
     ) -> OutboxWakeups {
-        let options = (*store_pool.connect_options()).clone();
+        let options = options.clone();
         let pool = PgPoolOptions::new()
             .max_connections(1)
             .min_connections(0)

@@ -144,6 +144,20 @@ async fn metrics_show_requests_by_route_and_status_jobs_outbox_and_pool() {
         idle + in_use >= 1.0 && idle + in_use <= 5.0,
         "{idle} + {in_use}"
     );
+    // Every statement waited for its connection: the waits are a histogram, at least one per
+    // request above, each bucketed.
+    let waits = value(&s, "fleetyard_db_pool_wait_seconds_count", &text);
+    assert!(waits >= 3.0, "one wait per statement at least: {waits}");
+    assert_eq!(
+        value(&s, "fleetyard_db_pool_wait_seconds_bucket{le=+Inf}", &text),
+        waits
+    );
+    let waited = value(&s, "fleetyard_db_pool_wait_seconds_sum", &text);
+    assert!(
+        (0.0..waits * 2.0).contains(&waited),
+        "no wait beyond the pool timeout: {waited} s over {waits}"
+    );
+    assert!(text.contains("# TYPE fleetyard_db_pool_wait_seconds histogram"));
     assert!(text.contains("# TYPE fleetyard_http_request_duration_seconds histogram"));
     assert!(text.contains("# HELP fleetyard_jobs_oldest_due_age_seconds"));
 

@@ -1,0 +1,534 @@
+//! PostgreSQL's connection pool.
+//!
+//! At most `max_connections` connections. Idle ones are reused newest first, so a light load
+//! keeps few of them warm. A connection goes back to the pool as soon as its statement has
+//! been answered; nothing more is sent on it on the way back. (sqlx's own pool pings every
+//! connection it takes back, a second round trip to the server for every statement.)
+//!
+//! What makes that safe:
+//! - a statement answered, or refused by the server with an error, leaves the connection
+//!   ready for the next one. sqlx reads up to the server's `ReadyForQuery` before it sends
+//!   anything new;
+//! - a connection whose statement was cut off (its future dropped by a timeout), or that
+//!   failed with an I/O or protocol error, is closed, never reused;
+//! - a transaction dropped without commit is rolled back on its own connection before that
+//!   connection is reused. Failing that, the connection is closed;
+//! - a connection idle for longer than [`IDLE_BEFORE_PING`] is pinged before it is handed out.
+//!   Those are the ones a server restart or a failover leaves dead; a busy connection proves
+//!   itself with every statement it runs. Idle connections past [`IDLE_TIMEOUT`] or
+//!   [`MAX_LIFETIME`] are closed when next taken.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection, Executor};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// A connection idle longer than this is pinged before it is handed out.
+pub(crate) const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
+/// An idle connection older than this is closed rather than reused (as sqlx's default).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// A connection older than this is closed rather than reused (as sqlx's default).
+const MAX_LIFETIME: Duration = Duration::from_secs(30 * 60);
+/// The most a rollback of an abandoned transaction, or a ping, may take.
+const HOUSEKEEPING_LIMIT: Duration = Duration::from_secs(2);
+/// The first pause before a refused connection is tried again; it doubles up to the limit.
+const RETRY_PAUSE: Duration = Duration::from_millis(10);
+const RETRY_PAUSE_LIMIT: Duration = Duration::from_millis(500);
+
+/// Told how long each caller waited for a connection.
+pub type WaitObserver = Option<fn(Duration)>;
+
+/// The pool; clones share it.
+#[derive(Clone)]
+pub(crate) struct PgConnections {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: PgConnectOptions,
+    max: u32,
+    acquire_timeout: Duration,
+    permits: Arc<Semaphore>,
+    idle: Mutex<Vec<Idle>>,
+    open: AtomicU32,
+    on_wait: WaitObserver,
+}
+
+struct Idle {
+    conn: PgConnection,
+    created: Instant,
+    since: Instant,
+}
+
+impl std::fmt::Debug for PgConnections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConnections")
+            .field("max", &self.inner.max)
+            .field("open", &self.inner.open.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    fn idle(&self) -> MutexGuard<'_, Vec<Idle>> {
+        // The list is only pushed and popped: a panic elsewhere cannot leave it half-changed.
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn forget_one(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl PgConnections {
+    /// A pool of at most `max` connections made with `options`; a caller waits at most
+    /// `acquire_timeout` for one (connecting included). No connection is opened yet.
+    pub fn new(
+        options: PgConnectOptions,
+        max: u32,
+        acquire_timeout: Duration,
+        on_wait: WaitObserver,
+    ) -> PgConnections {
+        let max = max.max(1);
+        PgConnections {
+            inner: Arc::new(Inner {
+                options,
+                max,
+                acquire_timeout,
+                permits: Arc::new(Semaphore::new(max as usize)),
+                idle: Mutex::new(Vec::with_capacity(max as usize)),
+                open: AtomicU32::new(0),
+                on_wait,
+            }),
+        }
+    }
+
+    pub fn connect_options(&self) -> &PgConnectOptions {
+        &self.inner.options
+    }
+
+    pub fn acquire_timeout(&self) -> Duration {
+        self.inner.acquire_timeout
+    }
+
+    /// Open connections, idle ones, and the most there may be.
+    pub fn status(&self) -> (u32, usize, u32) {
+        let idle = self.inner.idle().len();
+        (
+            self.inner.open.load(Ordering::Relaxed),
+            idle,
+            self.inner.max,
+        )
+    }
+
+    /// A connection of its own, outside the pool and its limit (for migrations).
+    pub async fn connect_detached(&self) -> Result<PgConnection, sqlx::Error> {
+        self.inner.options.connect().await
+    }
+
+    /// A connection: an idle one, or a new one while the pool is below its size. Waits for
+    /// one at most the acquire timeout, then [`sqlx::Error::PoolTimedOut`].
+    pub async fn acquire(&self) -> Result<Lease, sqlx::Error> {
+        let started = Instant::now();
+        let deadline = started + self.inner.acquire_timeout;
+        let permit = match tokio::time::timeout_at(
+            deadline.into(),
+            self.inner.permits.clone().acquire_owned(),
+        )
+        .await
+        {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(sqlx::Error::PoolClosed),
+            Err(_) => return Err(sqlx::Error::PoolTimedOut),
+        };
+        let lease = self.lease(permit, deadline).await;
+        if let Some(observe) = self.inner.on_wait {
+            observe(started.elapsed());
+        }
+        lease
+    }
+
+    async fn lease(
+        &self,
+        permit: OwnedSemaphorePermit,
+        deadline: Instant,
+    ) -> Result<Lease, sqlx::Error> {
+        loop {
+            let idle = self.inner.idle().pop();
+            let Some(mut idle) = idle else { break };
+            let now = Instant::now();
+            let stale = now.duration_since(idle.created) > MAX_LIFETIME
+                || now.duration_since(idle.since) > IDLE_TIMEOUT;
+            if stale {
+                self.inner.forget_one();
+                close_in_background(idle.conn);
+                continue;
+            }
+            if now.duration_since(idle.since) > IDLE_BEFORE_PING {
+                let pinged = tokio::time::timeout(HOUSEKEEPING_LIMIT, idle.conn.ping()).await;
+                if !matches!(pinged, Ok(Ok(()))) {
+                    self.inner.forget_one();
+                    continue;
+                }
+            }
+            return Ok(Lease::new(idle.conn, idle.created, permit, &self.inner));
+        }
+        let conn = self.connect_until(deadline).await?;
+        self.inner.open.fetch_add(1, Ordering::Relaxed);
+        Ok(Lease::new(conn, Instant::now(), permit, &self.inner))
+    }
+
+    /// Connects, trying again after a refused or broken attempt until `deadline` (a server
+    /// restarting refuses connections for a moment). An error the server itself sent (bad
+    /// credentials, too many connections) is final.
+    async fn connect_until(&self, deadline: Instant) -> Result<PgConnection, sqlx::Error> {
+        let mut pause = RETRY_PAUSE;
+        loop {
+            let attempt =
+                tokio::time::timeout_at(deadline.into(), self.inner.options.connect()).await;
+            match attempt {
+                Ok(Ok(conn)) => return Ok(conn),
+                Ok(Err(e @ (sqlx::Error::Io(_) | sqlx::Error::Tls(_)))) => {
+                    if Instant::now() + pause >= deadline {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(RETRY_PAUSE_LIMIT);
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(sqlx::Error::PoolTimedOut),
+            }
+        }
+    }
+}
+
+/// Closes a connection politely (a `Terminate` message) without making anyone wait for it.
+fn close_in_background(conn: PgConnection) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let _ = tokio::time::timeout(HOUSEKEEPING_LIMIT, conn.close()).await;
+        });
+    }
+}
+
+/// A connection taken from the pool, and its place in it. Dropped, it goes back to the pool
+/// if it was left ready ([`Lease::settle`], [`Lease::set_reusable`]), else it is closed.
+pub(crate) struct Lease {
+    conn: Option<PgConnection>,
+    created: Instant,
+    reusable: bool,
+    pool: Arc<Inner>,
+    // Released after the connection is back in the idle list (fields drop after `drop`).
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Lease {
+    fn new(
+        conn: PgConnection,
+        created: Instant,
+        permit: OwnedSemaphorePermit,
+        pool: &Arc<Inner>,
+    ) -> Lease {
+        Lease {
+            conn: Some(conn),
+            created,
+            reusable: false,
+            pool: pool.clone(),
+            _permit: permit,
+        }
+    }
+
+    /// The connection.
+    pub fn conn(&mut self) -> &mut PgConnection {
+        // Present from `new` until `drop` takes it.
+        self.conn
+            .as_mut()
+            .expect("a lease holds its connection until dropped")
+    }
+
+    /// Marks the connection reusable or not after a statement ran on it outside a
+    /// transaction: answered, or refused by the server, it is ready for the next one; cut off
+    /// by an I/O or protocol error, it is not.
+    pub fn settle<T>(&mut self, outcome: &Result<T, sqlx::Error>) {
+        self.reusable = matches!(
+            outcome,
+            Ok(_) | Err(sqlx::Error::Database(_) | sqlx::Error::RowNotFound)
+        );
+    }
+
+    pub fn set_reusable(&mut self, reusable: bool) {
+        self.reusable = reusable;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        if self.reusable {
+            let now = Instant::now();
+            self.pool.idle().push(Idle {
+                conn,
+                created: self.created,
+                since: now,
+            });
+        } else {
+            self.pool.forget_one();
+            close_in_background(conn);
+        }
+    }
+}
+
+/// A transaction on a leased connection. Dropped without [`PgTx::commit`], it is rolled back
+/// in the background, the connection held until then; if that fails, the connection is
+/// closed (and the server rolls back).
+pub(crate) struct PgTx {
+    lease: Option<Lease>,
+}
+
+impl PgTx {
+    /// Starts a transaction on `lease`.
+    pub async fn begin(mut lease: Lease) -> Result<PgTx, sqlx::Error> {
+        lease.set_reusable(false);
+        lease.conn().execute("BEGIN").await?;
+        Ok(PgTx { lease: Some(lease) })
+    }
+
+    pub fn conn(&mut self) -> &mut PgConnection {
+        self.lease
+            .as_mut()
+            .expect("a transaction holds its lease until it ends")
+            .conn()
+    }
+
+    /// Commits; the connection goes back to the pool only if the server confirmed.
+    pub async fn commit(mut self) -> Result<(), sqlx::Error> {
+        let Some(mut lease) = self.lease.take() else {
+            return Ok(());
+        };
+        lease.conn().execute("COMMIT").await?;
+        lease.set_reusable(true);
+        Ok(())
+    }
+}
+
+impl Drop for PgTx {
+    fn drop(&mut self) {
+        let Some(mut lease) = self.lease.take() else {
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let rolled_back =
+                    tokio::time::timeout(HOUSEKEEPING_LIMIT, lease.conn().execute("ROLLBACK"))
+                        .await;
+                lease.set_reusable(matches!(rolled_back, Ok(Ok(_))));
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! On the test PostgreSQL server (`FLEETYARD_TEST_PG_URL`), with statements that need no
+    //! table of the project's: backend ids, sleeps and temporary tables.
+
+    use std::str::FromStr;
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+
+    fn options() -> PgConnectOptions {
+        let url = std::env::var("FLEETYARD_TEST_PG_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        PgConnectOptions::from_str(&url).expect("a valid test URL")
+    }
+
+    async fn backend_pid(pool: &PgConnections) -> i32 {
+        let mut lease = pool.acquire().await.expect("a connection");
+        let pid = sqlx::query_scalar::<_, i32>("SELECT pg_backend_pid()")
+            .fetch_one(lease.conn())
+            .await;
+        lease.settle(&pid);
+        pid.expect("a pid")
+    }
+
+    #[tokio::test]
+    async fn a_connection_answered_is_reused_and_counted_once() {
+        let pool = PgConnections::new(options(), 4, Duration::from_secs(2), None);
+        let first = backend_pid(&pool).await;
+        for _ in 0..20 {
+            assert_eq!(
+                backend_pid(&pool).await,
+                first,
+                "the same connection serves"
+            );
+        }
+        assert_eq!(pool.status(), (1, 1, 4));
+    }
+
+    #[tokio::test]
+    async fn a_server_error_leaves_the_connection_reusable() {
+        let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None);
+        let first = backend_pid(&pool).await;
+        let mut lease = pool.acquire().await.expect("a connection");
+        let failed = sqlx::query("SELECT 1/0").execute(lease.conn()).await;
+        assert!(
+            matches!(failed, Err(sqlx::Error::Database(_))),
+            "{failed:?}"
+        );
+        lease.settle(&failed);
+        drop(lease);
+        assert_eq!(backend_pid(&pool).await, first);
+    }
+
+    #[tokio::test]
+    async fn a_statement_cut_off_closes_its_connection() {
+        let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None);
+        let first = backend_pid(&pool).await;
+        let cut = tokio::time::timeout(Duration::from_millis(50), async {
+            let mut lease = pool.acquire().await.expect("a connection");
+            let slept = sqlx::query("SELECT pg_sleep(5)")
+                .execute(lease.conn())
+                .await;
+            lease.settle(&slept);
+        })
+        .await;
+        assert!(cut.is_err(), "the sleep was cut off");
+        assert_eq!(pool.status().0, 0, "the cut-off connection is gone");
+        let next = backend_pid(&pool).await;
+        assert_ne!(next, first, "a new connection serves the next statement");
+    }
+
+    #[tokio::test]
+    async fn a_transaction_dropped_is_rolled_back_before_its_connection_is_reused() {
+        let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None);
+        let first = backend_pid(&pool).await;
+        let mut tx = PgTx::begin(pool.acquire().await.expect("a connection"))
+            .await
+            .expect("begins");
+        sqlx::query("CREATE TEMPORARY TABLE dropped_tx (x int)")
+            .execute(tx.conn())
+            .await
+            .expect("creates");
+        drop(tx);
+        // The single connection comes back only once the rollback is done.
+        let mut lease = pool.acquire().await.expect("the connection again");
+        let table: Option<String> =
+            sqlx::query_scalar("SELECT to_regclass('pg_temp.dropped_tx')::text")
+                .fetch_one(lease.conn())
+                .await
+                .expect("reads");
+        assert_eq!(table, None, "the transaction's table was rolled back");
+        // A savepoint is refused outside a transaction block (25P01).
+        let savepoint = sqlx::query("SAVEPOINT probe").execute(lease.conn()).await;
+        match savepoint {
+            Err(sqlx::Error::Database(e)) => {
+                assert_eq!(e.code().as_deref(), Some("25P01"), "{e}")
+            }
+            other => panic!("a transaction is still open on the reused connection: {other:?}"),
+        }
+        lease.set_reusable(true);
+        drop(lease);
+        assert_eq!(
+            backend_pid(&pool).await,
+            first,
+            "the same connection serves"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_transaction_committed_keeps_its_work_and_its_connection() {
+        let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None);
+        let first = backend_pid(&pool).await;
+        let mut tx = PgTx::begin(pool.acquire().await.expect("a connection"))
+            .await
+            .expect("begins");
+        sqlx::query("CREATE TEMPORARY TABLE committed_tx (x int)")
+            .execute(tx.conn())
+            .await
+            .expect("creates");
+        tx.commit().await.expect("commits");
+        let mut lease = pool.acquire().await.expect("the connection again");
+        let table: Option<String> =
+            sqlx::query_scalar("SELECT to_regclass('pg_temp.committed_tx')::text")
+                .fetch_one(lease.conn())
+                .await
+                .expect("reads");
+        assert!(table.is_some(), "the committed table is there");
+        lease.set_reusable(true);
+        drop(lease);
+        assert_eq!(backend_pid(&pool).await, first);
+    }
+
+    static WAITS: AtomicU64 = AtomicU64::new(0);
+    static WAITED_MS: AtomicU64 = AtomicU64::new(0);
+
+    fn observe(waited: Duration) {
+        WAITS.fetch_add(1, Ordering::Relaxed);
+        WAITED_MS.fetch_max(waited.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    #[tokio::test]
+    async fn callers_beyond_the_size_wait_their_turn_and_time_out_past_the_limit() {
+        let pool = PgConnections::new(options(), 2, Duration::from_millis(300), Some(observe));
+        let held = [
+            pool.acquire().await.expect("first"),
+            pool.acquire().await.expect("second"),
+        ];
+        let started = Instant::now();
+        let third = pool.acquire().await;
+        assert!(
+            matches!(third, Err(sqlx::Error::PoolTimedOut)),
+            "{:?}",
+            third.err()
+        );
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(2));
+        assert_eq!(pool.status().0, 2, "never more than the size");
+
+        // A caller waiting gets the connection the moment one is given back.
+        let waiter = {
+            let pool = pool.clone();
+            tokio::spawn(async move { backend_pid(&pool).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let [mut a, b] = held;
+        let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(a.conn())
+            .await
+            .expect("reads");
+        a.set_reusable(true);
+        drop(a);
+        assert_eq!(waiter.await.expect("the waiter ends"), pid);
+        drop(b);
+        assert!(
+            WAITS.load(Ordering::Relaxed) >= 3,
+            "every served caller is observed"
+        );
+        assert!(
+            WAITED_MS.load(Ordering::Relaxed) >= 90,
+            "the wait was observed as such"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_server_is_tried_until_the_acquire_timeout_then_reported() {
+        let refused = options().port(1);
+        let pool = PgConnections::new(refused, 1, Duration::from_millis(300), None);
+        let started = Instant::now();
+        let failed = pool.acquire().await;
+        let waited = started.elapsed();
+        assert!(
+            matches!(failed, Err(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut)),
+            "{:?}",
+            failed.err()
+        );
+        assert!(waited >= Duration::from_millis(150) && waited < Duration::from_secs(2));
+        assert_eq!(pool.status(), (0, 0, 1));
+    }
+}
