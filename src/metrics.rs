@@ -227,6 +227,7 @@ async fn scrape(exporter: web::Data<Exporter>) -> HttpResponse {
 pub struct MetricsServer {
     port: u16,
     server: actix_web::dev::Server,
+    handle: PrometheusHandle,
 }
 
 impl MetricsServer {
@@ -236,7 +237,10 @@ impl MetricsServer {
         let listener = TcpListener::bind(address)
             .with_context(|| format!("[metrics] cannot listen on {address}"))?;
         let port = listener.local_addr()?.port();
-        let exporter = web::Data::new(Exporter { handle, store });
+        let exporter = web::Data::new(Exporter {
+            handle: handle.clone(),
+            store,
+        });
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(exporter.clone())
@@ -246,14 +250,36 @@ impl MetricsServer {
         .disable_signals()
         .listen(listener)?
         .run();
-        Ok(MetricsServer { port, server })
+        Ok(MetricsServer {
+            port,
+            server,
+            handle,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// Serves until the server stops; meanwhile folds the recorded histogram samples into
+    /// their buckets every [`UPKEEP_INTERVAL`], so that they never pile up between scrapes.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        tokio::select! {
+            stopped = self.server => stopped,
+            () = upkeep(self.handle) => Ok(()),
+        }
+    }
+}
+
+/// How often recorded samples are folded into their histograms. The recorder keeps every
+/// sample until then (at 30,000 requests a second, two histograms: about 0.5 MB a second).
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+async fn upkeep(handle: PrometheusHandle) {
+    let mut tick = tokio::time::interval(UPKEEP_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        handle.run_upkeep();
     }
 }
