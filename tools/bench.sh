@@ -267,6 +267,8 @@ list_at() {
   figure "anchor:list page @$n" "$(pgbench_script tools/bench/list_page.sql)"
   run_wrk "GET clusters?limit=100 first page @$n" "$BASE/v1/clusters?limit=100"
   run_wrk "GET clusters?limit=100 deep page @$n" "$BASE/v1/clusters?limit=100&marker=$deep"
+  # Memory under the list load and after it (the goal), before any detail page.
+  if [[ "$n" == 1000 ]]; then memory api_list "$API_PID"; fi
   figure "anchor:detail page @$n" "$(pgbench_script tools/bench/list_detail_page.sql)"
   run_wrk "GET clusters/detail?limit=100 first page @$n" "$BASE/v1/clusters/detail?limit=100"
 }
@@ -280,8 +282,8 @@ for target in 100000 1000000; do
   list_at "$COUNT"
 done
 
-# Memory under the list load and after it (the goal); again after the writes, below.
-memory api_list "$API_PID"
+# Memory after every page load (detail pages of every fleet size too); again after the writes.
+memory api_pages "$API_PID"
 
 export BENCH_HOST="$HOST" BENCH_FEDERATIONS="$WORK/federations.txt" BENCH_MEMBERS="$WORK/members.txt"
 run_wrk "PATCH federation join" -s tools/bench/join.lua "${JSON[@]}" "$BASE"

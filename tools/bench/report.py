@@ -52,9 +52,13 @@ def goals(fig):
     ratio("relay / raw lapin confirmed publish", "notify:relay_msgs_per_s", "notify:raw_msgs_per_s", 0.80)
     bound("commit-to-consumer p99, relay in writer's process", "notify:latency_same_p99_ms", 50, "ms")
     bound("commit-to-consumer p99, relay woken by LISTEN", "notify:latency_listen_p99_ms", 50, "ms")
-    bound("fleetyard api RSS after the list loads", "rss_kib:api_list", 32, "MiB", 1 / 1024)
-    bound("fleetyard api peak RSS through the list loads (VmHWM)", "hwm_kib:api_list", 32, "MiB",
+    bound("fleetyard api RSS after the list load @1000", "rss_kib:api_list", 32, "MiB", 1 / 1024)
+    bound("fleetyard api peak RSS through the list load (VmHWM)", "hwm_kib:api_list", 32, "MiB",
           1 / 1024)
+    bound("fleetyard api RSS after every page load (detail too)", "rss_kib:api_pages", 32, "MiB",
+          1 / 1024)
+    bound("fleetyard api peak RSS through every page load (VmHWM)", "hwm_kib:api_pages", 32,
+          "MiB", 1 / 1024)
     bound("fleetyard api RSS after every load (writes too)", "rss_kib:api", 32, "MiB", 1 / 1024)
     bound("fleetyard api peak RSS through every load (VmHWM)", "hwm_kib:api", 32, "MiB", 1 / 1024)
     bound("fleetyard serve (SQLite) RSS after its list load", "rss_kib:serve", 48, "MiB", 1 / 1024)
