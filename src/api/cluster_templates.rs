@@ -9,7 +9,7 @@ use super::body::{invalid, json_body, json_object, query_params, Fields};
 use super::error::ApiError;
 use super::links::app_url;
 use super::lookup;
-use super::pagination::{next_page, page_request, PAGE_PARAMS};
+use super::pagination::{next_page, page_request, PageBody, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::{ClusterTemplateCollection, ClusterTemplateView};
@@ -314,11 +314,20 @@ async fn list(
     };
     let last = rows.last().map(|t| t.uuid.to_string());
     let next = next_page(&req, path, &page, items.len(), last, &[]);
-    Ok(HttpResponse::Ok().json(ClusterTemplateCollection {
-        clustertemplates: items,
-        next,
-    }))
+    let n = items.len();
+    let sizer = if detail { &DETAIL_PAGE } else { &SUMMARY_PAGE };
+    sizer.respond(
+        &ClusterTemplateCollection {
+            clustertemplates: items,
+            next,
+        },
+        n,
+    )
 }
+
+/// Bodies of cluster template pages, with and without details.
+static DETAIL_PAGE: PageBody = PageBody::new(1500);
+static SUMMARY_PAGE: PageBody = PageBody::new(600);
 
 #[tracing::instrument(name = "cluster_templates.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(

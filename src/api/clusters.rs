@@ -18,7 +18,7 @@ use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, t
 use super::microversion::{
     CLUSTER_RESIZE, CLUSTER_ROLLBACK, CLUSTER_UPGRADE, MISSING_TEMPLATE_IS_404, ZERO_NODE_COUNT,
 };
-use super::pagination::{next_page, page_request, PAGE_PARAMS};
+use super::pagination::{next_page, page_request, PageBody, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::clusters::Counts;
@@ -435,10 +435,14 @@ async fn list(
             .map(|c| ClusterView::new(&base, &ctx, c))
             .collect();
         let next = next_page(&req, "clusters/detail", &page, items.len(), last, &[]);
-        Ok(HttpResponse::Ok().json(ClusterDetailCollection {
-            clusters: items,
-            next,
-        }))
+        let n = items.len();
+        DETAIL_PAGE.respond(
+            &ClusterDetailCollection {
+                clusters: items,
+                next,
+            },
+            n,
+        )
     } else {
         let clusters = state
             .store
@@ -451,12 +455,20 @@ async fn list(
             .map(|c| ClusterSummaryView::new(&base, &ctx, c))
             .collect();
         let next = next_page(&req, "clusters", &page, items.len(), last, &[]);
-        Ok(HttpResponse::Ok().json(ClusterCollection {
-            clusters: items,
-            next,
-        }))
+        let n = items.len();
+        SUMMARY_PAGE.respond(
+            &ClusterCollection {
+                clusters: items,
+                next,
+            },
+            n,
+        )
     }
 }
+
+/// Bodies of `GET /v1/clusters/detail` and `GET /v1/clusters` pages, sized from the last one.
+static DETAIL_PAGE: PageBody = PageBody::new(1200);
+static SUMMARY_PAGE: PageBody = PageBody::new(640);
 
 #[tracing::instrument(name = "clusters.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(

@@ -16,7 +16,7 @@ use super::error::ApiError;
 use super::initiator;
 use super::links::app_url;
 use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
-use super::pagination::{next_page, page_request, PAGE_PARAMS};
+use super::pagination::{next_page, page_request, PageBody, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::{
@@ -443,15 +443,22 @@ async fn list(
             .iter()
             .map(|f| FederationView::new(&base, &ctx, f))
             .collect();
-        Ok(HttpResponse::Ok().json(FederationDetailCollection { federations, next }))
+        DETAIL_PAGE.respond(
+            &FederationDetailCollection { federations, next },
+            feds.len(),
+        )
     } else {
         let federations = feds
             .iter()
             .map(|f| FederationSummaryView::new(&base, &ctx, f))
             .collect();
-        Ok(HttpResponse::Ok().json(FederationCollection { federations, next }))
+        SUMMARY_PAGE.respond(&FederationCollection { federations, next }, feds.len())
     }
 }
+
+/// Bodies of `GET /v1/federations/detail` and `GET /v1/federations` pages.
+static DETAIL_PAGE: PageBody = PageBody::new(800);
+static SUMMARY_PAGE: PageBody = PageBody::new(600);
 
 #[tracing::instrument(name = "federations.show", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
 async fn show(

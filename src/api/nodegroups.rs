@@ -15,7 +15,7 @@ use super::error::ApiError;
 use super::links::app_url;
 use super::lookup::{self, cluster_target as target, driver_for, owner_target, template_of};
 use super::microversion::NODEGROUPS;
-use super::pagination::{next_page, page_request};
+use super::pagination::{next_page, page_request, PageBody};
 use super::patch::{self, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::{
@@ -256,12 +256,16 @@ async fn list(
             .iter()
             .map(|ng| NodeGroupView::new(&base, ng, &c.labels))
             .collect();
-        Ok(HttpResponse::Ok().json(NodeGroupDetailCollection { nodegroups, next }))
+        DETAIL_PAGE.respond(&NodeGroupDetailCollection { nodegroups, next }, ngs.len())
     } else {
         let nodegroups = ngs.iter().map(NodeGroupSummaryView::from).collect();
-        Ok(HttpResponse::Ok().json(NodeGroupCollection { nodegroups, next }))
+        SUMMARY_PAGE.respond(&NodeGroupCollection { nodegroups, next }, ngs.len())
     }
 }
+
+/// Bodies of node group pages, with and without details.
+static DETAIL_PAGE: PageBody = PageBody::new(900);
+static SUMMARY_PAGE: PageBody = PageBody::new(300);
 
 #[tracing::instrument(name = "nodegroups.show", skip_all, fields(project = %ctx.project_id, cluster = %path.0, nodegroup = %path.1))]
 async fn show(

@@ -473,7 +473,7 @@ pub struct PoolStatus {
 pub struct PoolSettings {
     pub max_connections: u32,
     /// The most a caller waits for a connection: an idle one, or a new one (TCP connect and
-    /// authentication included; sqlx retries a refused connection until then).
+    /// authentication included; a refused connection is tried again until then).
     pub pool_timeout: std::time::Duration,
     /// The most one statement (a commit included) may take, on the client's side and the
     /// server's; the server also ends a transaction left idle for half as long.
