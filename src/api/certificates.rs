@@ -27,14 +27,15 @@ use crate::domain::status::ClusterStatus;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write};
 
+/// The routes under `/v1/certificates`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/certificates")
+        web::resource("")
             .route(web::post().to(sign))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/certificates/{cluster_ident}")
+        web::resource("/{cluster_ident}")
             .route(web::get().to(show))
             .route(web::patch().to(rotate))
             .default_service(web::to(super::method_not_allowed)),

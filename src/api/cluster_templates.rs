@@ -46,20 +46,21 @@ const PATCH_RULES: PatchRules = PatchRules {
     literal: &["/labels"],
 };
 
+/// The routes under `/v1/clustertemplates`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/clustertemplates")
+        web::resource("")
             .route(web::get().to(list))
             .route(web::post().to(create))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/clustertemplates/detail")
+        web::resource("/detail")
             .route(web::get().to(list))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/clustertemplates/{ident}")
+        web::resource("/{ident}")
             .route(web::get().to(show))
             .route(web::patch().to(update))
             .route(web::delete().to(delete))

@@ -41,33 +41,36 @@ use crate::domain::ClusterId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
+/// The routes under `/v1/clusters`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/clusters")
+        web::resource("")
             .route(web::get().to(list))
             .route(web::post().to(create))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/clusters/detail")
+        web::resource("/detail")
             .route(web::get().to(list))
             .default_service(web::to(super::method_not_allowed)),
     )
+    // A single cluster before its actions: the most requested of the dynamic routes is tried
+    // first (`{ident}` takes no `/`, so it never takes an action's path).
     .service(
-        web::resource("/clusters/{ident}/actions/resize")
+        web::resource("/{ident}")
+            .route(web::get().to(show))
+            .route(web::patch().to(update))
+            .route(web::delete().to(delete))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/{ident}/actions/resize")
             .route(web::post().to(resize))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/clusters/{ident}/actions/upgrade")
+        web::resource("/{ident}/actions/upgrade")
             .route(web::post().to(upgrade))
-            .default_service(web::to(super::method_not_allowed)),
-    )
-    .service(
-        web::resource("/clusters/{ident}")
-            .route(web::get().to(show))
-            .route(web::patch().to(update))
-            .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
     );
 }

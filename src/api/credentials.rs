@@ -16,9 +16,10 @@ use crate::api::RequestContext;
 use crate::domain::job::Operation;
 use crate::store::Write;
 
+/// The routes under `/v1/credentials`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/credentials/{cluster_ident}")
+        web::resource("/{cluster_ident}")
             .route(web::patch().to(rotate))
             .default_service(web::to(super::method_not_allowed)),
     );

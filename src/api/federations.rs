@@ -36,20 +36,21 @@ use crate::domain::{ClusterId, FederationId, Ident};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
 
+/// The routes under `/v1/federations`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/federations")
+        web::resource("")
             .route(web::get().to(list))
             .route(web::post().to(create))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/federations/detail")
+        web::resource("/detail")
             .route(web::get().to(list))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/federations/{ident}")
+        web::resource("/{ident}")
             .route(web::get().to(show))
             .route(web::patch().to(update))
             .route(web::delete().to(delete))

@@ -61,28 +61,34 @@ pub fn initiator(ctx: &RequestContext) -> Initiator {
     }
 }
 
-/// Every route of the service.
+/// Every route of the service. Each `/v1` collection is a scope of its own, matched by its
+/// static prefix: a request runs the patterns of its collection only (actix matches every
+/// dynamic pattern with a regular expression, in registration order). The Kubernetes-facing
+/// routes come after `/v1`, so that no `/v1` request runs theirs.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(versions::root))
         .route("/healthcheck", web::get().to(healthcheck))
         .route("/healthcheck", web::head().to(healthcheck))
-        .configure(kube::configure)
         .service(
             web::scope("/v1")
                 .wrap(from_fn(microversion::middleware))
                 .route("", web::get().to(versions::v1))
                 .route("/openapi.json", web::get().to(openapi::serve))
-                .configure(cluster_templates::configure)
-                .configure(clusters::configure)
-                .configure(certificates::configure)
-                .configure(credentials::configure)
-                .configure(nodegroups::configure)
-                .configure(federations::configure)
-                .configure(quotas::configure)
+                .service(
+                    web::scope("/clusters")
+                        .configure(clusters::configure)
+                        .configure(nodegroups::configure),
+                )
+                .service(web::scope("/clustertemplates").configure(cluster_templates::configure))
+                .service(web::scope("/federations").configure(federations::configure))
+                .service(web::scope("/certificates").configure(certificates::configure))
+                .service(web::scope("/credentials").configure(credentials::configure))
+                .service(web::scope("/quotas").configure(quotas::configure))
                 .configure(stats::configure)
                 .configure(mservices::configure)
                 .default_service(web::to(not_found)),
         )
+        .configure(kube::configure)
         .default_service(web::to(not_found));
 }
 

@@ -24,15 +24,16 @@ const CLUSTER: &str = "Cluster";
 const READ_ONLY: &[&str] = &["id", "created_at", "updated_at"];
 const LIST_PARAMS: &[&str] = &["marker", "limit", "sort_key", "sort_dir", "all_tenants"];
 
+/// The routes under `/v1/quotas`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/quotas")
+        web::resource("")
             .route(web::get().to(list))
             .route(web::post().to(create))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/quotas/{project_id}/{resource}")
+        web::resource("/{project_id}/{resource}")
             .route(web::get().to(show))
             .route(web::patch().to(update))
             .route(web::delete().to(delete))

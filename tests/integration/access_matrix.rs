@@ -1152,6 +1152,7 @@ const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 /// source is read with its whitespace removed, so a call split over lines reads the same.
 fn registered_routes() -> Vec<(String, String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api");
+    let scopes = module_scopes(dir);
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("src/api")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -1173,8 +1174,15 @@ fn registered_routes() -> Vec<(String, String, String)> {
             .flat_map(|pat| text.match_indices(pat).collect::<Vec<_>>())
             .collect();
         marks.sort();
-        // Resource modules are configured inside the `/v1` scope; mod.rs says where it starts.
-        let mut prefix = if file == "mod.rs" { "" } else { "/v1" };
+        // Resource modules are configured inside the `/v1` scope, most inside a scope of their
+        // own (mod.rs says which); mod.rs says where `/v1` starts.
+        let module = file.trim_end_matches(".rs");
+        let scoped = scopes.get(module).map(String::as_str);
+        let mut prefix = match (file.as_str(), scoped) {
+            ("mod.rs", _) => "",
+            (_, Some(scope)) => scope,
+            (_, None) => "/v1",
+        };
         let mut resource = None;
         for (at, mark) in marks {
             let rest = &text[at + mark.len()..];
@@ -1198,6 +1206,38 @@ fn registered_routes() -> Vec<(String, String, String)> {
             }
         }
     }
+    out
+}
+
+/// The `/v1` scope each resource module is mounted in by `src/api/mod.rs`
+/// (`web::scope("/clusters").configure(clusters::configure).configure(nodegroups::configure)`):
+/// module name to its full prefix.
+fn module_scopes(dir: &str) -> BTreeMap<String, String> {
+    let text: String = std::fs::read_to_string(format!("{dir}/mod.rs"))
+        .expect("src/api/mod.rs")
+        .split_whitespace()
+        .collect();
+    let mut out = BTreeMap::new();
+    for (at, mark) in text.match_indices("web::scope(") {
+        let Some((scope, mut rest)) = literal(&text[at + mark.len()..]) else {
+            continue;
+        };
+        if scope == "/v1" {
+            continue;
+        }
+        rest = rest.strip_prefix(')').unwrap_or(rest);
+        while let Some(after) = rest.strip_prefix(".configure(") {
+            let Some((module, tail)) = after.split_once("::configure)") else {
+                break;
+            };
+            out.insert(module.to_string(), format!("/v1{scope}"));
+            rest = tail;
+        }
+    }
+    assert!(
+        out.contains_key("clusters"),
+        "src/api/mod.rs mounts the clusters module in a scope: {out:?}"
+    );
     out
 }
 

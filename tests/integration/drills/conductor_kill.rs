@@ -46,7 +46,8 @@ impl Killer {
             loop {
                 let mut p =
                     Process::start(Role::Conductor, &format!("conductor-{kills}"), &env).await;
-                let life = Duration::from_millis(rng.gen_range(100..900));
+                // Short lives: at least ten kills within the drill, however fast the jobs go.
+                let life = Duration::from_millis(rng.gen_range(60..600));
                 let stop_now = tokio::select! {
                     _ = tokio::time::sleep(life) => false,
                     _ = stopped.changed() => true,
