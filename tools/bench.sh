@@ -194,6 +194,11 @@ PGBENCH_AFTER=$(pgbench_tps)
 psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" >/dev/null
 PGBENCH_TPS=$(((PGBENCH_BEFORE + PGBENCH_AFTER) / 2))
 figure "anchor:pgbench -S" "$PGBENCH_TPS"
+# What PostgreSQL alone serves of GET cluster's own statement (its weight on the database's
+# side), run as pgbench runs -S: the part of GET cluster's distance that is the statement's.
+figure "anchor:GET cluster statement" "$(pgbench -n -M prepared -f tools/bench/get_cluster.sql \
+  -D uuid="'$HOST'" -c "$CONN" -j 2 -T "$DURATION" "$DB_URL" 2>/dev/null |
+  awk '/^tps = / { print int($3) }' | tail -1)"
 
 # The same single-row GET with auth_strategy = keystone and one cached token, against a real
 # Keystone started as tools/keystone_check.py starts one; its access log counts validations.

@@ -8,7 +8,8 @@ FIGURES_TSV holds one figure per line, "key<TAB>value", written as the bench mea
   rss_kib:<process>, hwm_kib:<process>              resident and peak memory (/proc)
   notify:<key>                                      examples/notify_bench.rs's NOTIFY_JSON
 Every goal is a ratio to an anchor measured in the same run, or a bound; a goal whose figures
-are missing (a shorter run) is listed as not measured.
+are missing (a shorter run) is listed as not measured. A ratio without a target is shown for
+what it explains ("info").
 """
 
 import json
@@ -40,6 +41,11 @@ def goals(fig):
 
     for name in ("clustertemplate", "federation", "cluster", "nodegroup"):
         ratio(f"GET {name} / pgbench -S", f"rps:GET {name}", "anchor:pgbench -S", 0.70)
+    # How much of GET cluster's distance is its statement's weight in PostgreSQL.
+    ratio("pgbench GET cluster's own statement / pgbench -S", "anchor:GET cluster statement",
+          "anchor:pgbench -S", None)
+    ratio("GET cluster / pgbench its own statement", "rps:GET cluster",
+          "anchor:GET cluster statement", None)
     for n in sizes:
         ratio(f"GET clusters?limit=100 @{n} / pgbench same page",
               f"rps:GET clusters?limit=100 first page @{n}", f"anchor:list page @{n}", 0.50)
@@ -80,6 +86,11 @@ def main():
             _, label, num, den, target, cmp = g
             a, b = fig.get(num), fig.get(den)
             value = a / b if a is not None and b else None
+            if target is None:
+                rows.append({"goal": label, "figure": a, "anchor": b, "value": value,
+                             "target": "-", "met": None, "info": True, "figure_key": num,
+                             "anchor_key": den})
+                continue
             met = None if value is None else (value >= target if cmp == ">=" else value <= target)
             rows.append({"goal": label, "figure": a, "anchor": b, "value": value,
                          "target": f"{cmp} {target:.2f}x", "met": met, "figure_key": num,
@@ -95,7 +106,10 @@ def main():
     print(f"{'goal':<62} {'figure':>10} {'anchor':>10} {'value':>8}  {'target':<12} met")
     for r in rows:
         num = lambda v, f: "-" if v is None else f.format(v)
-        met = "not measured" if r["met"] is None else ("yes" if r["met"] else "NO")
+        if r.get("info"):
+            met = "info"
+        else:
+            met = "not measured" if r["met"] is None else ("yes" if r["met"] else "NO")
         value = num(r["value"], "{:.2f}x" if r["anchor_key"] else "{:.1f}")
         print(f"{r['goal']:<62} {num(r['figure'], '{:.5g}'):>10} {num(r['anchor'], '{:.5g}'):>10} "
               f"{value:>8}  {r['target']:<12} {met}")
