@@ -11,8 +11,8 @@ use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{Arguments, Encode, FromRow, Type};
 
-use super::pg_pool::{Lease, PgConnections, PgTx, WaitObserver};
-use super::{map_sqlx, postgres, sqlite, Dialect, StoreError, StoreResult};
+use super::pg_pool::{Lease, PgConnections, PgTx};
+use super::{map_sqlx, postgres, sqlite, Dialect, StoreError, StoreResult, WaitObserver};
 
 /// A value both backends can bind.
 pub(crate) trait Param<'q>:

@@ -41,7 +41,6 @@ use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
 pub use nodegroups::NODEGROUP_SORT_KEYS;
-pub use pg_pool::WaitObserver;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
 pub use registry::{ClusterChange, RegistryEntry, RegistryPage};
@@ -467,6 +466,9 @@ pub struct PoolStatus {
     pub idle: u32,
     pub max: u32,
 }
+
+/// Told how long each caller waited for a database connection (either backend's pool).
+pub type WaitObserver = Option<fn(std::time::Duration)>;
 
 /// How a PostgreSQL pool connects and how long it waits (SQLite, local, ignores the timeouts).
 #[derive(Debug, Clone, Copy)]

@@ -26,8 +26,10 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Executor};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::WaitObserver;
+
 /// A connection idle longer than this is pinged before it is handed out.
-pub(crate) const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
 /// An idle connection older than this is closed rather than reused (as sqlx's default).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// A connection older than this is closed rather than reused (as sqlx's default).
@@ -37,9 +39,6 @@ const HOUSEKEEPING_LIMIT: Duration = Duration::from_secs(2);
 /// The first pause before a refused connection is tried again; it doubles up to the limit.
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
 const RETRY_PAUSE_LIMIT: Duration = Duration::from_millis(500);
-
-/// Told how long each caller waited for a connection.
-pub type WaitObserver = Option<fn(Duration)>;
 
 /// The pool; clones share it.
 #[derive(Clone)]
@@ -357,6 +356,28 @@ mod tests {
         pid.expect("a pid")
     }
 
+    /// A transaction on the pool's connection that has created the temporary table `name`.
+    async fn tx_with_table(pool: &PgConnections, name: &str) -> PgTx {
+        let mut tx = PgTx::begin(pool.acquire().await.expect("a connection"))
+            .await
+            .expect("begins");
+        sqlx::query(&format!("CREATE TEMPORARY TABLE {name} (x int)"))
+            .execute(tx.conn())
+            .await
+            .expect("creates");
+        tx
+    }
+
+    /// Whether the leased connection's session has the temporary table `name`.
+    async fn has_table(lease: &mut Lease, name: &str) -> bool {
+        let table: Option<String> = sqlx::query_scalar("SELECT to_regclass($1)::text")
+            .bind(format!("pg_temp.{name}"))
+            .fetch_one(lease.conn())
+            .await
+            .expect("reads");
+        table.is_some()
+    }
+
     #[tokio::test]
     async fn a_connection_answered_is_reused_and_counted_once() {
         let pool = PgConnections::new(options(), 4, Duration::from_secs(2), None);
@@ -408,22 +429,14 @@ mod tests {
     async fn a_transaction_dropped_is_rolled_back_before_its_connection_is_reused() {
         let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None);
         let first = backend_pid(&pool).await;
-        let mut tx = PgTx::begin(pool.acquire().await.expect("a connection"))
-            .await
-            .expect("begins");
-        sqlx::query("CREATE TEMPORARY TABLE dropped_tx (x int)")
-            .execute(tx.conn())
-            .await
-            .expect("creates");
+        let tx = tx_with_table(&pool, "dropped_tx").await;
         drop(tx);
         // The single connection comes back only once the rollback is done.
         let mut lease = pool.acquire().await.expect("the connection again");
-        let table: Option<String> =
-            sqlx::query_scalar("SELECT to_regclass('pg_temp.dropped_tx')::text")
-                .fetch_one(lease.conn())
-                .await
-                .expect("reads");
-        assert_eq!(table, None, "the transaction's table was rolled back");
+        assert!(
+            !has_table(&mut lease, "dropped_tx").await,
+            "the transaction's table was rolled back"
+        );
         // A savepoint is refused outside a transaction block (25P01).
         let savepoint = sqlx::query("SAVEPOINT probe").execute(lease.conn()).await;
         match savepoint {
@@ -445,21 +458,13 @@ mod tests {
     async fn a_transaction_committed_keeps_its_work_and_its_connection() {
         let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None);
         let first = backend_pid(&pool).await;
-        let mut tx = PgTx::begin(pool.acquire().await.expect("a connection"))
-            .await
-            .expect("begins");
-        sqlx::query("CREATE TEMPORARY TABLE committed_tx (x int)")
-            .execute(tx.conn())
-            .await
-            .expect("creates");
+        let tx = tx_with_table(&pool, "committed_tx").await;
         tx.commit().await.expect("commits");
         let mut lease = pool.acquire().await.expect("the connection again");
-        let table: Option<String> =
-            sqlx::query_scalar("SELECT to_regclass('pg_temp.committed_tx')::text")
-                .fetch_one(lease.conn())
-                .await
-                .expect("reads");
-        assert!(table.is_some(), "the committed table is there");
+        assert!(
+            has_table(&mut lease, "committed_tx").await,
+            "the committed table is there"
+        );
         lease.set_reusable(true);
         drop(lease);
         assert_eq!(backend_pid(&pool).await, first);

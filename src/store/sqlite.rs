@@ -7,8 +7,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::db::Pool;
-use super::pg_pool::WaitObserver;
-use super::{map_sqlx, SqlStore, StoreResult};
+use super::{map_sqlx, SqlStore, StoreResult, WaitObserver};
 
 /// The store on SQLite: a [`SqlStore`] over an SQLite pool.
 pub struct SqliteStore(SqlStore);
