@@ -449,12 +449,12 @@ async fn list(
     } else {
         let clusters = state
             .store
-            .list_clusters_with_counts(&ctx.scope(), &page)
+            .list_cluster_summaries(&ctx.scope(), &page)
             .await
             .map_err(not_found)?;
-        let last = clusters.last().map(|c| c.cluster.uuid.to_string());
+        let last = clusters.last().map(|c| c.uuid.to_string());
         let items: Vec<ClusterSummaryView> = clusters
-            .iter()
+            .into_iter()
             .map(|c| ClusterSummaryView::new(&base, &ctx, c))
             .collect();
         let next = next_page(&req, "clusters", &page, items.len(), last, &[]);

@@ -184,13 +184,50 @@ pub struct NodeGroupOfCluster {
     pub nodegroup: NodeGroup,
 }
 
-/// A cluster with its worker and master node counts summed over its node groups (what the
-/// summary representation needs), saturating at `i32::MAX`.
+/// What the summary representation shows of a cluster (`GET /v1/clusters`): its summary
+/// columns only, with its worker and master node counts summed over its node groups,
+/// saturating at `i32::MAX`. A page of summaries reads these columns and no others.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClusterWithCounts {
-    pub cluster: Cluster,
+pub struct ClusterSummary {
+    pub uuid: ClusterId,
+    pub project_id: String,
+    pub name: String,
+    pub cluster_template_id: TemplateId,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Labels,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub stack_id: Option<String>,
+    pub status: ClusterStatus,
+    pub health_status: Option<HealthStatus>,
+    pub create_timeout: Option<i32>,
     pub node_count: i32,
     pub master_count: i32,
+}
+
+impl ClusterSummary {
+    /// The summary of a whole cluster row with its counts (what the full representation
+    /// starts from).
+    pub fn of(c: &Cluster, node_count: i32, master_count: i32) -> Self {
+        ClusterSummary {
+            uuid: c.uuid,
+            project_id: c.project_id.clone(),
+            name: c.name.clone(),
+            cluster_template_id: c.cluster_template_id,
+            keypair: c.keypair.clone(),
+            docker_volume_size: c.docker_volume_size,
+            labels: c.labels.clone(),
+            master_flavor_id: c.master_flavor_id.clone(),
+            flavor_id: c.flavor_id.clone(),
+            stack_id: c.stack_id.clone(),
+            status: c.status,
+            health_status: c.health_status,
+            create_timeout: c.create_timeout,
+            node_count,
+            master_count,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

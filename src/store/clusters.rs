@@ -7,12 +7,12 @@ use sqlx::types::Json;
 
 use super::db::{Pool, Tx};
 use super::nodegroups;
-use super::rows::{ClusterCountsRow, ClusterGroupsRow, ClusterRow, CLUSTER_COLUMNS};
+use super::rows::{
+    ClusterGroupsRow, ClusterRow, ClusterSummaryRow, CLUSTER_COLUMNS, CLUSTER_SUMMARY_COLUMNS,
+};
 use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
-use crate::domain::cluster::{
-    Cluster, ClusterWithCounts, ClusterWithGroups, NewCluster, ROLE_MASTER,
-};
+use crate::domain::cluster::{Cluster, ClusterSummary, ClusterWithGroups, NewCluster, ROLE_MASTER};
 use crate::domain::{ClusterId, Ident};
 
 /// Sortable columns of the cluster table, with whether they may be NULL.
@@ -182,19 +182,20 @@ pub(super) async fn list(
     scope: &Scope,
     page: &PageRequest,
 ) -> StoreResult<Vec<Cluster>> {
-    domain(page_of(pool, scope, page, "").await?)
+    domain(page_of(pool, scope, page, CLUSTER_COLUMNS, "").await?)
 }
 
-/// A page of clusters with their node counts: one statement.
+/// A page of cluster summaries (the summary columns and the node counts): one statement.
 #[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id, marker = ?page.marker))]
-pub(super) async fn list_with_counts(
+pub(super) async fn list_summaries(
     pool: &Pool,
     scope: &Scope,
     page: &PageRequest,
-) -> StoreResult<Vec<ClusterWithCounts>> {
-    let rows: Vec<ClusterCountsRow> = page_of(pool, scope, page, &COUNTS_SELECT).await?;
+) -> StoreResult<Vec<ClusterSummary>> {
+    let rows: Vec<ClusterSummaryRow> =
+        page_of(pool, scope, page, CLUSTER_SUMMARY_COLUMNS, &COUNTS_SELECT).await?;
     rows.into_iter()
-        .map(ClusterCountsRow::into_domain)
+        .map(ClusterSummaryRow::into_domain)
         .collect()
 }
 
@@ -206,7 +207,7 @@ pub(super) async fn list_with_groups(
     page: &PageRequest,
 ) -> StoreResult<Vec<ClusterWithGroups>> {
     let select = pool.dialect().pick(&GROUP_FACTS_SELECT);
-    let rows: Vec<ClusterGroupsRow> = page_of(pool, scope, page, select).await?;
+    let rows: Vec<ClusterGroupsRow> = page_of(pool, scope, page, CLUSTER_COLUMNS, select).await?;
     rows.into_iter()
         .map(ClusterGroupsRow::into_domain)
         .collect()
@@ -216,6 +217,7 @@ async fn page_of<R: sql::Row>(
     pool: &Pool,
     scope: &Scope,
     page: &PageRequest,
+    columns: &str,
     select_extra: &str,
 ) -> StoreResult<Vec<R>> {
     let nullable = sql::nullable(CLUSTER_SORT_KEYS, &page.sort_key)?;
@@ -223,7 +225,7 @@ async fn page_of<R: sql::Row>(
     sql::keyset_page(
         pool,
         "cluster",
-        CLUSTER_COLUMNS,
+        columns,
         select_extra,
         &vis("t"),
         &vis("mk"),
@@ -411,4 +413,85 @@ pub(super) async fn guard(tx: &mut Tx, id: i64, version: i64) -> StoreResult<()>
         .scalar_optional(&mut *tx)
         .await?;
     found.map(|_| ()).ok_or(StoreError::Stale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SortDir;
+
+    /// A `tools/bench/*.sql` anchor's statement: comments dropped, whitespace collapsed.
+    fn anchor(file: &str) -> String {
+        let path = format!("{}/tools/bench/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let statement: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        collapse(statement.join(" ").trim_end().trim_end_matches(';'))
+    }
+
+    fn collapse(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// A statement of the service as the bench runs it for project `bench`: `$1` the project,
+    /// then each further placeholder in order.
+    fn as_run(text: &str, values: &[&str]) -> String {
+        let mut text = text.replace("$1", "'bench'");
+        for (i, v) in values.iter().enumerate() {
+            text = text.replace(&format!("${}", i + 2), v);
+        }
+        collapse(&text)
+    }
+
+    fn first_page() -> PageRequest {
+        PageRequest {
+            limit: 100,
+            marker: None,
+            sort_key: "id".into(),
+            sort_dir: SortDir::Asc,
+        }
+    }
+
+    fn page_text(columns: &str, select_extra: &str) -> String {
+        let vis = |alias: &str| sql::project_visible(false, alias);
+        sql::keyset_page_text(
+            "cluster",
+            columns,
+            select_extra,
+            &vis("t"),
+            &vis("mk"),
+            0,
+            &first_page(),
+            false,
+        )
+    }
+
+    /// The bench's anchors are the statements the service runs, so that a change to one is a
+    /// change to the other.
+    #[test]
+    fn the_bench_anchors_are_the_services_own_statements() {
+        assert_eq!(
+            anchor("list_page.sql"),
+            as_run(
+                &page_text(CLUSTER_SUMMARY_COLUMNS, &COUNTS_SELECT),
+                &["100"]
+            )
+        );
+        assert_eq!(
+            anchor("list_detail_page.sql"),
+            as_run(
+                &page_text(CLUSTER_COLUMNS, &GROUP_FACTS_SELECT[0]),
+                &["100"]
+            )
+        );
+        let uuid = Ident::Uuid(uuid::Uuid::nil());
+        let scope = Scope {
+            project_id: "bench".into(),
+            all_projects: false,
+        };
+        let get = &BY_IDENT_WITH_GROUPS[0][sql::by_ident_index(&scope, &uuid)];
+        assert_eq!(anchor("get_cluster.sql"), as_run(get, &[":uuid"]));
+    }
 }

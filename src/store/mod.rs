@@ -52,7 +52,7 @@ pub use wakeup::{OutboxWakeups, Wake};
 pub use write::Write;
 
 use crate::domain::cluster::{
-    Cluster, ClusterOwner, ClusterWithCounts, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
+    Cluster, ClusterOwner, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
 };
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
@@ -220,11 +220,11 @@ pub trait ResourceStore: Send + Sync {
     async fn clusters_by_uuid(&self, uuids: &[ClusterId]) -> StoreResult<Vec<Cluster>>;
     async fn list_clusters(&self, scope: &Scope, page: &PageRequest) -> StoreResult<Vec<Cluster>>;
     /// A page with what the summary representation needs: one statement.
-    async fn list_clusters_with_counts(
+    async fn list_cluster_summaries(
         &self,
         scope: &Scope,
         page: &PageRequest,
-    ) -> StoreResult<Vec<ClusterWithCounts>>;
+    ) -> StoreResult<Vec<ClusterSummary>>;
     /// A page with what the full representation needs: one statement.
     async fn list_clusters_with_groups(
         &self,

@@ -7,7 +7,7 @@ use sqlx::types::Json;
 
 use super::{OutboxEvent, ServiceRecord, StoreError, StoreResult};
 use crate::domain::cluster::{
-    Cluster, ClusterOwner, ClusterWithCounts, ClusterWithGroups, GroupFacts, NodeGroup, Taint,
+    Cluster, ClusterOwner, ClusterSummary, ClusterWithGroups, GroupFacts, NodeGroup, Taint,
 };
 use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobResource, Operation};
@@ -25,6 +25,14 @@ fn uuid_of<I: From<uuid::Uuid>>(table: &str, text: &str) -> StoreResult<I> {
 
 fn cluster_status(table: &str, text: &str) -> StoreResult<ClusterStatus> {
     ClusterStatus::parse(text).ok_or_else(|| StoreError::Corrupt(format!("{table}.status {text}")))
+}
+
+fn health_status(text: Option<String>) -> StoreResult<Option<HealthStatus>> {
+    text.map(|h| {
+        HealthStatus::parse(&h)
+            .ok_or_else(|| StoreError::Corrupt(format!("cluster.health_status {h}")))
+    })
+    .transpose()
 }
 
 pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
@@ -91,13 +99,7 @@ impl ClusterRow {
             api_address: self.api_address,
             status: cluster_status("cluster", &self.status)?,
             status_reason: self.status_reason,
-            health_status: match self.health_status {
-                None => None,
-                Some(h) => Some(
-                    HealthStatus::parse(&h)
-                        .ok_or_else(|| StoreError::Corrupt(format!("cluster.health_status {h}")))?,
-                ),
-            },
+            health_status: health_status(self.health_status)?,
             health_status_reason: self.health_status_reason.0,
             create_timeout: self.create_timeout,
             discovery_url: self.discovery_url,
@@ -142,20 +144,49 @@ impl ClusterGroupsRow {
     }
 }
 
-/// A cluster row with [`super::clusters`]' worker and master node sums.
+/// The columns of a cluster's summary representation ([`ClusterSummaryRow`]): a summary page
+/// reads these and not the whole row.
+pub(crate) const CLUSTER_SUMMARY_COLUMNS: &str = "uuid, project_id, name, cluster_template_id, \
+    keypair, docker_volume_size, labels, master_flavor_id, flavor_id, stack_id, status, \
+    health_status, create_timeout";
+
+/// A cluster's summary columns with [`super::clusters`]' worker and master node sums.
 #[derive(sqlx::FromRow)]
-pub(crate) struct ClusterCountsRow {
-    #[sqlx(flatten)]
-    pub cluster: ClusterRow,
+pub(crate) struct ClusterSummaryRow {
+    pub uuid: String,
+    pub project_id: String,
+    pub name: String,
+    pub cluster_template_id: String,
+    pub keypair: Option<String>,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Json<Labels>,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub stack_id: Option<String>,
+    pub status: String,
+    pub health_status: Option<String>,
+    pub create_timeout: Option<i32>,
     pub worker_nodes: i64,
     pub master_nodes: i64,
 }
 
-impl ClusterCountsRow {
-    pub fn into_domain(self) -> StoreResult<ClusterWithCounts> {
+impl ClusterSummaryRow {
+    pub fn into_domain(self) -> StoreResult<ClusterSummary> {
         let clamp = |n: i64| i32::try_from(n.max(0)).unwrap_or(i32::MAX);
-        Ok(ClusterWithCounts {
-            cluster: self.cluster.into_domain()?,
+        Ok(ClusterSummary {
+            uuid: uuid_of("cluster", &self.uuid)?,
+            project_id: self.project_id,
+            name: self.name,
+            cluster_template_id: uuid_of("cluster.cluster_template_id", &self.cluster_template_id)?,
+            keypair: self.keypair,
+            docker_volume_size: self.docker_volume_size,
+            labels: self.labels.0,
+            master_flavor_id: self.master_flavor_id,
+            flavor_id: self.flavor_id,
+            stack_id: self.stack_id,
+            status: cluster_status("cluster", &self.status)?,
+            health_status: health_status(self.health_status)?,
+            create_timeout: self.create_timeout,
             node_count: clamp(self.worker_nodes),
             master_count: clamp(self.master_nodes),
         })

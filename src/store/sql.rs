@@ -263,7 +263,7 @@ pub(crate) async fn keyset_page<R: Row>(
 
 /// The text of a [`keyset_page`].
 #[allow(clippy::too_many_arguments)]
-fn keyset_page_text(
+pub(super) fn keyset_page_text(
     table: &str,
     columns: &str,
     select_extra: &str,

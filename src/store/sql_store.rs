@@ -18,7 +18,7 @@ use super::{
     StoreResult, Write,
 };
 use crate::domain::cluster::{
-    Cluster, ClusterWithCounts, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
+    Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
 };
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
@@ -104,12 +104,12 @@ impl ResourceStore for SqlStore {
         clusters::list(&self.pool, scope, page).await
     }
 
-    async fn list_clusters_with_counts(
+    async fn list_cluster_summaries(
         &self,
         scope: &Scope,
         page: &PageRequest,
-    ) -> StoreResult<Vec<ClusterWithCounts>> {
-        clusters::list_with_counts(&self.pool, scope, page).await
+    ) -> StoreResult<Vec<ClusterSummary>> {
+        clusters::list_summaries(&self.pool, scope, page).await
     }
 
     async fn list_clusters_with_groups(

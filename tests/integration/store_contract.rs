@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use fleetyard::domain::cluster::ClusterSummary;
 use fleetyard::domain::labels::Labels;
 use fleetyard::domain::names::FederationName;
 use fleetyard::domain::template::{NewClusterTemplate, TemplateSpec};
@@ -1027,14 +1028,27 @@ contract!(
         );
 
         let counted = store
-            .list_clusters_with_counts(&scope("p1"), &page(10, None, "name", SortDir::Asc))
+            .list_cluster_summaries(&scope("p1"), &page(10, None, "name", SortDir::Asc))
             .await
             .expect("summary page");
         let got: Vec<(uuid::Uuid, i32, i32)> = counted
             .iter()
-            .map(|c| (c.cluster.uuid.0, c.node_count, c.master_count))
+            .map(|c| (c.uuid.0, c.node_count, c.master_count))
             .collect();
         assert_eq!(got, [(failed, 7, 3), (bare, 0, 0)]);
+        // A summary reads its own columns only: they are the row's, as the whole row says.
+        for summary in &counted {
+            let whole = store
+                .get_cluster(&scope("p1"), &Ident::Uuid(summary.uuid.0))
+                .await
+                .expect("the whole row");
+            assert_eq!(
+                *summary,
+                ClusterSummary::of(&whole, summary.node_count, summary.master_count)
+            );
+        }
+        assert_eq!(counted[0].status.as_str(), "UPDATE_FAILED");
+        assert_eq!(counted[0].name, "a-failed");
         let detailed = store
             .list_clusters_with_groups(&scope("p1"), &page(10, None, "name", SortDir::Asc))
             .await
@@ -1056,7 +1070,7 @@ contract!(
             ("keypair", SortDir::Asc, bare),
         ] {
             let rows = store
-                .list_clusters_with_counts(&scope("p1"), &page(10, Some(last), key, dir))
+                .list_cluster_summaries(&scope("p1"), &page(10, Some(last), key, dir))
                 .await
                 .expect("after the last row");
             assert!(rows.is_empty(), "{key} {dir:?}");

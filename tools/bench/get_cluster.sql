@@ -1,5 +1,6 @@
 -- The statement behind GET /v1/clusters/{uuid} for ./tox.sh bench (src/store/clusters.rs: the
 -- cluster's columns over alias t, its node groups' facts and its template's labels in
 -- correlated subqueries), as pgbench runs it (-M prepared), for the cluster :uuid: what
--- PostgreSQL alone serves of the service's own statement, beside pgbench -S.
+-- PostgreSQL alone serves of the service's own statement, beside pgbench -S. A unit test holds
+-- it equal to the service's own.
 SELECT t.id, t.uuid, t.project_id, t.user_id, t.name, t.cluster_template_id, t.keypair, t.docker_volume_size, t.labels, t.master_flavor_id, t.flavor_id, t.stack_id, t.api_address, t.status, t.status_reason, t.health_status, t.health_status_reason, t.create_timeout, t.discovery_url, t.coe_version, t.container_version, t.fixed_network, t.fixed_subnet, t.floating_ip_enabled, t.master_lb_enabled, t.version, t.created_at, t.updated_at, t.registry_labels, t.registry_annotations, t.resource_version, t.generation, t.server_endpoints, t.ca_bundle, t.auth_info, COALESCE((SELECT json_agg(json_build_object('name', g.name, 'role', g.role, 'node_count', g.node_count, 'node_addresses', g.node_addresses, 'status', g.status, 'status_reason', g.status_reason) ORDER BY g.id) FROM nodegroup g WHERE g.cluster_id = t.uuid), '[]'::json) AS group_facts, (SELECT ct.labels FROM cluster_template ct WHERE ct.uuid = t.cluster_template_id) AS template_labels FROM cluster t WHERE t.project_id = 'bench' AND t.uuid = :uuid ORDER BY t.id LIMIT 2;

@@ -1,7 +1,8 @@
 -- The anchor of GET /v1/clusters?limit=100 (first page) for ./tox.sh bench: the statement the
--- service runs for that page (src/store/clusters.rs: CLUSTER_COLUMNS over alias t, the node
--- sums in correlated subqueries, keyset order on id), as pgbench runs it (-M prepared).
-SELECT t.id, t.uuid, t.project_id, t.user_id, t.name, t.cluster_template_id, t.keypair, t.docker_volume_size, t.labels, t.master_flavor_id, t.flavor_id, t.stack_id, t.api_address, t.status, t.status_reason, t.health_status, t.health_status_reason, t.create_timeout, t.discovery_url, t.coe_version, t.container_version, t.fixed_network, t.fixed_subnet, t.floating_ip_enabled, t.master_lb_enabled, t.version, t.created_at, t.updated_at, t.registry_labels, t.registry_annotations, t.resource_version, t.generation, t.server_endpoints, t.ca_bundle, t.auth_info,
+-- service runs for that page (src/store/clusters.rs: CLUSTER_SUMMARY_COLUMNS, the columns the
+-- summary view needs, over alias t, the node sums in correlated subqueries, keyset order on
+-- id), as pgbench runs it (-M prepared). A unit test holds it equal to the service's own.
+SELECT t.uuid, t.project_id, t.name, t.cluster_template_id, t.keypair, t.docker_volume_size, t.labels, t.master_flavor_id, t.flavor_id, t.stack_id, t.status, t.health_status, t.create_timeout,
        COALESCE((SELECT SUM(g.node_count) FROM nodegroup g WHERE g.cluster_id = t.uuid AND g.role <> 'master'), 0) AS worker_nodes,
        COALESCE((SELECT SUM(g.node_count) FROM nodegroup g WHERE g.cluster_id = t.uuid AND g.role = 'master'), 0) AS master_nodes
 FROM cluster t WHERE t.project_id = 'bench' ORDER BY t.id ASC LIMIT 100;

@@ -11,7 +11,7 @@ use crate::api::microversion::{CLUSTER_ID_FIELD, REGISTRY_METADATA};
 use crate::api::timestamp;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
-    label_diff, Cluster, ClusterWithCounts, ClusterWithGroups, GroupFacts, NodeGroup,
+    label_diff, ClusterSummary, ClusterWithGroups, GroupFacts, NodeGroup,
 };
 use crate::domain::labels::Labels;
 
@@ -93,39 +93,30 @@ pub struct ClusterSummaryView {
 }
 
 impl ClusterSummaryView {
-    pub fn new(base: &str, ctx: &RequestContext, c: &ClusterWithCounts) -> Self {
-        Self::with_counts(base, ctx, &c.cluster, c.node_count, c.master_count)
-    }
-
-    fn with_counts(
-        base: &str,
-        ctx: &RequestContext,
-        c: &Cluster,
-        node_count: i32,
-        master_count: i32,
-    ) -> Self {
+    /// The summary of `c`, taking its fields.
+    pub fn new(base: &str, ctx: &RequestContext, c: ClusterSummary) -> Self {
         let uuid = c.uuid.to_string();
-        let handle = Some(c.stack_id.clone());
+        let handle = Some(c.stack_id);
         let at_cluster_id = ctx.version >= CLUSTER_ID_FIELD;
         ClusterSummaryView {
             links: Link::pair(base, &format!("clusters/{uuid}")),
             uuid,
-            name: c.name.clone(),
+            name: c.name,
             cluster_template_id: c.cluster_template_id.to_string(),
-            keypair: c.keypair.clone(),
+            keypair: c.keypair,
             docker_volume_size: c.docker_volume_size,
-            labels: c.labels.clone(),
-            node_count,
-            master_count,
+            labels: c.labels,
+            node_count: c.node_count,
+            master_count: c.master_count,
             status: c.status.as_str().to_string(),
             health_status: c.health_status.map(|h| h.to_string()),
-            master_flavor_id: c.master_flavor_id.clone(),
-            flavor_id: c.flavor_id.clone(),
+            master_flavor_id: c.master_flavor_id,
+            flavor_id: c.flavor_id,
             create_timeout: c.create_timeout,
             merge_labels: false,
             stack_id: if at_cluster_id { None } else { handle.clone() },
             cluster_id: if at_cluster_id { handle } else { None },
-            project_id: ctx.is_admin.then(|| c.project_id.clone()),
+            project_id: ctx.is_admin.then_some(c.project_id),
         }
     }
 }
@@ -207,7 +198,11 @@ impl ClusterView {
     pub fn new(base: &str, ctx: &RequestContext, read: &ClusterWithGroups) -> Self {
         let c = &read.cluster;
         let n = Counts::of(&read.groups);
-        let s = ClusterSummaryView::with_counts(base, ctx, c, n.node_count, n.master_count);
+        let s = ClusterSummaryView::new(
+            base,
+            ctx,
+            ClusterSummary::of(c, n.node_count, n.master_count),
+        );
         let empty = Labels::new();
         let parent = read.template_labels.as_ref().unwrap_or(&empty);
         let (labels_overridden, labels_added, labels_skipped) = label_diff(&c.labels, parent);
