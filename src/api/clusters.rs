@@ -434,7 +434,7 @@ async fn list(
             .map_err(not_found)?;
         let last = clusters.last().map(|c| c.cluster.uuid.to_string());
         let items: Vec<ClusterView> = clusters
-            .iter()
+            .into_iter()
             .map(|c| ClusterView::new(&base, &ctx, c))
             .collect();
         let next = next_page(&req, "clusters/detail", &page, items.len(), last, &[]);
@@ -487,7 +487,7 @@ async fn show(
     // One statement: the cluster, its node groups' facts and its template's labels.
     let read = lookup::cluster_with_groups(&state, &ctx, &path).await?;
     ctx.authorize("cluster:get", &target(&read.cluster))?;
-    Ok(HttpResponse::Ok().json(ClusterView::new(&app_url(&req), &ctx, &read)))
+    Ok(HttpResponse::Ok().json(ClusterView::new(&app_url(&req), &ctx, read)))
 }
 
 /// The PATCH-able document of a cluster.

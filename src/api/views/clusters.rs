@@ -36,7 +36,8 @@ impl Counts {
         })
     }
 
-    pub fn of(groups: &[GroupFacts]) -> Counts {
+    /// The counts and addresses of `groups`, taking their addresses.
+    pub fn from_groups(groups: Vec<GroupFacts>) -> Counts {
         let mut c = Counts {
             node_count: 0,
             master_count: 0,
@@ -46,10 +47,10 @@ impl Counts {
         for g in groups {
             if g.is_master() {
                 c.master_count = c.master_count.saturating_add(g.node_count);
-                c.master_addresses.extend(g.node_addresses.iter().cloned());
+                c.master_addresses.extend(g.node_addresses);
             } else {
                 c.node_count = c.node_count.saturating_add(g.node_count);
-                c.node_addresses.extend(g.node_addresses.iter().cloned());
+                c.node_addresses.extend(g.node_addresses);
             }
         }
         c
@@ -195,19 +196,19 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    pub fn new(base: &str, ctx: &RequestContext, read: &ClusterWithGroups) -> Self {
-        let c = &read.cluster;
-        let n = Counts::of(&read.groups);
-        let s = ClusterSummaryView::new(
-            base,
-            ctx,
-            ClusterSummary::of(c, n.node_count, n.master_count),
-        );
+    /// The full representation of `read`, taking its fields (a page's reads are consumed as
+    /// its views are built, so the two are not held whole at once).
+    pub fn new(base: &str, ctx: &RequestContext, read: ClusterWithGroups) -> Self {
+        let ClusterWithGroups {
+            cluster: c,
+            groups,
+            template_labels,
+        } = read;
         let empty = Labels::new();
-        let parent = read.template_labels.as_ref().unwrap_or(&empty);
+        let parent = template_labels.as_ref().unwrap_or(&empty);
         let (labels_overridden, labels_added, labels_skipped) = label_diff(&c.labels, parent);
         let faults = c.status.is_failed().then(|| {
-            read.groups
+            groups
                 .iter()
                 .filter(|ng| ng.is_failed())
                 .map(|ng| {
@@ -218,6 +219,31 @@ impl ClusterView {
                 })
                 .collect()
         });
+        let n = Counts::from_groups(groups);
+        let registry = ctx.version >= REGISTRY_METADATA;
+        let s = ClusterSummaryView::new(
+            base,
+            ctx,
+            ClusterSummary {
+                uuid: c.uuid,
+                // The full view shows the project to everyone (below), not the summary's
+                // admin-only copy.
+                project_id: String::new(),
+                name: c.name,
+                cluster_template_id: c.cluster_template_id,
+                keypair: c.keypair,
+                docker_volume_size: c.docker_volume_size,
+                labels: c.labels,
+                master_flavor_id: c.master_flavor_id,
+                flavor_id: c.flavor_id,
+                stack_id: c.stack_id,
+                status: c.status,
+                health_status: c.health_status,
+                create_timeout: c.create_timeout,
+                node_count: n.node_count,
+                master_count: n.master_count,
+            },
+        );
         ClusterView {
             uuid: s.uuid,
             name: s.name,
@@ -236,29 +262,28 @@ impl ClusterView {
             links: s.links,
             stack_id: s.stack_id,
             cluster_id: s.cluster_id,
-            project_id: c.project_id.clone(),
-            user_id: c.user_id.clone(),
+            project_id: c.project_id,
+            user_id: c.user_id,
             node_addresses: n.node_addresses,
             master_addresses: n.master_addresses,
             labels_overridden,
             labels_added,
             labels_skipped,
-            fixed_network: c.fixed_network.clone(),
-            fixed_subnet: c.fixed_subnet.clone(),
+            fixed_network: c.fixed_network,
+            fixed_subnet: c.fixed_subnet,
             floating_ip_enabled: c.floating_ip_enabled,
             master_lb_enabled: c.master_lb_enabled,
-            status_reason: c.status_reason.clone(),
-            health_status_reason: c.health_status_reason.clone(),
-            discovery_url: c.discovery_url.clone(),
-            api_address: c.api_address.clone(),
-            coe_version: c.coe_version.clone(),
-            container_version: c.container_version.clone(),
+            status_reason: c.status_reason,
+            health_status_reason: c.health_status_reason,
+            discovery_url: c.discovery_url,
+            api_address: c.api_address,
+            coe_version: c.coe_version,
+            container_version: c.container_version,
             created_at: timestamp(c.created_at),
             updated_at: c.updated_at.map(timestamp),
             faults,
-            registry_labels: (ctx.version >= REGISTRY_METADATA).then(|| c.registry.labels.clone()),
-            registry_annotations: (ctx.version >= REGISTRY_METADATA)
-                .then(|| c.registry.annotations.clone()),
+            registry_labels: registry.then_some(c.registry.labels),
+            registry_annotations: registry.then_some(c.registry.annotations),
         }
     }
 }
