@@ -196,8 +196,9 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    /// The full representation of `read`, taking its fields (a page's reads are consumed as
-    /// its views are built, so the two are not held whole at once).
+    /// The full representation of `read`, taking the fields its summary part does not show (a
+    /// page's reads are consumed as its views are built, so the two are not held whole at
+    /// once).
     pub fn new(base: &str, ctx: &RequestContext, read: ClusterWithGroups) -> Self {
         let ClusterWithGroups {
             cluster: c,
@@ -224,25 +225,7 @@ impl ClusterView {
         let s = ClusterSummaryView::new(
             base,
             ctx,
-            ClusterSummary {
-                uuid: c.uuid,
-                // The full view shows the project to everyone (below), not the summary's
-                // admin-only copy.
-                project_id: String::new(),
-                name: c.name,
-                cluster_template_id: c.cluster_template_id,
-                keypair: c.keypair,
-                docker_volume_size: c.docker_volume_size,
-                labels: c.labels,
-                master_flavor_id: c.master_flavor_id,
-                flavor_id: c.flavor_id,
-                stack_id: c.stack_id,
-                status: c.status,
-                health_status: c.health_status,
-                create_timeout: c.create_timeout,
-                node_count: n.node_count,
-                master_count: n.master_count,
-            },
+            ClusterSummary::of(&c, n.node_count, n.master_count),
         );
         ClusterView {
             uuid: s.uuid,
