@@ -80,6 +80,14 @@ fn describe() {
         metrics::Unit::Seconds,
         "How long a caller waited for a database connection (connecting a new one included)."
     );
+    metrics::describe_counter!(
+        "fleetyard_db_shared_read_statements_total",
+        "Single-row reads sent to PostgreSQL; the callers of one read at the same moment share one."
+    );
+    metrics::describe_counter!(
+        "fleetyard_db_shared_read_callers_total",
+        "Callers those single-row reads answered (callers / statements: how many shared one)."
+    );
     metrics::describe_gauge!(
         "fleetyard_jobs",
         "Pending conductor jobs: due and not leased, or under a live lease."
@@ -180,6 +188,9 @@ async fn refresh(store: &dyn Store) {
     metrics::gauge!("fleetyard_db_pool_connections", "state" => "idle").set(pool.idle);
     metrics::gauge!("fleetyard_db_pool_connections", "state" => "in_use").set(in_use);
     metrics::gauge!("fleetyard_db_pool_connections", "state" => "max").set(pool.max);
+    metrics::counter!("fleetyard_db_shared_read_statements_total")
+        .absolute(pool.shared_read_statements);
+    metrics::counter!("fleetyard_db_shared_read_callers_total").absolute(pool.shared_read_callers);
     let read = async {
         let jobs = store.job_gauges().await?;
         let backlog = store.outbox_backlog().await?;

@@ -11,6 +11,7 @@ use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{Arguments, Encode, FromRow, Type};
 
+use super::batched::{self, Arg};
 use super::pg_pool::{Lease, PgConnections, PgTx};
 use super::{map_sqlx, postgres, sqlite, Dialect, StoreError, StoreResult, WaitObserver};
 
@@ -99,6 +100,15 @@ async fn leased<T>(
     done
 }
 
+/// Runs `op` on a leased connection of `pool`, bounded as any statement on the pool is.
+pub(super) async fn on_lease<T>(
+    pool: &PgConnections,
+    limit: Duration,
+    op: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
+) -> StoreResult<T> {
+    bounded(pool_limit(pool, limit), leased(pool, op)).await
+}
+
 /// An SQLite connection from the pool, the wait told to `on_wait`.
 async fn lite_conn(
     pool: &SqlitePool,
@@ -126,20 +136,54 @@ impl Pool {
 
     /// Open, idle and most connections.
     pub fn status(&self) -> super::PoolStatus {
-        let (size, idle, max) = match self {
-            Pool::Pg(p, _) => p.status(),
-            Pool::Lite(p, _) => (p.size(), p.num_idle(), p.options().get_max_connections()),
+        let (size, idle, max, shared) = match self {
+            Pool::Pg(p, _) => {
+                let (size, idle, max) = p.status();
+                (size, idle, max, p.batcher().counts())
+            }
+            Pool::Lite(p, _) => (
+                p.size(),
+                p.num_idle(),
+                p.options().get_max_connections(),
+                batched::BatchCounts::default(),
+            ),
         };
         super::PoolStatus {
             size,
             idle: u32::try_from(idle).unwrap_or(u32::MAX),
             max,
+            shared_read_statements: shared.statements,
+            shared_read_callers: shared.callers,
         }
     }
 
     /// A statement for this pool's backend.
     pub fn sql<'q>(&self, text: &'q str) -> Stmt<'q> {
         Stmt::new(self.dialect(), text)
+    }
+
+    /// The rows of a read, its parameters `$1..` bound to `args` in order. On PostgreSQL
+    /// the callers of one read at the same moment share a statement ([`batched`]); `text`
+    /// is static because its address names the read.
+    pub async fn read_shared<R: Row>(
+        &self,
+        text: &'static str,
+        args: Vec<Arg>,
+    ) -> StoreResult<Vec<R>> {
+        match self {
+            Pool::Pg(p, limit) => batched::fetch(p, *limit, text, args)
+                .await?
+                .iter()
+                .map(|row| R::from_row(row).map_err(pg_err))
+                .collect(),
+            Pool::Lite(..) => {
+                let q = args.into_iter().fold(self.sql(text), |q, a| match a {
+                    Arg::Text(s) => q.bind(s),
+                    Arg::Int(i) => q.bind(i),
+                });
+                q.fetch_all(self).await
+            }
+        }
     }
 
     /// Opens a write transaction. SQLite starts it with `BEGIN IMMEDIATE`: writers queue on

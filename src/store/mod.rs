@@ -8,6 +8,7 @@
 //! change is one transaction ([`Write`] sets, `write::commit`): a row, its job and its outbox
 //! event commit together.
 
+mod batched;
 mod clusters;
 mod db;
 mod federations;
@@ -465,6 +466,11 @@ pub struct PoolStatus {
     pub size: u32,
     pub idle: u32,
     pub max: u32,
+    /// Single-row reads sent since start (PostgreSQL shares one among the callers of the
+    /// same read at the same moment), and the callers they answered. SQLite's are not
+    /// counted.
+    pub shared_read_statements: u64,
+    pub shared_read_callers: u64,
 }
 
 /// Told how long each caller waited for a database connection (either backend's pool).

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
+use super::batched::Arg;
 use super::db::{Pool, Tx};
 use super::rows::{NodeGroupOfClusterRow, NodeGroupRow, NODEGROUP_COLUMNS};
 use super::sql;
@@ -177,15 +178,19 @@ pub(super) async fn get_of_cluster(
     ident: &str,
 ) -> StoreResult<NodeGroupOfCluster> {
     let (as_uuid, as_id) = ident_keys(ident);
-    let row: Option<NodeGroupOfClusterRow> = pool
-        .sql(&OF_CLUSTER[sql::by_ident_index(scope, cluster_ident)])
-        .bind(&scope.project_id)
-        .bind(sql::by_ident_value(cluster_ident))
-        .bind(as_uuid)
-        .bind(ident)
-        .bind(as_id)
-        .fetch_optional(pool)
+    let rows: Vec<NodeGroupOfClusterRow> = pool
+        .read_shared(
+            &OF_CLUSTER[sql::by_ident_index(scope, cluster_ident)],
+            vec![
+                Arg::Text(scope.project_id.clone()),
+                Arg::Text(sql::by_ident_value(cluster_ident)),
+                Arg::Text(as_uuid),
+                Arg::Text(ident.to_string()),
+                Arg::Int(as_id),
+            ],
+        )
         .await?;
+    let row = rows.into_iter().next();
     let Some(row) = row else {
         return Err(StoreError::NotFound);
     };

@@ -26,6 +26,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Executor};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::batched::Batcher;
 use super::WaitObserver;
 
 /// A connection idle longer than this is pinged before it is handed out.
@@ -54,6 +55,8 @@ struct Inner {
     idle: Mutex<Vec<Idle>>,
     open: AtomicU32,
     on_wait: WaitObserver,
+    /// Single-row reads waiting to share a statement.
+    batcher: Batcher,
 }
 
 struct Idle {
@@ -103,12 +106,18 @@ impl PgConnections {
                 idle: Mutex::new(Vec::with_capacity(max as usize)),
                 open: AtomicU32::new(0),
                 on_wait,
+                batcher: Batcher::default(),
             }),
         }
     }
 
     pub fn connect_options(&self) -> &PgConnectOptions {
         &self.inner.options
+    }
+
+    /// The queues of single-row reads sharing statements ([`super::batched`]).
+    pub(crate) fn batcher(&self) -> &Batcher {
+        &self.inner.batcher
     }
 
     pub fn acquire_timeout(&self) -> Duration {

@@ -4,6 +4,7 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 
+use super::batched::Arg;
 use super::db::Pool;
 pub(crate) use super::db::Row;
 use super::{PageRequest, Scope, SortDir, StoreError, StoreResult};
@@ -187,15 +188,18 @@ pub(crate) fn by_ident_value(ident: &Ident) -> String {
 /// for none, [`StoreError::Ambiguous`] for a name several rows share. One statement.
 pub(crate) async fn one_by_ident<R: Row>(
     pool: &Pool,
-    texts: &[String; 4],
+    texts: &'static [String; 4],
     scope: &Scope,
     ident: &Ident,
 ) -> StoreResult<R> {
     let rows: Vec<R> = pool
-        .sql(&texts[by_ident_index(scope, ident)])
-        .bind(&scope.project_id)
-        .bind(by_ident_value(ident))
-        .fetch_all(pool)
+        .read_shared(
+            &texts[by_ident_index(scope, ident)],
+            vec![
+                Arg::Text(scope.project_id.clone()),
+                Arg::Text(by_ident_value(ident)),
+            ],
+        )
         .await?;
     let mut rows = rows.into_iter();
     match (rows.next(), rows.next()) {

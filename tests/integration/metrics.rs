@@ -85,6 +85,15 @@ async fn metrics_show_requests_by_route_and_status_jobs_outbox_and_pool() {
     .await;
     let missing = app.get(&format!("/v1/clusters/{MISSING}")).await;
     assert_eq!(missing.status, 404);
+    // Forty GETs of the cluster at once: each answered with the cluster, the concurrent ones
+    // sharing statements.
+    let path = "/v1/clusters/m1";
+    let gets = (0..40).map(|_| app.get(path));
+    for got in futures_util::future::join_all(gets).await {
+        assert_eq!(got.status, 200, "{}", got.body);
+        assert_eq!(got.body["name"], "m1");
+        assert_eq!(got.body["cluster_template_id"], template.as_str());
+    }
 
     let (text, s) = scrape(port).await;
     for (method, route, status) in [
@@ -158,6 +167,16 @@ async fn metrics_show_requests_by_route_and_status_jobs_outbox_and_pool() {
         "no wait beyond the pool timeout: {waited} s over {waits}"
     );
     assert!(text.contains("# TYPE fleetyard_db_pool_wait_seconds histogram"));
+    // The single-row reads: the 404 and the forty GETs at least, in fewer statements than
+    // callers.
+    let callers = value(&s, "fleetyard_db_shared_read_callers_total", &text);
+    let statements = value(&s, "fleetyard_db_shared_read_statements_total", &text);
+    assert!(callers >= 41.0, "{callers}");
+    assert!(
+        statements >= 1.0 && statements < callers,
+        "{callers} callers in {statements} statements"
+    );
+    assert!(text.contains("# TYPE fleetyard_db_shared_read_callers_total counter"));
     assert!(text.contains("# TYPE fleetyard_http_request_duration_seconds histogram"));
     assert!(text.contains("# HELP fleetyard_jobs_oldest_due_age_seconds"));
 

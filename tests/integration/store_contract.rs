@@ -1273,3 +1273,138 @@ contract!(
         }
     }
 );
+
+/// What one concurrent lookup should come to: the cluster's uuid, or the error's name.
+fn outcome<T>(r: Result<T, StoreError>, uuid_of: impl Fn(&T) -> uuid::Uuid) -> String {
+    match r {
+        Ok(v) => uuid_of(&v).to_string(),
+        Err(StoreError::NotFound) => "not found".into(),
+        Err(StoreError::Ambiguous) => "ambiguous".into(),
+        Err(StoreError::NodeGroupNotFound(c)) => format!("no group of {}", c.uuid),
+        Err(e) => format!("error {e}"),
+    }
+}
+
+contract!(
+    concurrent_single_row_reads_each_get_their_own_answer,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        let tu = t.uuid.to_string();
+        let mut sql = Vec::new();
+        let mut mine = Vec::new();
+        for i in 0..8 {
+            let (id, more) = cluster_fixture(
+                "p1",
+                &format!("c{i}"),
+                &tu,
+                "CREATE_COMPLETE",
+                &[("default-worker", "worker", 1, "[]", "CREATE_COMPLETE", None)],
+            );
+            mine.push(id);
+            sql.extend(more);
+        }
+        let (theirs, more) = cluster_fixture("p2", "c0", &tu, "CREATE_COMPLETE", &[]);
+        sql.extend(more);
+        exec_all(&url, &sql).await;
+        let before = store.pool_status();
+
+        // Every kind of answer, each asked many times at once: found by name and by uuid,
+        // another project's row (hidden, or seen with every project), a name two projects
+        // use (ambiguous to a caller who sees both), none.
+        type Case = (Scope, Ident, Option<&'static str>, String);
+        let all = Scope {
+            project_id: "p1".into(),
+            all_projects: true,
+        };
+        let mut cases: Vec<Case> = Vec::new();
+        for (i, id) in mine.iter().enumerate() {
+            cases.push((
+                scope("p1"),
+                Ident::Name(format!("c{i}")),
+                None,
+                id.to_string(),
+            ));
+            cases.push((scope("p1"), Ident::Uuid(*id), None, id.to_string()));
+            cases.push((scope("p2"), Ident::Uuid(*id), None, "not found".into()));
+            cases.push((all.clone(), Ident::Uuid(*id), None, id.to_string()));
+            cases.push((
+                scope("p1"),
+                Ident::Uuid(*id),
+                Some("default-worker"),
+                id.to_string(),
+            ));
+            cases.push((
+                scope("p1"),
+                Ident::Uuid(*id),
+                Some("nope"),
+                format!("no group of {id}"),
+            ));
+        }
+        cases.push((
+            scope("p2"),
+            Ident::Name("c0".into()),
+            None,
+            theirs.to_string(),
+        ));
+        cases.push((
+            all.clone(),
+            Ident::Name("c0".into()),
+            None,
+            "ambiguous".into(),
+        ));
+        cases.push((
+            scope("p1"),
+            Ident::Name("nope".into()),
+            None,
+            "not found".into(),
+        ));
+        cases.push((
+            all.clone(),
+            Ident::Name("c0".into()),
+            Some("default-worker"),
+            "ambiguous".into(),
+        ));
+        let mut tasks = Vec::new();
+        for round in 0..3 {
+            for (scope, ident, group, want) in cases.iter().cloned() {
+                let store = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    let got = match (group, round % 2) {
+                        (Some(g), _) => {
+                            outcome(store.get_nodegroup_of(&scope, &ident, g).await, |r| {
+                                r.cluster.uuid.0
+                            })
+                        }
+                        (None, 0) => outcome(store.get_cluster(&scope, &ident).await, |c| c.uuid.0),
+                        (None, _) => {
+                            outcome(store.get_cluster_with_groups(&scope, &ident).await, |r| {
+                                r.cluster.uuid.0
+                            })
+                        }
+                    };
+                    (format!("{scope:?} {ident:?} {group:?}"), got, want)
+                }));
+            }
+        }
+        let asked = tasks.len() as u64;
+        for task in tasks {
+            let (what, got, want) = task.await.expect("task");
+            assert_eq!(got, want, "{what}");
+        }
+        let after = store.pool_status();
+        if url.starts_with("postgres") {
+            let callers = after.shared_read_callers - before.shared_read_callers;
+            let statements = after.shared_read_statements - before.shared_read_statements;
+            assert_eq!(callers, asked, "every lookup went through the shared reads");
+            assert!(
+                statements < callers / 4,
+                "{callers} concurrent lookups took {statements} statements"
+            );
+        } else {
+            assert_eq!(after.shared_read_callers, 0);
+        }
+    }
+);
