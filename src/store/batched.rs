@@ -132,8 +132,8 @@ impl Batcher {
 }
 
 /// The rows `single` returns for `args`, read alone or with other callers of the same text.
-/// `limit` bounds one statement, connection wait included; a caller waits at most for the
-/// statement out when it came and then its own.
+/// A statement may take the wait for a connection and then `limit` (the statement timeout);
+/// a caller waits at most for two: the one out when it came, then its own.
 pub(crate) async fn fetch(
     conns: &PgConnections,
     limit: Duration,
@@ -162,7 +162,10 @@ pub(crate) async fn fetch(
             drain(conns, limit, single, key).instrument(tracing::debug_span!("store.batched_read")),
         );
     }
-    match tokio::time::timeout(2 * limit, answer).await {
+    // The statement out when this caller came, then its own: each bounded by the wait for a
+    // connection and the statement timeout.
+    let bound = 2 * (conns.acquire_timeout() + limit);
+    match tokio::time::timeout(bound, answer).await {
         Ok(Ok(rows)) => rows,
         Ok(Err(_)) => Err(StoreError::Unavailable(sqlx::Error::WorkerCrashed)),
         Err(_) => Err(StoreError::TimedOut(limit)),
