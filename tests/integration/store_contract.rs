@@ -1408,3 +1408,46 @@ contract!(
         }
     }
 );
+
+contract!(
+    a_lookup_cut_off_leaves_the_others_of_its_statement_answered,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        let (id, sql) = cluster_fixture("p1", "kept", &t.uuid.to_string(), "CREATE_COMPLETE", &[]);
+        exec_all(&url, &sql).await;
+        // Sixty lookups at once; every other one is cut off (its request gone) while it
+        // waits, the rest must each get the cluster.
+        let mut kept = Vec::new();
+        let mut cut = Vec::new();
+        for i in 0..60 {
+            let store = store.clone();
+            let task = tokio::spawn(async move {
+                store
+                    .get_cluster(&scope("p1"), &Ident::Uuid(id))
+                    .await
+                    .map(|c| c.uuid.0)
+            });
+            if i % 2 == 0 {
+                cut.push(task);
+            } else {
+                kept.push(task);
+            }
+        }
+        tokio::task::yield_now().await;
+        for task in &cut {
+            task.abort();
+        }
+        for task in kept {
+            assert_eq!(task.await.expect("task").expect("found"), id);
+        }
+        // And the read still works afterwards, alone.
+        let again = store
+            .get_cluster(&scope("p1"), &Ident::Name("kept".into()))
+            .await
+            .expect("found again");
+        assert_eq!(again.uuid.0, id);
+    }
+);
