@@ -41,7 +41,8 @@ use crate::domain::ClusterId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
-/// The routes under `/v1/clusters`, relative to the scope [`super::routes`] mounts them in.
+/// The routes of the collection `/v1/clusters`, relative to the scope [`super::routes`]
+/// mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("")
@@ -53,23 +54,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/detail")
             .route(web::get().to(list))
             .default_service(web::to(super::method_not_allowed)),
-    )
-    // A single cluster before its actions: the most requested of the dynamic routes is tried
-    // first (`{ident}` takes no `/`, so it never takes an action's path).
-    .service(
-        web::resource("/{ident}")
+    );
+}
+
+/// The routes of one cluster, relative to the scope `/v1/clusters/{cluster_ident}`
+/// [`super::routes`] mounts them in (its node groups' are in [`super::nodegroups`]).
+pub fn configure_one(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("")
             .route(web::get().to(show))
             .route(web::patch().to(update))
             .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/{ident}/actions/resize")
+        web::resource("/actions/resize")
             .route(web::post().to(resize))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/{ident}/actions/upgrade")
+        web::resource("/actions/upgrade")
             .route(web::post().to(upgrade))
             .default_service(web::to(super::method_not_allowed)),
     );

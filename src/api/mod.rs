@@ -63,7 +63,10 @@ pub fn initiator(ctx: &RequestContext) -> Initiator {
 
 /// Every route of the service. Each `/v1` collection is a scope of its own, matched by its
 /// static prefix: a request runs the patterns of its collection only (actix matches every
-/// dynamic pattern with a regular expression, in registration order). The Kubernetes-facing
+/// dynamic pattern with a regular expression, in registration order). One cluster's routes,
+/// its node groups' included, are a scope of their own under `/v1/clusters`, so that the
+/// cluster's identifier is matched once and the rest of the path against static patterns
+/// (a node group by its identifier is the one further expression). The Kubernetes-facing
 /// routes come after `/v1`, so that no `/v1` request runs theirs.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(versions::root))
@@ -77,7 +80,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .service(
                     web::scope("/clusters")
                         .configure(clusters::configure)
-                        .configure(nodegroups::configure),
+                        .service(
+                            web::scope("/{cluster_ident}")
+                                .configure(clusters::configure_one)
+                                .configure(nodegroups::configure),
+                        ),
                 )
                 .service(web::scope("/clustertemplates").configure(cluster_templates::configure))
                 .service(web::scope("/federations").configure(federations::configure))

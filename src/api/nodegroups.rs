@@ -37,21 +37,22 @@ use crate::domain::{Ident, NodeGroupId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
 
-/// The routes under `/v1/clusters`, relative to the scope [`super::routes`] mounts them in.
+/// The routes of a cluster's node groups, relative to the scope `/v1/clusters/{cluster_ident}`
+/// [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/{cluster_ident}/nodegroups")
+        web::resource("/nodegroups")
             .route(web::get().to(list))
             .route(web::post().to(create))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/{cluster_ident}/nodegroups/detail")
+        web::resource("/nodegroups/detail")
             .route(web::get().to(list))
             .default_service(web::to(super::method_not_allowed)),
     )
     .service(
-        web::resource("/{cluster_ident}/nodegroups/{nodegroup_ident}")
+        web::resource("/nodegroups/{nodegroup_ident}")
             .route(web::get().to(show))
             .route(web::patch().to(update))
             .route(web::delete().to(delete))

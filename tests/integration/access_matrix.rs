@@ -1169,15 +1169,19 @@ fn registered_routes() -> Vec<(String, String, String)> {
             .file_name()
             .map(|f| f.to_string_lossy().to_string())
             .unwrap_or_default();
-        let mut marks: Vec<(usize, &str)> = ["web::scope(\"/v1\")", "web::resource(", ".route("]
-            .iter()
-            .flat_map(|pat| text.match_indices(pat).collect::<Vec<_>>())
-            .collect();
+        let mut marks: Vec<(usize, &str)> =
+            ["web::scope(\"/v1\")", "web::resource(", ".route(", "pubfn"]
+                .iter()
+                .flat_map(|pat| text.match_indices(pat).collect::<Vec<_>>())
+                .collect();
         marks.sort();
         // Resource modules are configured inside the `/v1` scope, most inside a scope of their
-        // own (mod.rs says which); mod.rs says where `/v1` starts.
+        // own, a module's configure functions perhaps in different scopes (mod.rs says which);
+        // mod.rs says where `/v1` starts.
         let module = file.trim_end_matches(".rs");
-        let scoped = scopes.get(module).map(String::as_str);
+        let scoped = scopes
+            .get(&format!("{module}::configure"))
+            .map(String::as_str);
         let mut prefix = match (file.as_str(), scoped) {
             ("mod.rs", _) => "",
             (_, Some(scope)) => scope,
@@ -1202,6 +1206,12 @@ fn registered_routes() -> Vec<(String, String, String)> {
                     }
                 }
                 "web::resource(" => resource = literal(rest).map(|(p, _)| p),
+                "pubfn" => {
+                    let name = rest.split('(').next().unwrap_or_default();
+                    if let Some(scope) = scopes.get(&format!("{module}::{name}")) {
+                        prefix = scope;
+                    }
+                }
                 _ => prefix = "/v1",
             }
         }
@@ -1209,15 +1219,17 @@ fn registered_routes() -> Vec<(String, String, String)> {
     out
 }
 
-/// The `/v1` scope each resource module is mounted in by `src/api/mod.rs`
-/// (`web::scope("/clusters").configure(clusters::configure).configure(nodegroups::configure)`):
-/// module name to its full prefix.
+/// The `/v1` scope each configure function of a resource module is mounted in by
+/// `src/api/mod.rs` (`web::scope("/clusters").configure(clusters::configure)`), a scope whose
+/// path starts with a parameter (`web::scope("/{cluster_ident}")`) nested in the scope before
+/// it: `module::function` to its full prefix.
 fn module_scopes(dir: &str) -> BTreeMap<String, String> {
     let text: String = std::fs::read_to_string(format!("{dir}/mod.rs"))
         .expect("src/api/mod.rs")
         .split_whitespace()
         .collect();
     let mut out = BTreeMap::new();
+    let mut outer = "/v1".to_string();
     for (at, mark) in text.match_indices("web::scope(") {
         let Some((scope, mut rest)) = literal(&text[at + mark.len()..]) else {
             continue;
@@ -1225,18 +1237,24 @@ fn module_scopes(dir: &str) -> BTreeMap<String, String> {
         if scope == "/v1" {
             continue;
         }
+        let full = if scope.starts_with("/{") {
+            format!("{outer}{scope}")
+        } else {
+            outer = format!("/v1{scope}");
+            outer.clone()
+        };
         rest = rest.strip_prefix(')').unwrap_or(rest);
         while let Some(after) = rest.strip_prefix(".configure(") {
-            let Some((module, tail)) = after.split_once("::configure)") else {
+            let Some((function, tail)) = after.split_once(')') else {
                 break;
             };
-            out.insert(module.to_string(), format!("/v1{scope}"));
+            out.insert(function.to_string(), full.clone());
             rest = tail;
         }
     }
     assert!(
-        out.contains_key("clusters"),
-        "src/api/mod.rs mounts the clusters module in a scope: {out:?}"
+        out.contains_key("clusters::configure") && out.contains_key("nodegroups::configure"),
+        "src/api/mod.rs mounts the clusters and node groups modules in scopes: {out:?}"
     );
     out
 }

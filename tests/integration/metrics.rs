@@ -99,7 +99,7 @@ async fn metrics_show_requests_by_route_and_status_jobs_outbox_and_pool() {
     for (method, route, status) in [
         ("POST", "/v1/clustertemplates", 201),
         ("POST", "/v1/clusters", 202),
-        ("GET", "/v1/clusters/{ident}", 404),
+        ("GET", "/v1/clusters/{cluster_ident}", 404),
     ] {
         let count = value(
             &s,
