@@ -14,6 +14,7 @@
 //! never leaves the others in its statement without an answer.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -96,7 +97,8 @@ pub(crate) struct BatchCounts {
 #[derive(Default)]
 pub(crate) struct Batcher {
     queues: Mutex<HashMap<usize, Queue>>,
-    counts: Mutex<BatchCounts>,
+    statements: AtomicU64,
+    callers: AtomicU64,
 }
 
 impl std::fmt::Debug for Batcher {
@@ -115,19 +117,15 @@ impl Batcher {
     }
 
     pub(crate) fn counts(&self) -> BatchCounts {
-        *self
-            .counts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        BatchCounts {
+            statements: self.statements.load(Ordering::Relaxed),
+            callers: self.callers.load(Ordering::Relaxed),
+        }
     }
 
     fn counted(&self, callers: usize) {
-        let mut c = self
-            .counts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        c.statements += 1;
-        c.callers += callers as u64;
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.callers.fetch_add(callers as u64, Ordering::Relaxed);
     }
 }
 

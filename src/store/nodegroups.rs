@@ -190,8 +190,7 @@ pub(super) async fn get_of_cluster(
             ],
         )
         .await?;
-    let row = rows.into_iter().next();
-    let Some(row) = row else {
+    let Some(row) = rows.into_iter().next() else {
         return Err(StoreError::NotFound);
     };
     if row.cluster.cluster_matches > 1 {
