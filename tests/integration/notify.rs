@@ -763,6 +763,67 @@ async fn sent_events_are_pruned_after_retention_and_pending_ones_never() {
     assert_eq!(store.prune_sent_events(later).await.expect("pruned"), 0);
 }
 
+/// A message over PostgreSQL's TOAST threshold is compressed once, with lz4 where the server
+/// has it, and comes back from the claim as written; the claim and the "sent" update keep
+/// the stored form (no compression per update).
+#[tokio::test]
+async fn a_large_message_is_stored_compressed_once_and_claimed_as_written() {
+    let (store, db) = open_store(Backend::Postgres).await;
+    let mut event = raw_event("big", 1);
+    let labels: serde_json::Map<String, Value> = (0..60)
+        .map(|i| {
+            (
+                format!("label_{i}"),
+                json!(uuid::Uuid::new_v4().to_string()),
+            )
+        })
+        .collect();
+    event.message["payload"]["labels"] = Value::Object(labels);
+    let written = event.message.clone();
+    assert!(written.to_string().len() > 3000, "over the TOAST threshold");
+    store.commit(&[Write::event(event)]).await.expect("written");
+
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .expect("connects");
+    let lz4: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_settings \
+         WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals))",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("settings");
+    let stored = "SELECT pg_column_compression(message) FROM outbox WHERE resource_uuid = 'big'";
+    let method: Option<String> = sqlx::query_scalar(stored)
+        .fetch_one(&mut conn)
+        .await
+        .expect("stored form");
+    if lz4 {
+        assert_eq!(method.as_deref(), Some("lz4"));
+    }
+
+    let claimed = store
+        .claim_events("relay-a", 10, Duration::from_secs(30))
+        .await
+        .expect("claimed");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].message_json(), written);
+    store
+        .mark_events_sent(&[claimed[0].id])
+        .await
+        .expect("sent");
+    let after: Option<String> = sqlx::query_scalar(stored)
+        .fetch_one(&mut conn)
+        .await
+        .expect("stored form");
+    assert_eq!(after, method, "the updates kept the stored form");
+    let kept: Value = sqlx::query_scalar("SELECT message FROM outbox WHERE resource_uuid = 'big'")
+        .fetch_one(&mut conn)
+        .await
+        .expect("message");
+    assert_eq!(kept, written);
+}
+
 #[tokio::test]
 async fn cluster_and_node_group_events_reach_the_broker_with_their_priority_routing() {
     use crate::helpers::{cluster_as, conductor, drain, instant, template_as, Api};
