@@ -765,7 +765,8 @@ async fn sent_events_are_pruned_after_retention_and_pending_ones_never() {
 
 /// A message over PostgreSQL's TOAST threshold is compressed once, with lz4 where the server
 /// has it, and comes back from the claim as written; the claim and the "sent" update keep
-/// the stored form (no compression per update).
+/// the stored form (no compression per update). Half of each page is left for the claim's
+/// heap-only update.
 #[tokio::test]
 async fn a_large_message_is_stored_compressed_once_and_claimed_as_written() {
     let (store, db) = open_store(Backend::Postgres).await;
@@ -802,12 +803,20 @@ async fn a_large_message_is_stored_compressed_once_and_claimed_as_written() {
         assert_eq!(method.as_deref(), Some("lz4"));
     }
 
+    let options: Vec<String> =
+        sqlx::query_scalar("SELECT unnest(reloptions) FROM pg_class WHERE relname = 'outbox'")
+            .fetch_all(&mut conn)
+            .await
+            .expect("options");
+    assert_eq!(options, vec!["fillfactor=50".to_string()]);
+
     let claimed = store
         .claim_events("relay-a", 10, Duration::from_secs(30))
         .await
         .expect("claimed");
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].message_json(), written);
+
     store
         .mark_events_sent(&[claimed[0].id])
         .await
