@@ -17,6 +17,16 @@
 //!   Those are the ones a server restart or a failover leaves dead; a busy connection proves
 //!   itself with every statement it runs. Idle connections past [`IDLE_TIMEOUT`] or
 //!   [`MAX_LIFETIME`] are closed when next taken.
+//!
+//! Plans are not kept for ever: a connection whose prepared statements are older than
+//! [`PLAN_REFRESH`] closes them (one round trip) before it is handed out, and prepares them
+//! again as they are next used. PostgreSQL caches a prepared statement's generic plan once
+//! five runs found it no worse than a custom one, and keeps it until the table is analyzed
+//! or altered. A statement first run while its table held a few rows gets a sequential scan,
+//! the cheapest plan then; with autovacuum off (or before it next analyzes) that plan stayed
+//! as the table grew, and a single-row GET by uuid of a federation fell from 40,000 to 500 a
+//! second after 70,000 federations were created. Planning every run instead
+//! (`plan_cache_mode = force_custom_plan`) costs a third of the single-row GETs' rate.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,6 +45,9 @@ const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// A connection older than this is closed rather than reused (as sqlx's default).
 const MAX_LIFETIME: Duration = Duration::from_secs(30 * 60);
+/// Prepared statements older than this are closed before their connection is handed out, so
+/// their plans are made again for the tables as they are now.
+const PLAN_REFRESH: Duration = Duration::from_secs(60);
 /// The most a rollback of an abandoned transaction, or a ping, may take.
 const HOUSEKEEPING_LIMIT: Duration = Duration::from_secs(2);
 /// The first pause before a refused connection is tried again; it doubles up to the limit.
@@ -55,6 +68,8 @@ struct Inner {
     idle: Mutex<Vec<Idle>>,
     open: AtomicU32,
     on_wait: WaitObserver,
+    /// See [`PLAN_REFRESH`].
+    plan_refresh: Duration,
     /// Single-row reads waiting to share a statement.
     batcher: Batcher,
 }
@@ -63,6 +78,8 @@ struct Idle {
     conn: PgConnection,
     created: Instant,
     since: Instant,
+    /// When its prepared statements were last closed (or the connection made).
+    planned: Instant,
 }
 
 impl std::fmt::Debug for PgConnections {
@@ -106,7 +123,20 @@ impl PgConnections {
                 idle: Mutex::new(Vec::with_capacity(max as usize)),
                 open: AtomicU32::new(0),
                 on_wait,
+                plan_refresh: PLAN_REFRESH,
                 batcher: Batcher::default(),
+            }),
+        }
+    }
+
+    /// The pool with prepared statements refreshed after `every` rather than [`PLAN_REFRESH`].
+    #[cfg(test)]
+    fn with_plan_refresh(self, every: Duration) -> PgConnections {
+        let inner = Arc::into_inner(self.inner).expect("a pool not yet shared");
+        PgConnections {
+            inner: Arc::new(Inner {
+                plan_refresh: every,
+                ..inner
             }),
         }
     }
@@ -177,18 +207,35 @@ impl PgConnections {
                 close_in_background(idle.conn);
                 continue;
             }
-            if now.duration_since(idle.since) > IDLE_BEFORE_PING {
+            if now.duration_since(idle.planned) > self.inner.plan_refresh {
+                // Also proves the connection alive, as a ping would.
+                let cleared =
+                    tokio::time::timeout(HOUSEKEEPING_LIMIT, idle.conn.clear_cached_statements())
+                        .await;
+                if !matches!(cleared, Ok(Ok(()))) {
+                    self.inner.forget_one();
+                    continue;
+                }
+                idle.planned = Instant::now();
+            } else if now.duration_since(idle.since) > IDLE_BEFORE_PING {
                 let pinged = tokio::time::timeout(HOUSEKEEPING_LIMIT, idle.conn.ping()).await;
                 if !matches!(pinged, Ok(Ok(()))) {
                     self.inner.forget_one();
                     continue;
                 }
             }
-            return Ok(Lease::new(idle.conn, idle.created, permit, &self.inner));
+            return Ok(Lease::new(
+                idle.conn,
+                idle.created,
+                idle.planned,
+                permit,
+                &self.inner,
+            ));
         }
         let conn = self.connect_until(deadline).await?;
         self.inner.open.fetch_add(1, Ordering::Relaxed);
-        Ok(Lease::new(conn, Instant::now(), permit, &self.inner))
+        let now = Instant::now();
+        Ok(Lease::new(conn, now, now, permit, &self.inner))
     }
 
     /// Connects, trying again after a refused or broken attempt until `deadline` (a server
@@ -229,6 +276,7 @@ fn close_in_background(conn: PgConnection) {
 pub(crate) struct Lease {
     conn: Option<PgConnection>,
     created: Instant,
+    planned: Instant,
     reusable: bool,
     pool: Arc<Inner>,
     // Released after the connection is back in the idle list (fields drop after `drop`).
@@ -239,12 +287,14 @@ impl Lease {
     fn new(
         conn: PgConnection,
         created: Instant,
+        planned: Instant,
         permit: OwnedSemaphorePermit,
         pool: &Arc<Inner>,
     ) -> Lease {
         Lease {
             conn: Some(conn),
             created,
+            planned,
             reusable: false,
             pool: pool.clone(),
             _permit: permit,
@@ -283,6 +333,7 @@ impl Drop for Lease {
                 conn,
                 created: self.created,
                 since: now,
+                planned: self.planned,
             });
         } else {
             self.pool.forget_one();
@@ -399,6 +450,59 @@ mod tests {
             );
         }
         assert_eq!(pool.status(), (1, 1, 4));
+    }
+
+    /// How many times the leased connection's session has run its prepared statement `text`
+    /// (`None`: not prepared on it).
+    async fn prepared_runs(lease: &mut Lease, text: &str) -> Option<i64> {
+        let runs: Option<i64> = sqlx::query_scalar(
+            "SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE statement = $1",
+        )
+        .bind(text)
+        .fetch_optional(lease.conn())
+        .await
+        .expect("reads");
+        runs
+    }
+
+    #[tokio::test]
+    async fn prepared_statements_are_made_again_after_the_plan_refresh() {
+        let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None)
+            .with_plan_refresh(Duration::from_millis(300));
+        let text = "SELECT $1::int + 1";
+        let first = backend_pid(&pool).await;
+        for _ in 0..6 {
+            let mut lease = pool.acquire().await.expect("a connection");
+            let two: i32 = sqlx::query_scalar(text)
+                .bind(1)
+                .fetch_one(lease.conn())
+                .await
+                .expect("runs");
+            assert_eq!(two, 2);
+            lease.set_reusable(true);
+        }
+        let mut lease = pool.acquire().await.expect("a connection");
+        assert_eq!(prepared_runs(&mut lease, text).await, Some(6), "cached");
+        lease.set_reusable(true);
+        drop(lease);
+
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let mut lease = pool.acquire().await.expect("a connection");
+        assert_eq!(
+            prepared_runs(&mut lease, text).await,
+            None,
+            "closed before the connection was handed out"
+        );
+        let two: i32 = sqlx::query_scalar(text)
+            .bind(1)
+            .fetch_one(lease.conn())
+            .await
+            .expect("prepared again");
+        assert_eq!(two, 2);
+        assert_eq!(prepared_runs(&mut lease, text).await, Some(1));
+        lease.set_reusable(true);
+        drop(lease);
+        assert_eq!(backend_pid(&pool).await, first, "the same connection");
     }
 
     #[tokio::test]
