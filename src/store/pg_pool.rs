@@ -20,7 +20,8 @@
 //!
 //! Plans are not kept for ever: a connection whose prepared statements are older than
 //! [`PLAN_REFRESH`] closes them (one round trip) before it is handed out, and prepares them
-//! again as they are next used. PostgreSQL caches a prepared statement's generic plan once
+//! again as they are next used (a few milliseconds of PostgreSQL's time per connection and
+//! refresh, about 1% of a core with 32 busy connections). PostgreSQL caches a prepared statement's generic plan once
 //! five runs found it no worse than a custom one, and keeps it until the table is analyzed
 //! or altered. A statement first run while its table held a few rows gets a sequential scan,
 //! the cheapest plan then; with autovacuum off (or before it next analyzes) that plan stayed
@@ -47,7 +48,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const MAX_LIFETIME: Duration = Duration::from_secs(30 * 60);
 /// Prepared statements older than this are closed before their connection is handed out, so
 /// their plans are made again for the tables as they are now.
-const PLAN_REFRESH: Duration = Duration::from_secs(60);
+const PLAN_REFRESH: Duration = Duration::from_secs(10);
 /// The most a rollback of an abandoned transaction, or a ping, may take.
 const HOUSEKEEPING_LIMIT: Duration = Duration::from_secs(2);
 /// The first pause before a refused connection is tried again; it doubles up to the limit.
@@ -470,15 +471,18 @@ mod tests {
         let pool = PgConnections::new(options(), 1, Duration::from_secs(2), None)
             .with_plan_refresh(Duration::from_millis(300));
         let text = "SELECT $1::int + 1";
-        let first = backend_pid(&pool).await;
-        for _ in 0..6 {
-            let mut lease = pool.acquire().await.expect("a connection");
+        async fn run(lease: &mut Lease, text: &str) {
             let two: i32 = sqlx::query_scalar(text)
                 .bind(1)
                 .fetch_one(lease.conn())
                 .await
                 .expect("runs");
             assert_eq!(two, 2);
+        }
+        let first = backend_pid(&pool).await;
+        for _ in 0..6 {
+            let mut lease = pool.acquire().await.expect("a connection");
+            run(&mut lease, text).await;
             lease.set_reusable(true);
         }
         let mut lease = pool.acquire().await.expect("a connection");
@@ -493,13 +497,12 @@ mod tests {
             None,
             "closed before the connection was handed out"
         );
-        let two: i32 = sqlx::query_scalar(text)
-            .bind(1)
-            .fetch_one(lease.conn())
-            .await
-            .expect("prepared again");
-        assert_eq!(two, 2);
-        assert_eq!(prepared_runs(&mut lease, text).await, Some(1));
+        run(&mut lease, text).await;
+        assert_eq!(
+            prepared_runs(&mut lease, text).await,
+            Some(1),
+            "prepared again"
+        );
         lease.set_reusable(true);
         drop(lease);
         assert_eq!(backend_pid(&pool).await, first, "the same connection");
