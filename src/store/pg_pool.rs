@@ -20,8 +20,7 @@
 //!
 //! Plans are not kept for ever: a connection whose prepared statements are older than
 //! [`PLAN_REFRESH`] closes them (one round trip) before it is handed out, and prepares them
-//! again as they are next used (a few milliseconds of PostgreSQL's time per connection and
-//! refresh, about 1% of a core with 32 busy connections). PostgreSQL caches a prepared statement's generic plan once
+//! again as they are next used. PostgreSQL caches a prepared statement's generic plan once
 //! five runs found it no worse than a custom one, and keeps it until the table is analyzed
 //! or altered. A statement first run while its table held a few rows gets a sequential scan,
 //! the cheapest plan then; with autovacuum off (or before it next analyzes) that plan stayed

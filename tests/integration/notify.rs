@@ -763,10 +763,9 @@ async fn sent_events_are_pruned_after_retention_and_pending_ones_never() {
     assert_eq!(store.prune_sent_events(later).await.expect("pruned"), 0);
 }
 
-/// A message over PostgreSQL's TOAST threshold is compressed once, with lz4 where the server
-/// has it, and comes back from the claim as written; the claim and the "sent" update keep
-/// the stored form (no compression per update). Half of each page is left for the claim's
-/// heap-only update.
+/// A message over PostgreSQL's TOAST threshold is stored compressed with lz4 where the server
+/// has it, and comes back from the claim as written; after the claim and the "sent" update
+/// it is stored in the same form. Half of each page is left for the claim's heap-only update.
 #[tokio::test]
 async fn a_large_message_is_stored_compressed_once_and_claimed_as_written() {
     let (store, db) = open_store(Backend::Postgres).await;
