@@ -16,7 +16,8 @@
 # It ends with one table of goals: each figure beside its anchor measured in the same run
 # (pgbench running the same statements, raw lapin publishing) and the ratio, written as JSON
 # too (BENCH_JSON, default $CARGO_TARGET_DIR/bench/bench.json) for comparison between runs.
-# Figures are medians of a single run on a shared machine: compare ratios within a run.
+# Every goal's figures are medians of three runs taken in turn with their anchor's, on a shared
+# machine: compare ratios within a run.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
@@ -131,11 +132,6 @@ memory() { # name pid
   figure "rss_kib:$1" "$(awk '/^VmRSS:/ { print $2 }' "/proc/$2/status")"
   figure "hwm_kib:$1" "$(awk '/^VmHWM:/ { print $2 }' "/proc/$2/status")"
 }
-# tps of a custom pgbench script on the bench database, prepared as the service prepares.
-pgbench_script() { # file
-  pgbench -n -M prepared -f "$1" -c "$CONN" -j 2 -T "$DURATION" "$DB_URL" 2>/dev/null |
-    awk '/^tps = / { print int($3) }' | tail -1
-}
 # wrk's output to "name<TAB>req/s<TAB>p50 ms<TAB>p99 ms<TAB>non-2xx" on stdout
 wrk_once() {
   local name="$1"; shift
@@ -164,25 +160,43 @@ record() { # row
 run_wrk() { # name, wrk arguments: one run of DURATION seconds
   record "$(wrk_once "$@")"
 }
-# Two scenarios compared by their tail: three runs of each, taken in turn (A B A B A B) so that
-# what else the shared machine does falls on both, and each figure the median of its three
-# (req/s, p50 and p99 each).
-run_wrk_pair_median3() { # name A, url A, name B, url B
-  local rows="$WORK/pair.tsv"
-  : >"$rows"
+# One run of a pgbench anchor, as a row like wrk's (its tps in the req/s column).
+pgbench_row() { # name, pgbench arguments
+  local name="$1"; shift
+  printf '%s\t%s\t0\t0\t0\n' "$name" "$(pgbench "$@" 2>/dev/null | awk '/^tps = / { print int($3) }' | tail -1)"
+}
+# Scenarios measured in rounds: each round runs every named scenario once, in turn
+# (A B C A B C A B C), so that what else the shared machine does falls on all of them alike.
+# A scenario is run by a function given its name: it prints one row. Rows gather in $ROUNDS
+# until record_medians turns them into figures.
+ROUNDS="$WORK/rounds.tsv"
+rounds3() { # run function, names...
+  local run="$1"; shift
+  : >"$ROUNDS"
   for _ in 1 2 3; do
-    wrk_once "$1" "$2" >>"$rows"
-    wrk_once "$3" "$4" >>"$rows"
+    for name in "$@"; do "$run" "$name" >>"$ROUNDS"; done
   done
-  for name in "$1" "$3"; do
-    record "$(awk -F'\t' -v name="$name" '
-      function median(a, t) { # of three
-        t = a[1] + a[2] + a[3] - (a[1] < a[2] ? (a[1] < a[3] ? a[1] : a[3]) : (a[2] < a[3] ? a[2] : a[3]))
-        return t - (a[1] > a[2] ? (a[1] > a[3] ? a[1] : a[3]) : (a[2] > a[3] ? a[2] : a[3]))
+}
+# Each named scenario's figures as the median of its runs in $ROUNDS (req/s, p50 and p99 each;
+# the mean of the middle two for an even count); an anchor ("anchor:...") as a figure, the
+# rest as result rows. Every run's req/s is kept too, as "runs:<name>".
+record_medians() { # names...
+  local name row
+  for name in "$@"; do
+    row=$(awk -F'\t' -v name="$name" '
+      function median(a, n,   i, j, t) {
+        for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
       }
-      $1 == name { n++; r[n] = $2; p[n] = $3; q[n] = $4; bad += $5 }
-      END { printf "%s\t%.0f\t%.2f\t%.2f\t%d\n", name, median(r), median(p), median(q), bad }
-    ' "$rows")"
+      $1 == name { n++; r[n] = $2; p[n] = $3; q[n] = $4; bad += $5; runs = runs (n > 1 ? " " : "") $2 }
+      END { if (n) printf "%s\t%.0f\t%.2f\t%.2f\t%d\t%s\n", name, median(r, n), median(p, n), median(q, n), bad, runs }
+    ' "$ROUNDS")
+    if [[ -z "$row" ]]; then continue; fi
+    printf 'runs:%s\t%s\n' "$name" "$(cut -f6 <<<"$row")" >>"$FIGURES"
+    case "$name" in
+      anchor:*) figure "$name" "$(cut -f2 <<<"$row")" ;;
+      *) record "$(cut -f1-5 <<<"$row")" ;;
+    esac
   done
 }
 
@@ -202,26 +216,30 @@ FED=$(head -1 "$WORK/federations.txt")
 NG=$(psql_db -c "SELECT uuid FROM nodegroup WHERE cluster_id = '$HOST' AND role <> 'master' LIMIT 1")
 psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id OFFSET 1" >"$WORK/members.txt"
 
-# The reference runs right before and right after the single-row GETs, so a change in what
-# else the shared machine is doing shows up as a gap between the two pgbench figures instead of
-# skewing the ratios.
-say "pgbench -S reference ($CONN connections)"
+# The reference runs right before each round of the single-row GETs and once more after the
+# last, so a change in what else the shared machine is doing falls on both; each GET's figure
+# is the median of its three runs, the reference's the median of its four.
+say "single-row GETs: three rounds, each after pgbench -S ($CONN connections)"
 psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" -c "CREATE DATABASE fleetyard_pgbench" >/dev/null
 pgbench -q -i -s 10 "$PG_BASE/fleetyard_pgbench" >/dev/null 2>&1
-pgbench_tps() {
-  pgbench -n -S -c "$CONN" -j 2 -T "$DURATION" "$PG_BASE/fleetyard_pgbench" 2>/dev/null |
-    awk '/^tps = / { print int($3) }' | tail -1
+single_row() { # name: one run of a single-row GET, or of its reference
+  case "$1" in
+    "anchor:pgbench -S")
+      pgbench_row "$1" -n -S -c "$CONN" -j 2 -T "$DURATION" "$PG_BASE/fleetyard_pgbench" ;;
+    "GET clustertemplate") wrk_once "$1" "$BASE/v1/clustertemplates/$TPL" ;;
+    "GET federation") wrk_once "$1" "$BASE/v1/federations/$FED" ;;
+    "GET cluster") wrk_once "$1" "$BASE/v1/clusters/$HOST" ;;
+    "GET nodegroup") wrk_once "$1" -H "OpenStack-API-Version: container-infra latest" \
+      "$BASE/v1/clusters/$HOST/nodegroups/$NG" ;;
+  esac
 }
-PGBENCH_BEFORE=$(pgbench_tps)
-run_wrk "GET clustertemplate" "$BASE/v1/clustertemplates/$TPL"
-run_wrk "GET federation" "$BASE/v1/federations/$FED"
-run_wrk "GET cluster" "$BASE/v1/clusters/$HOST"
-run_wrk "GET nodegroup" -H "OpenStack-API-Version: container-infra latest" \
-  "$BASE/v1/clusters/$HOST/nodegroups/$NG"
-PGBENCH_AFTER=$(pgbench_tps)
+SINGLE_ROW=("anchor:pgbench -S" "GET clustertemplate" "GET federation" "GET cluster" "GET nodegroup")
+rounds3 single_row "${SINGLE_ROW[@]}"
+single_row "anchor:pgbench -S" >>"$ROUNDS"
+record_medians "${SINGLE_ROW[@]}"
+PGBENCH_RUNS=$(awk -F'\t' '$1 == "anchor:pgbench -S" { printf "%s%s", (n++ ? ", " : ""), $2 }' "$ROUNDS")
+PGBENCH_TPS=$(awk -F'\t' '$1 == "anchor:pgbench -S" { print $2 }' "$FIGURES" | tail -1)
 psql_admin -c "DROP DATABASE IF EXISTS fleetyard_pgbench WITH (FORCE)" >/dev/null
-PGBENCH_TPS=$(((PGBENCH_BEFORE + PGBENCH_AFTER) / 2))
-figure "anchor:pgbench -S" "$PGBENCH_TPS"
 # What PostgreSQL alone serves of GET cluster's own statement (its weight on the database's
 # side), run as pgbench runs -S: the part of GET cluster's distance that is the statement's.
 figure "anchor:GET cluster statement" "$(pgbench -n -M prepared -f tools/bench/get_cluster.sql \
@@ -297,15 +315,28 @@ list_at() {
   local n="$1"
   local deep
   deep=$(psql_db -c "SELECT uuid FROM cluster WHERE project_id = 'bench' ORDER BY id OFFSET $((n - 150)) LIMIT 1")
-  figure "anchor:list page @$n" "$(pgbench_script tools/bench/list_page.sql)"
-  # The first and the deep page in turn, three runs each: the goal compares their p99, a
-  # figure one run on a shared machine moves by half.
-  run_wrk_pair_median3 "GET clusters?limit=100 first page @$n" "$BASE/v1/clusters?limit=100" \
-    "GET clusters?limit=100 deep page @$n" "$BASE/v1/clusters?limit=100&marker=$deep"
+  list_page() { # name: one run of a page, or of the same page run by pgbench
+    case "$1" in
+      "anchor:list page @$n") pgbench_row "$1" -n -M prepared -f tools/bench/list_page.sql \
+        -c "$CONN" -j 2 -T "$DURATION" "$DB_URL" ;;
+      "anchor:detail page @$n") pgbench_row "$1" -n -M prepared -f tools/bench/list_detail_page.sql \
+        -c "$CONN" -j 2 -T "$DURATION" "$DB_URL" ;;
+      "GET clusters?limit=100 first page @$n") wrk_once "$1" "$BASE/v1/clusters?limit=100" ;;
+      "GET clusters?limit=100 deep page @$n") wrk_once "$1" "$BASE/v1/clusters?limit=100&marker=$deep" ;;
+      "GET clusters/detail?limit=100 first page @$n") wrk_once "$1" "$BASE/v1/clusters/detail?limit=100" ;;
+    esac
+  }
+  # The list's first and deep page beside their reference, three rounds: the goal compares
+  # the pages' p99, a figure one run on a shared machine moves by half.
+  local list=("anchor:list page @$n" "GET clusters?limit=100 first page @$n"
+    "GET clusters?limit=100 deep page @$n")
+  rounds3 list_page "${list[@]}"
+  record_medians "${list[@]}"
   # Memory under the list load and after it (the goal), before any detail page.
   if [[ "$n" == 1000 ]]; then memory api_list "$API_PID"; fi
-  figure "anchor:detail page @$n" "$(pgbench_script tools/bench/list_detail_page.sql)"
-  run_wrk "GET clusters/detail?limit=100 first page @$n" "$BASE/v1/clusters/detail?limit=100"
+  local detail=("anchor:detail page @$n" "GET clusters/detail?limit=100 first page @$n")
+  rounds3 list_page "${detail[@]}"
+  record_medians "${detail[@]}"
 }
 list_at 1000
 COUNT=1000
@@ -322,21 +353,34 @@ memory api_pages "$API_PID"
 
 export BENCH_HOST="$HOST" BENCH_FEDERATIONS="$WORK/federations.txt" BENCH_MEMBERS="$WORK/members.txt"
 run_wrk "PATCH federation join" -s tools/bench/join.lua "${JSON[@]}" "$BASE"
-run_wrk "POST federation" -s tools/bench/create_federation.lua "${JSON[@]}" "$BASE/v1/federations"
-# Its anchor: the same three inserts (row, job, notification with a real body) in one
-# transaction, run by pgbench at the same concurrency.
+# POST federation beside its anchor: the same three inserts (row, job, notification with a
+# real body) in one transaction, run by pgbench at the same concurrency; three rounds.
 psql_db -c "SELECT message FROM outbox WHERE event_type LIKE 'magnum.federation.create%' ORDER BY id DESC LIMIT 1" >"$WORK/message.json"
 python3 tools/bench/create_federation_anchor.py "$HOST" \
   "$(psql_db -c "SELECT driver FROM job WHERE operation = 'federation.create' LIMIT 1")" \
   "$WORK/message.json" >"$WORK/create_federation.sql"
-figure "anchor:create federation" "$(pgbench_script "$WORK/create_federation.sql")"
+create_federation() { # name: one run of POST federation, or of its anchor
+  case "$1" in
+    "POST federation") wrk_once "$1" -s tools/bench/create_federation.lua "${JSON[@]}" "$BASE/v1/federations" ;;
+    "anchor:create federation") pgbench_row "$1" -n -M prepared -f "$WORK/create_federation.sql" \
+      -c "$CONN" -j 2 -T "$DURATION" "$DB_URL" ;;
+  esac
+}
+rounds3 create_federation "POST federation" "anchor:create federation"
+record_medians "POST federation" "anchor:create federation"
 
 # Plans after growth and bloat: 100,000 updates each of federation and cluster rows with
 # autovacuum off, then the same single-row GETs again. Each is compared with the same GET
 # right before the updates: by now the federation has the joins' members (about ninety), and
 # a row four times as wide is a different read from the one measured at the start.
-run_wrk "GET federation (before the updates)" "$BASE/v1/federations/$FED"
-run_wrk "GET cluster (before the updates)" "$BASE/v1/clusters/$HOST"
+bloat_get() { # name: one run of a single-row GET before or after the updates
+  case "$1" in
+    "GET federation "*) wrk_once "$1" "$BASE/v1/federations/$FED" ;;
+    "GET cluster "*) wrk_once "$1" "$BASE/v1/clusters/$HOST" ;;
+  esac
+}
+rounds3 bloat_get "GET federation (before the updates)" "GET cluster (before the updates)"
+record_medians "GET federation (before the updates)" "GET cluster (before the updates)"
 say "100,000 updates of federations and of clusters with autovacuum off"
 psql_db -c "ALTER TABLE federation SET (autovacuum_enabled = off)" \
   -c "ALTER TABLE cluster SET (autovacuum_enabled = off)" >/dev/null
@@ -346,8 +390,8 @@ printf '\\set i random(1, %s)\nUPDATE federation SET updated_at = now() WHERE id
 printf '\\set i random(1, %s)\nUPDATE cluster SET status_reason = NULL WHERE id = :i;\n' "$NCLU" >"$WORK/bloat_cluster.sql"
 pgbench -n -M prepared -f "$WORK/bloat_fed.sql" -c 4 -j 2 -t 25000 "$DB_URL" >/dev/null 2>&1
 pgbench -n -M prepared -f "$WORK/bloat_cluster.sql" -c 4 -j 2 -t 25000 "$DB_URL" >/dev/null 2>&1
-run_wrk "GET federation (bloated)" "$BASE/v1/federations/$FED"
-run_wrk "GET cluster (bloated)" "$BASE/v1/clusters/$HOST"
+rounds3 bloat_get "GET federation (bloated)" "GET cluster (bloated)"
+record_medians "GET federation (bloated)" "GET cluster (bloated)"
 psql_db -c "ALTER TABLE federation RESET (autovacuum_enabled)" \
   -c "ALTER TABLE cluster RESET (autovacuum_enabled)" >/dev/null
 
@@ -372,10 +416,16 @@ wait_healthy "http://127.0.0.1:$SERVE_PORT"
 curl -sf "${HDR[@]}" "${JSON[@]}" -X POST "http://127.0.0.1:$SERVE_PORT/v1/clustertemplates" \
   -d '{"name": "bench-template", "coe": "kubernetes", "image_id": "fedora-coreos-40"}' >/dev/null
 sqlite3 "$SQLITE_DB" <tools/bench/seed_sqlite.sql
-run_wrk "GET clusters?limit=100 first page @1000 (serve, SQLite)" \
-  "http://127.0.0.1:$SERVE_PORT/v1/clusters?limit=100"
-run_wrk "GET clusters/detail?limit=100 first page @1000 (serve, SQLite)" \
-  "http://127.0.0.1:$SERVE_PORT/v1/clusters/detail?limit=100"
+serve_page() { # name: one run of a page from fleetyard serve
+  case "$1" in
+    "GET clusters?limit=100 "*) wrk_once "$1" "http://127.0.0.1:$SERVE_PORT/v1/clusters?limit=100" ;;
+    "GET clusters/detail?limit=100 "*) wrk_once "$1" "http://127.0.0.1:$SERVE_PORT/v1/clusters/detail?limit=100" ;;
+  esac
+}
+SERVE_PAGES=("GET clusters?limit=100 first page @1000 (serve, SQLite)"
+  "GET clusters/detail?limit=100 first page @1000 (serve, SQLite)")
+rounds3 serve_page "${SERVE_PAGES[@]}"
+record_medians "${SERVE_PAGES[@]}"
 memory serve "$API_PID"
 stop_pid "$API_PID"
 API_PID=""
@@ -390,8 +440,8 @@ while IFS=$'\t' read -r name rps p50 p99 bad; do
   printf '%-44s %10s %10s %10s %8s\n' "$name" "$rps" "$p50" "$p99" "$bad"
 done <"$RESULTS"
 echo
-echo "pgbench -S (same connection count): ${PGBENCH_TPS} tps (mean of ${PGBENCH_BEFORE} just before and ${PGBENCH_AFTER} just after the single-row GETs)"
-awk -F'\t' -v pg="$PGBENCH_TPS" '$1 ~ /^GET (clustertemplate|federation)$/ && pg > 0 {
+echo "pgbench -S (same connection count): ${PGBENCH_TPS} tps (median of ${PGBENCH_RUNS}: one before each round of the single-row GETs, one after the last)"
+awk -F'\t' -v pg="$PGBENCH_TPS" '$1 ~ /^GET (clustertemplate|federation|cluster|nodegroup)$/ && pg > 0 {
   printf "%-44s %.2fx pgbench -S (target >= 0.70x)\n", $1 " / pgbench", $2 / pg }' "$RESULTS"
 awk -F'\t' '
   $1 == "GET clustertemplate (no-auth, before)" { before = $2 }

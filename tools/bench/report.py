@@ -7,6 +7,8 @@ FIGURES_TSV holds one figure per line, "key<TAB>value", written as the bench mea
   anchor:<name>                                     what PostgreSQL itself serves (tps)
   rss_kib:<process>, hwm_kib:<process>              resident and peak memory (/proc)
   notify:<key>                                      examples/notify_bench.rs's NOTIFY_JSON
+  runs:<scenario or anchor:name>                    every run's req/s or tps, space-separated;
+                                                    the figure is their median
 Every goal is a ratio to an anchor measured in the same run, or a bound; a goal whose figures
 are missing (a shorter run) is listed as not measured. A ratio without a target is shown for
 what it explains ("info").
@@ -17,15 +19,18 @@ import sys
 
 
 def load(path):
-    figures = {}
+    figures, runs = {}, {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             key, _, value = line.rstrip("\n").partition("\t")
             try:
-                figures[key] = float(value)
+                if key.startswith("runs:"):
+                    runs[key[len("runs:"):]] = [float(v) for v in value.split()]
+                else:
+                    figures[key] = float(value)
             except ValueError:
                 continue
-    return figures
+    return figures, runs
 
 
 def goals(fig):
@@ -79,7 +84,7 @@ def goals(fig):
 
 
 def main():
-    fig = load(sys.argv[1])
+    fig, runs = load(sys.argv[1])
     rows = []
     for g in goals(fig):
         if g[0] == "ratio":
@@ -103,7 +108,7 @@ def main():
             rows.append({"goal": label, "figure": value, "anchor": None, "value": value,
                          "target": f"<= {target} {unit}", "met": met, "figure_key": key,
                          "anchor_key": None})
-    print(f"{'goal':<62} {'figure':>10} {'anchor':>10} {'value':>8}  {'target':<12} met")
+    print(f"{'goal':<68} {'figure':>10} {'anchor':>10} {'value':>8}  {'target':<12} met")
     for r in rows:
         num = lambda v, f: "-" if v is None else f.format(v)
         if r.get("info"):
@@ -111,10 +116,25 @@ def main():
         else:
             met = "not measured" if r["met"] is None else ("yes" if r["met"] else "NO")
         value = num(r["value"], "{:.2f}x" if r["anchor_key"] else "{:.1f}")
-        print(f"{r['goal']:<62} {num(r['figure'], '{:.5g}'):>10} {num(r['anchor'], '{:.5g}'):>10} "
+        print(f"{r['goal']:<68} {num(r['figure'], '{:.5g}'):>10} {num(r['anchor'], '{:.5g}'):>10} "
               f"{value:>8}  {r['target']:<12} {met}")
+    # The runs behind each median: a ratio's figure and anchor runs, min-max.
+    def scenario(key):
+        return key.split(":", 1)[1] if key and not key.startswith("anchor:") else key
+
+    spread = []
+    for r in rows:
+        r["figure_runs"] = runs.get(scenario(r["figure_key"]))
+        r["anchor_runs"] = runs.get(scenario(r["anchor_key"]))
+        if r["figure_runs"] and r["anchor_runs"] and r["figure_key"].startswith("rps:"):
+            f, a = r["figure_runs"], r["anchor_runs"]
+            spread.append(f"{r['goal']:<68} {min(f):>10.0f}-{max(f):<10.0f} {min(a):>10.0f}-{max(a):<10.0f}")
+    if spread:
+        print("\nThe runs behind each median (req/s or tps, lowest-highest of each)")
+        print(f"{'goal':<68} {'figure runs':>21} {'anchor runs':>21}")
+        print("\n".join(spread))
     with open(sys.argv[2], "w", encoding="utf-8") as f:
-        json.dump({"goals": rows, "figures": fig}, f, indent=2, sort_keys=True)
+        json.dump({"goals": rows, "figures": fig, "runs": runs}, f, indent=2, sort_keys=True)
     print(f"\n(written as JSON to {sys.argv[2]})")
 
 
