@@ -58,8 +58,14 @@ enum PolicyAction {
     Sample,
 }
 
+fn main() -> ExitCode {
+    // Before any thread: it may run the process again with the allocator's settings.
+    startup::apply_allocator_settings();
+    run()
+}
+
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn run() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Policy {
         action: PolicyAction::Sample,

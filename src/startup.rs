@@ -20,6 +20,47 @@ use crate::api::{self, AppState};
 use crate::config::{split_list, ConfigError, Settings};
 use crate::store::{self, Store};
 
+/// The allocator's settings. mimalloc (the binary's global allocator) reads its options from
+/// the environment once, as the process starts, and has no build-time default for these:
+///
+/// - `MIMALLOC_PURGE_DELAY=0`: memory freed in whole pages goes back to the system at once,
+///   where mimalloc's default keeps it resident for a second in case it is reused. Under the
+///   bench's page loads (32 detail pages of 100 clusters in flight) that second was 4 MiB of
+///   the API's peak resident set (28.4 against 24.3 MiB), for 0-4% of the pages' rate.
+pub const ALLOCATOR_ENV: &[(&str, &str)] = &[("MIMALLOC_PURGE_DELAY", "0")];
+
+/// Runs the process again, in place and with the same arguments, with [`ALLOCATOR_ENV`]'s
+/// settings added to its environment, when any of them is missing; one already set (by an
+/// operator) is left as it is. Call it first thing in `main`, before any thread starts. It
+/// returns only when nothing was missing or the process could not be run again (a binary
+/// replaced on disk since it started): then it says so and the process goes on with
+/// mimalloc's defaults.
+pub fn apply_allocator_settings() {
+    use std::os::unix::process::CommandExt;
+    let missing: Vec<(&str, &str)> = ALLOCATOR_ENV
+        .iter()
+        .copied()
+        .filter(|(name, _)| std::env::var_os(name).is_none())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("fleetyard: allocator settings not applied ({e}); mimalloc's defaults hold");
+            return;
+        }
+    };
+    let mut args = std::env::args_os();
+    let mut command = std::process::Command::new(exe);
+    if let Some(arg0) = args.next() {
+        command.arg0(arg0);
+    }
+    let e = command.args(args).envs(missing).exec();
+    eprintln!("fleetyard: allocator settings not applied ({e}); mimalloc's defaults hold");
+}
+
 /// Loads the settings as the `fleetyard` command does, then runs the checks that belong to a
 /// subsystem ([`check_settings`]), so that every bad value fails start-up the same way: one line
 /// naming the option, before anything starts.

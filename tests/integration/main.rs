@@ -4,6 +4,7 @@
 mod helpers;
 
 mod access_matrix;
+mod allocator;
 mod api_ref;
 mod certificates;
 mod cluster_templates;
