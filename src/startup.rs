@@ -26,7 +26,7 @@ use crate::store::{self, Store};
 /// - `MIMALLOC_PURGE_DELAY=0`: memory freed in whole pages goes back to the system at once,
 ///   where mimalloc's default keeps it resident for a second in case it is reused. Under the
 ///   bench's page loads (32 detail pages of 100 clusters in flight) that second was about
-///   4 MiB of the API's peak resident set (28.4-29.4 against 24.1-25.5 MiB), for about 4% of
+///   4 MiB of the API's peak resident set (27.8-28.8 against 23.7-24.9 MiB), for about 4% of
 ///   the detail pages' rate (means of four 5 s runs: 990 against 1,029 req/s) and none of the
 ///   list's (1,759 against 1,747).
 pub const ALLOCATOR_ENV: &[(&str, &str)] = &[("MIMALLOC_PURGE_DELAY", "0")];
