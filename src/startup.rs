@@ -47,20 +47,19 @@ pub fn apply_allocator_settings() {
     if missing.is_empty() {
         return;
     }
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => {
-            eprintln!("fleetyard: allocator settings not applied ({e}); mimalloc's defaults hold");
-            return;
+    // `exec` returns only with the error that kept it from running the process.
+    let error = match std::env::current_exe() {
+        Ok(exe) => {
+            let mut args = std::env::args_os();
+            let mut command = std::process::Command::new(exe);
+            if let Some(arg0) = args.next() {
+                command.arg0(arg0);
+            }
+            command.args(args).envs(missing).exec()
         }
+        Err(e) => e,
     };
-    let mut args = std::env::args_os();
-    let mut command = std::process::Command::new(exe);
-    if let Some(arg0) = args.next() {
-        command.arg0(arg0);
-    }
-    let e = command.args(args).envs(missing).exec();
-    eprintln!("fleetyard: allocator settings not applied ({e}); mimalloc's defaults hold");
+    eprintln!("fleetyard: allocator settings not applied ({error}); mimalloc's defaults hold");
 }
 
 /// Loads the settings as the `fleetyard` command does, then runs the checks that belong to a

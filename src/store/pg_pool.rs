@@ -207,22 +207,21 @@ impl PgConnections {
                 close_in_background(idle.conn);
                 continue;
             }
-            if now.duration_since(idle.planned) > self.inner.plan_refresh {
-                // Also proves the connection alive, as a ping would.
-                let cleared =
-                    tokio::time::timeout(HOUSEKEEPING_LIMIT, idle.conn.clear_cached_statements())
-                        .await;
-                if !matches!(cleared, Ok(Ok(()))) {
-                    self.inner.forget_one();
-                    continue;
-                }
-                idle.planned = Instant::now();
+            // Closing the statements also proves the connection alive, as a ping would.
+            let refresh = now.duration_since(idle.planned) > self.inner.plan_refresh;
+            let alive = if refresh {
+                within_housekeeping_limit(idle.conn.clear_cached_statements()).await
             } else if now.duration_since(idle.since) > IDLE_BEFORE_PING {
-                let pinged = tokio::time::timeout(HOUSEKEEPING_LIMIT, idle.conn.ping()).await;
-                if !matches!(pinged, Ok(Ok(()))) {
-                    self.inner.forget_one();
-                    continue;
-                }
+                within_housekeeping_limit(idle.conn.ping()).await
+            } else {
+                true
+            };
+            if !alive {
+                self.inner.forget_one();
+                continue;
+            }
+            if refresh {
+                idle.planned = Instant::now();
             }
             return Ok(Lease::new(
                 idle.conn,
@@ -269,6 +268,17 @@ fn close_in_background(conn: PgConnection) {
             let _ = tokio::time::timeout(HOUSEKEEPING_LIMIT, conn.close()).await;
         });
     }
+}
+
+/// Whether housekeeping on a connection (a ping, closing its statements, a rollback)
+/// succeeded within [`HOUSEKEEPING_LIMIT`].
+async fn within_housekeeping_limit<T, E>(
+    work: impl std::future::Future<Output = Result<T, E>>,
+) -> bool {
+    matches!(
+        tokio::time::timeout(HOUSEKEEPING_LIMIT, work).await,
+        Ok(Ok(_))
+    )
 }
 
 /// A connection taken from the pool, and its place in it. Dropped, it goes back to the pool
@@ -382,10 +392,8 @@ impl Drop for PgTx {
         };
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                let rolled_back =
-                    tokio::time::timeout(HOUSEKEEPING_LIMIT, lease.conn().execute("ROLLBACK"))
-                        .await;
-                lease.set_reusable(matches!(rolled_back, Ok(Ok(_))));
+                let rolled_back = within_housekeeping_limit(lease.conn().execute("ROLLBACK")).await;
+                lease.set_reusable(rolled_back);
             });
         }
     }

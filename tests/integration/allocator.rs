@@ -7,10 +7,14 @@ use std::process::Command;
 /// The value mimalloc reports for an option, from its verbose start-up lines
 /// (`option 'purge_delay': 0 `), and what the command printed on stdout.
 fn run_with(env: &[(&str, &str)], option: &str) -> (Option<i64>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetyard"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetyard"));
+    command
         .args(["policy", "sample"])
-        .env("MIMALLOC_VERBOSE", "1")
-        .env_remove("MIMALLOC_PURGE_DELAY")
+        .env("MIMALLOC_VERBOSE", "1");
+    for (name, _) in fleetyard::startup::ALLOCATOR_ENV {
+        command.env_remove(name);
+    }
+    let out = command
         .envs(env.iter().copied())
         .output()
         .expect("the binary runs");

@@ -118,15 +118,18 @@ def main():
         value = num(r["value"], "{:.2f}x" if r["anchor_key"] else "{:.1f}")
         print(f"{r['goal']:<68} {num(r['figure'], '{:.5g}'):>10} {num(r['anchor'], '{:.5g}'):>10} "
               f"{value:>8}  {r['target']:<12} {met}")
-    # The runs behind each median: a ratio's figure and anchor runs, min-max.
+    # The runs behind each median: the req/s or tps of a ratio's figure and anchor, kept as
+    # "runs:<scenario>" and "runs:anchor:<name>" (a p99 or memory figure has none).
     def scenario(key):
-        return key.split(":", 1)[1] if key and not key.startswith("anchor:") else key
+        if key and key.startswith("rps:"):
+            return key[len("rps:"):]
+        return key if key and key.startswith("anchor:") else None
 
     spread = []
     for r in rows:
         r["figure_runs"] = runs.get(scenario(r["figure_key"]))
         r["anchor_runs"] = runs.get(scenario(r["anchor_key"]))
-        if r["figure_runs"] and r["anchor_runs"] and r["figure_key"].startswith("rps:"):
+        if r["figure_runs"] and r["anchor_runs"]:
             f, a = r["figure_runs"], r["anchor_runs"]
             spread.append(f"{r['goal']:<68} {min(f):>10.0f}-{max(f):<10.0f} {min(a):>10.0f}-{max(a):<10.0f}")
     if spread:
