@@ -796,32 +796,35 @@ pub(crate) async fn delete_attempt(
             names.join(", ")
         )));
     }
+    // Already being deleted, or waiting for its registry finalizers.
     if c.status == ClusterStatus::DeleteInProgress {
         return Ok(Attempt::Done(()));
     }
-    let template = template_of(state, c).await?;
-    let driver = driver_for(state, &template)?;
-    let ngs = nodegroups_of(state, c).await?;
     let mut next = c.clone();
+    next.registry.mark_deleting(crate::store::sql::now());
     next.status = ClusterStatus::DeleteInProgress;
     next.status_reason = None;
-    let job = state.job(Operation::ClusterDelete, c.uuid, driver.name(), json!({}));
-    let writes = vec![
-        Write::update_cluster(&next),
-        // Re-checked under the row lock: a federation created or joined meanwhile wins.
-        Write::RefuseIfFederated {
-            cluster_uuid: c.uuid,
-        },
-        Write::job(job),
-        Write::event(events::cluster_event(
-            &state.settings.default.host,
-            Action::Delete,
-            Outcome::Pending,
-            &next,
-            &ngs,
-            Some(&initiator(ctx)),
-        )),
-    ];
+    let writes = if next.registry.finalizers.is_empty() {
+        delete_writes(state, ctx, &next).await?
+    } else {
+        // The registry's finalizers hold the teardown back until the last one is removed.
+        next.status_reason = Some(next.registry.waiting_reason());
+        let ngs = nodegroups_of(state, c).await?;
+        vec![
+            Write::update_cluster(&next),
+            Write::RefuseIfFederated {
+                cluster_uuid: c.uuid,
+            },
+            Write::event(events::cluster_event(
+                &state.settings.default.host,
+                Action::Delete,
+                Outcome::Pending,
+                &next,
+                &ngs,
+                Some(&initiator(ctx)),
+            )),
+        ]
+    };
     match state.store.commit(&writes).await {
         Ok(()) => Ok(Attempt::Done(())),
         // Stale: re-read. Federated meanwhile: the next round's check names the federation.
@@ -829,6 +832,41 @@ pub(crate) async fn delete_attempt(
         Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The writes that start the teardown of `next` (a cluster marked `DELETE_IN_PROGRESS`, at the
+/// version it was read at): the row, the driver's delete job and the pending event; refused
+/// under the row lock when a federation was created or joined meanwhile.
+pub(crate) async fn delete_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    next: &Cluster,
+) -> Result<Vec<Write>, ApiError> {
+    let template = template_of(state, next).await?;
+    let driver = driver_for(state, &template)?;
+    let ngs = nodegroups_of(state, next).await?;
+    let job = state.job(
+        Operation::ClusterDelete,
+        next.uuid,
+        driver.name(),
+        json!({}),
+    );
+    Ok(vec![
+        Write::update_cluster(next),
+        // Re-checked under the row lock: a federation created or joined meanwhile wins.
+        Write::RefuseIfFederated {
+            cluster_uuid: next.uuid,
+        },
+        Write::job(job),
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Delete,
+            Outcome::Pending,
+            next,
+            &ngs,
+            Some(&initiator(ctx)),
+        )),
+    ])
 }
 
 /// Finds the node group an action names (uuid, name or integer id), else the default worker.

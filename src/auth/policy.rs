@@ -310,6 +310,8 @@ const REGISTRY_ALL: &str = "/apis/clusterregistry.k8s.io/v1alpha1/clusters";
 const REGISTRY: &str = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters";
 const REGISTRY_ONE: &str =
     "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters/{name}";
+const REGISTRY_STATUS: &str =
+    "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters/{name}/status";
 const KUBECONFIG_ALL: &str = "/apis/clusterregistry.k8s.io/v1alpha1/kubeconfig";
 const KUBECONFIG: &str = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/kubeconfig";
 const PROFILES_ALL: &str = "/apis/multicluster.x-k8s.io/v1alpha1/clusterprofiles";
@@ -516,7 +518,7 @@ static DEFAULTS: &[RuleDefault] = rule_table! {
     "registry:get" => ADMIN_OR_READER,
         "Retrieve a cluster through the registry (clusterregistry.k8s.io Cluster or \
          multicluster.x-k8s.io ClusterProfile).",
-        [("GET", REGISTRY_ONE), ("GET", PROFILE)];
+        [("GET", REGISTRY_ONE), ("GET", REGISTRY_STATUS), ("GET", PROFILE)];
     "registry:list" => ADMIN_OR_READER,
         "List a project's clusters through the registry (every project the caller may see with \
          the all-namespaces path).",
@@ -528,6 +530,10 @@ static DEFAULTS: &[RuleDefault] = rule_table! {
     "registry:update" => ADMIN_OR_MEMBER,
         "Replace or patch a cluster's registry object (labels, annotations, endpoints).",
         [("PUT", REGISTRY_ONE), ("PATCH", REGISTRY_ONE)];
+    "registry:update_status" => ADMIN_OR_MEMBER,
+        "Replace or patch a cluster's status subresource (the conditions of outside \
+         controllers; the health prober's OK condition stays the service's).",
+        [("PUT", REGISTRY_STATUS), ("PATCH", REGISTRY_STATUS)];
     "registry:delete" => ADMIN_OR_MEMBER, "Delete a cluster through the registry.",
         [("DELETE", REGISTRY_ONE), ("DELETE", REGISTRY)];
     "registry:export" => ADMIN_OR_READER,

@@ -52,6 +52,43 @@ impl AuthPointers {
     }
 }
 
+/// `metadata.ownerReferences[]`: an object that owns the cluster (kept as the client wrote it;
+/// the registry runs no garbage collector).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerReference {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
+}
+
+/// A `status.conditions[]` entry of a registry cluster (the registry's own condition shape,
+/// with `lastHeartbeatTime`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The condition type the service's health prober owns; outside controllers own the others.
+pub const PROBER_CONDITION: &str = "OK";
+
 /// The registry's part of a cluster row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryMeta {
@@ -66,6 +103,15 @@ pub struct RegistryMeta {
     /// PEM CA certificates of a registered cluster.
     pub ca_bundle: Option<String>,
     pub auth_info: AuthPointers,
+    /// `metadata.finalizers`: while any is left, a deleted cluster stays (with
+    /// [`RegistryMeta::deletion_timestamp`] set) and its deletion waits.
+    pub finalizers: Vec<String>,
+    pub owner_references: Vec<OwnerReference>,
+    /// When the cluster's deletion was asked for (either API); `None` while it is not deleted.
+    pub deletion_timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    pub deletion_grace_period_seconds: Option<i64>,
+    /// The conditions outside controllers wrote through the status subresource.
+    pub conditions: Vec<Condition>,
 }
 
 impl Default for RegistryMeta {
@@ -78,11 +124,51 @@ impl Default for RegistryMeta {
             server_endpoints: Vec::new(),
             ca_bundle: None,
             auth_info: AuthPointers::default(),
+            finalizers: Vec::new(),
+            owner_references: Vec::new(),
+            deletion_timestamp: None,
+            deletion_grace_period_seconds: None,
+            conditions: Vec::new(),
         }
     }
 }
 
 impl RegistryMeta {
+    /// Whether the cluster's deletion has been asked for.
+    pub fn is_deleting(&self) -> bool {
+        self.deletion_timestamp.is_some()
+    }
+
+    /// Whether a deletion waits on finalizers: asked for, with finalizers left.
+    pub fn deletion_waits(&self) -> bool {
+        self.is_deleting() && !self.finalizers.is_empty()
+    }
+
+    /// Marks the cluster as being deleted at `now` (kept when it already is).
+    pub fn mark_deleting(&mut self, now: chrono::DateTime<chrono::Utc>) {
+        if self.deletion_timestamp.is_none() {
+            self.deletion_timestamp = Some(now);
+            self.deletion_grace_period_seconds = Some(0);
+        }
+    }
+
+    /// The finalizers of `next` that this (deleting) object does not have: none may be added
+    /// once a deletion is asked for.
+    pub fn added_finalizers<'a>(&self, next: &'a [String]) -> Vec<&'a str> {
+        next.iter()
+            .filter(|f| !self.finalizers.contains(f))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The `status_reason` of a cluster whose deletion waits on its finalizers.
+    pub fn waiting_reason(&self) -> String {
+        format!(
+            "Deletion waits for the registry finalizers to be removed: {}",
+            self.finalizers.join(", ")
+        )
+    }
+
     /// The API address a registered cluster is reached at: its first endpoint's server
     /// address, as an `https://` URL when it names no scheme.
     pub fn api_address(&self) -> Option<String> {

@@ -287,9 +287,9 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
          create_timeout, discovery_url, fixed_network, fixed_subnet, \
          floating_ip_enabled, master_lb_enabled, version, created_at, status, api_address, \
          registry_labels, registry_annotations, generation, server_endpoints, ca_bundle, \
-         auth_info) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
+         auth_info, registry_finalizers, registry_owner_references, registry_conditions) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)",
     )
     .bind_id(&c.uuid)
     .bind(&c.project_id)
@@ -316,6 +316,9 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
     .bind(Json(&c.registry.server_endpoints))
     .bind(&c.registry.ca_bundle)
     .bind(Json(&c.registry.auth_info))
+    .bind(Json(&c.registry.finalizers))
+    .bind(Json(&c.registry.owner_references))
+    .bind(Json(&c.registry.conditions))
     .execute(&mut *tx)
     .await?;
     for ng in &c.nodegroups {
@@ -338,7 +341,10 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
              fixed_subnet = $18, floating_ip_enabled = $19, master_lb_enabled = $20, \
              cluster_template_id = $21, updated_at = $22, version = version + 1, \
              registry_labels = $25, registry_annotations = $26, generation = $27, \
-             server_endpoints = $28, ca_bundle = $29, auth_info = $30 \
+             server_endpoints = $28, ca_bundle = $29, auth_info = $30, \
+             registry_finalizers = $31, registry_owner_references = $32, \
+             deletion_timestamp = $33, deletion_grace_period_seconds = $34, \
+             registry_conditions = $35 \
              WHERE id = $23 AND version = $24",
         )
         .bind(&c.name)
@@ -371,6 +377,11 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
         .bind(Json(&c.registry.server_endpoints))
         .bind(&c.registry.ca_bundle)
         .bind(Json(&c.registry.auth_info))
+        .bind(Json(&c.registry.finalizers))
+        .bind(Json(&c.registry.owner_references))
+        .bind(c.registry.deletion_timestamp)
+        .bind(c.registry.deletion_grace_period_seconds)
+        .bind(Json(&c.registry.conditions))
         .execute(&mut *tx)
         .await?;
     if done == 0 {

@@ -66,6 +66,11 @@ pub struct ClusterChange {
     pub registry_labels: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
     pub registry_annotations: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// The labels before the change (a `MODIFIED` or `DELETED` line written since they are
+    /// kept): what a label-selected watch decides an object's leaving or entering by.
+    pub prev_registry_labels: Option<sqlx::types::Json<std::collections::BTreeMap<String, String>>>,
+    /// The object's deletion timestamp at the change.
+    pub deletion_timestamp: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -211,7 +216,7 @@ pub(super) async fn by_uuids(pool: &Pool, uuids: &[ClusterId]) -> StoreResult<Ve
 }
 
 const CHANGE_COLUMNS: &str = "resource_version, change, cluster_uuid, project_id, name, \
-    registry_labels, registry_annotations, created_at";
+    registry_labels, registry_annotations, created_at, prev_registry_labels, deletion_timestamp";
 
 static CHANGES: LazyLock<String> = LazyLock::new(|| {
     format!(

@@ -13,7 +13,9 @@ use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobResource, Operation};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::labels::Labels;
-use crate::domain::registry::{AuthPointers, RegistryMeta, ServerEndpoint};
+use crate::domain::registry::{
+    AuthPointers, Condition, OwnerReference, RegistryMeta, ServerEndpoint,
+};
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus};
 use crate::domain::template::{ClusterTemplate, TemplateSpec};
 /// A uuid column read into the id type it holds.
@@ -40,7 +42,9 @@ pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
     stack_id, api_address, status, status_reason, health_status, health_status_reason, \
     create_timeout, discovery_url, coe_version, container_version, fixed_network, fixed_subnet, \
     floating_ip_enabled, master_lb_enabled, version, created_at, updated_at, registry_labels, \
-    registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info";
+    registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info, \
+    registry_finalizers, registry_owner_references, deletion_timestamp, \
+    deletion_grace_period_seconds, registry_conditions";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct ClusterRow {
@@ -79,6 +83,11 @@ pub(crate) struct ClusterRow {
     pub server_endpoints: Json<Vec<ServerEndpoint>>,
     pub ca_bundle: Option<String>,
     pub auth_info: Json<AuthPointers>,
+    pub registry_finalizers: Json<Vec<String>>,
+    pub registry_owner_references: Json<Vec<OwnerReference>>,
+    pub deletion_timestamp: Option<DateTime<Utc>>,
+    pub deletion_grace_period_seconds: Option<i64>,
+    pub registry_conditions: Json<Vec<Condition>>,
 }
 
 impl ClusterRow {
@@ -120,6 +129,11 @@ impl ClusterRow {
                 server_endpoints: self.server_endpoints.0,
                 ca_bundle: self.ca_bundle,
                 auth_info: self.auth_info.0,
+                finalizers: self.registry_finalizers.0,
+                owner_references: self.registry_owner_references.0,
+                deletion_timestamp: self.deletion_timestamp,
+                deletion_grace_period_seconds: self.deletion_grace_period_seconds,
+                conditions: self.registry_conditions.0,
             },
         })
     }

@@ -30,5 +30,6 @@ mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
 mod registry_kubectl;
+mod registry_semantics;
 mod store_contract;
 mod wire;

@@ -952,17 +952,26 @@ async fn a_watch_replays_from_its_version_and_a_version_older_than_the_log_is_41
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is one JSON event"))
         .collect();
-    // Two changes of one object made before the watch looked arrive as its state now: one
-    // MODIFIED carrying both (the delete through /v1 only started, so the object is there).
+    // Two changes of one object made before the watch looked are replayed one by one, in
+    // order, each with its own resourceVersion (the delete through /v1 only started, so the
+    // object is there, marked as being deleted).
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(kinds, vec!["MODIFIED"], "{text}");
+    assert_eq!(kinds, vec!["MODIFIED", "MODIFIED"], "{text}");
     assert_eq!(
         events[0]["object"]["metadata"]["labels"]["tier"], "gold",
         "{text}"
     );
+    assert!(
+        events[0]["object"]["metadata"]["deletionTimestamp"].is_null(),
+        "{text}"
+    );
     let now = registry_get(&app, &format!("{base}/w1")).await;
     assert_eq!(
-        events[0]["object"]["metadata"]["resourceVersion"], now.body["metadata"]["resourceVersion"],
+        events[1]["object"]["metadata"]["resourceVersion"], now.body["metadata"]["resourceVersion"],
+        "{text}"
+    );
+    assert!(
+        events[1]["object"]["metadata"]["deletionTimestamp"].is_string(),
         "{text}"
     );
     let versions: Vec<i64> = events

@@ -12,11 +12,14 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::delete_options::Delete;
 use super::objects::{self, Cluster, ClusterList, ListMeta, API_VERSION, KIND, LIST_KIND};
-use super::status::{Cause, KubeError, Resource, CLUSTERS, NAMESPACES};
+use super::status::{
+    Cause, KubeError, Resource, CLUSTERS, CREATE_OPTIONS, NAMESPACES, PATCH_OPTIONS, UPDATE_OPTIONS,
+};
 use super::table::{self, TableRow};
 use super::{list, patch, validation, view, watch};
-use crate::api::clusters::delete_attempt;
+use crate::api::clusters::{delete_attempt, delete_writes};
 use crate::api::error::ApiError;
 use crate::api::lookup::cluster_target;
 use crate::api::retry::{self, Attempt};
@@ -53,6 +56,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::post().to(create))
             .route(web::delete().to(delete_collection))
             .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/clusters/{{name}}/status"
+        ))
+        .route(web::get().to(get))
+        .route(web::put().to(super::cluster_status::replace))
+        .route(web::patch().to(super::cluster_status::patch))
+        .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource(format!("{BASE}/namespaces/{{namespace}}/clusters/{{name}}"))
@@ -208,6 +220,9 @@ pub(super) fn authorize_all(
 pub(super) struct Selectors {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// A label every object of the listed kind carries beside the cluster's own (a
+    /// ClusterProfile's `x-k8s.io/cluster-manager`), matched as one of its labels.
+    pub implied: Option<(&'static str, &'static str)>,
 }
 
 impl Selectors {
@@ -215,11 +230,28 @@ impl Selectors {
         Ok(Selectors {
             labels: LabelSelector::parse(p.label_selector.as_deref().unwrap_or(""))?,
             fields: FieldSelector::parse(p.field_selector.as_deref().unwrap_or(""))?,
+            implied: None,
         })
     }
 
+    /// The same selectors over objects that also carry the label `key: value`.
+    pub fn implying(mut self, key: &'static str, value: &'static str) -> Selectors {
+        self.implied = Some((key, value));
+        self
+    }
+
     pub fn matches(&self, name: &str, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
-        self.fields.matches(name, namespace) && self.labels.matches(labels)
+        if !self.fields.matches(name, namespace) {
+            return false;
+        }
+        match self.implied {
+            Some((k, v)) if !self.labels.is_empty() => {
+                let mut all = labels.clone();
+                all.insert(k.to_string(), v.to_string());
+                self.labels.matches(&all)
+            }
+            _ => self.labels.matches(labels),
+        }
     }
 }
 
@@ -489,7 +521,7 @@ async fn entry(state: &AppState, namespace: &str, name: &str) -> Result<Registry
 }
 
 #[tracing::instrument(name = "registry.get", skip_all, fields(namespace = %path.0, name = %path.1))]
-async fn get(
+pub(super) async fn get(
     req: HttpRequest,
     ctx: Result<RequestContext, ApiError>,
     state: web::Data<AppState>,
@@ -533,10 +565,11 @@ struct Desired {
 /// Checks a whole object (create, replace, or the result of a patch) and reads what the
 /// registry stores from it.
 fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, KubeError> {
-    let warnings = validation::validate_cluster(
+    let mut warnings = validation::validate_cluster(
         body,
         validation::FieldValidation::parse(p.field_validation.as_deref())?,
     )?;
+    warnings.extend(validation::finalizer_warnings(body));
     let mut obj: Cluster = serde_json::from_value(body.clone()).map_err(|e| {
         KubeError::BadRequest(format!(
             "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: {e}"
@@ -626,6 +659,8 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
         })
     };
     let auth = spec.auth_info.unwrap_or_default();
+    let finalizers = obj.metadata.finalizers;
+    let owner_references = obj.metadata.owner_references;
     let mut annotations = obj.metadata.annotations;
     // The derived-name annotation is the service's; a client's copy of it is not stored.
     annotations.remove(NAME_ANNOTATION);
@@ -649,6 +684,9 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
                 user: pointer(auth.user),
                 controller: pointer(auth.controller),
             },
+            finalizers,
+            owner_references,
+            ..RegistryMeta::default()
         },
         resource_version,
         uid: Some(obj.metadata.uid).filter(|u| !u.is_empty()),
@@ -657,7 +695,7 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
 }
 
 /// Reads a JSON body (at most the service's payload limit, enforced by actix).
-fn json_of(body: &Bytes) -> Result<Value, KubeError> {
+pub(super) fn json_of(body: &Bytes) -> Result<Value, KubeError> {
     serde_json::from_slice(body).map_err(|e| {
         KubeError::BadRequest(format!(
             "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: {e}"
@@ -665,7 +703,7 @@ fn json_of(body: &Bytes) -> Result<Value, KubeError> {
     })
 }
 
-fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
+pub(super) fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
     for w in warnings.iter().take(16) {
         let text = format!("299 - {:?}", w.replace(['\r', '\n'], " "));
         if let Ok(v) = header::HeaderValue::from_str(&text) {
@@ -676,8 +714,25 @@ fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
     resp
 }
 
-fn dry_run(p: &Params) -> bool {
-    p.dry_run.as_deref() == Some("All")
+/// `?dryRun=All` of a create, replace or patch; any other stage is refused (422), as the API
+/// server refuses it, rather than written for real.
+pub(super) fn dry_run(p: &Params, options: &'static Resource) -> Result<bool, KubeError> {
+    match p.dry_run.as_deref() {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(KubeError::invalid(
+            options,
+            "",
+            vec![Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {}: supported values: \"All\"",
+                    super::status::quote(&other.chars().take(64).collect::<String>())
+                ),
+                field: "dryRun".into(),
+            }],
+        )),
+    }
 }
 
 /// The new registered cluster a create inserts.
@@ -777,7 +832,7 @@ async fn create(
     let mut value = json_of(&body)?;
     strip_server_fields(&mut value, &namespace)?;
     let d = desired(&value, &p, None)?;
-    if dry_run(&p) {
+    if dry_run(&p, &CREATE_OPTIONS)? {
         let new = new_cluster(&ctx, &namespace, &d)?;
         let e = preview(&new);
         return Ok(with_warnings(
@@ -823,6 +878,7 @@ fn strip_server_fields(value: &mut Value, namespace: &str) -> Result<(), KubeErr
             "generation",
             "creationTimestamp",
             "deletionTimestamp",
+            "deletionGracePeriodSeconds",
             "managedFields",
             "selfLink",
         ] {
@@ -850,11 +906,36 @@ fn changed_row(e: &RegistryEntry, d: &Desired) -> Result<Option<Row>, KubeError>
             return Err(KubeError::conflict(&CLUSTERS, name));
         }
     }
+    if c.registry.is_deleting() {
+        let added = c.registry.added_finalizers(&d.meta.finalizers);
+        if !added.is_empty() {
+            return Err(KubeError::invalid(
+                &CLUSTERS,
+                &name,
+                vec![Cause::forbidden(
+                    "metadata.finalizers",
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        added
+                            .iter()
+                            .map(|f| super::status::quote(f))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )],
+            ));
+        }
+    }
     let external = e.driver == EXTERNAL_DRIVER;
     let mut next = c.clone();
     let r = &mut next.registry;
     r.labels = d.meta.labels.clone();
     r.annotations = d.meta.annotations.clone();
+    r.finalizers = d.meta.finalizers.clone();
+    r.owner_references = d.meta.owner_references.clone();
+    if r.deletion_waits() {
+        next.status_reason = Some(r.waiting_reason());
+    }
     let spec_changed = if external {
         let changed = r.server_endpoints != d.meta.server_endpoints
             || r.ca_bundle != d.meta.ca_bundle
@@ -905,7 +986,11 @@ fn changed_row(e: &RegistryEntry, d: &Desired) -> Result<Option<Row>, KubeError>
 }
 
 /// Writes a changed registry object with its `magnum.cluster.update` event.
-async fn update_row(state: &AppState, ctx: &RequestContext, next: &Row) -> Result<bool, KubeError> {
+pub(super) async fn update_row(
+    state: &AppState,
+    ctx: &RequestContext,
+    next: &Row,
+) -> Result<bool, KubeError> {
     let ngs = state.store.nodegroups_of(&[next.uuid]).await?;
     let writes = vec![
         Write::update_cluster(next),
@@ -937,6 +1022,14 @@ async fn modify(
     how: Modify,
 ) -> Result<HttpResponse, KubeError> {
     authorize_namespace(ctx, "registry:update", "update", &CLUSTERS, namespace)?;
+    let dry = dry_run(
+        p,
+        if how == Modify::Replace {
+            &UPDATE_OPTIONS
+        } else {
+            &PATCH_OPTIONS
+        },
+    )?;
     let outcome = retry::until_committed(async || {
         let found = state.store.registry_get(namespace, name).await?;
         let e = match found {
@@ -948,7 +1041,7 @@ async fn modify(
                 let mut value = json_of(body)?;
                 strip_server_fields(&mut value, namespace)?;
                 let d = desired(&value, p, Some(name))?;
-                if dry_run(p) {
+                if dry {
                     let new = new_cluster(ctx, namespace, &d)?;
                     return Ok(Attempt::Done((actix_web::http::StatusCode::CREATED, preview(&new), d.warnings)));
                 }
@@ -990,6 +1083,9 @@ async fn modify(
             }
             meta.remove("generation");
             meta.remove("creationTimestamp");
+            meta.remove("deletionTimestamp");
+            meta.remove("deletionGracePeriodSeconds");
+            meta.remove("managedFields");
         }
         if let Some(obj) = value.as_object_mut() {
             obj.remove("status");
@@ -1008,9 +1104,24 @@ async fn modify(
         let Some(next) = changed_row(&e, &d)? else {
             return Ok(Attempt::Done((actix_web::http::StatusCode::OK, e, d.warnings)));
         };
-        if dry_run(p) {
+        if dry {
             let mut shown = e.clone();
             shown.cluster = next;
+            return Ok(Attempt::Done((actix_web::http::StatusCode::OK, shown, d.warnings)));
+        }
+        if next.registry.is_deleting() && next.registry.finalizers.is_empty() {
+            // The last finalizer is gone: the deletion that waited for it goes on.
+            if !finish_deletion(state, ctx, &e, &next).await? {
+                if d.resource_version.is_some() {
+                    return Err(KubeError::conflict(&CLUSTERS, name));
+                }
+                return Ok(Attempt::Retry);
+            }
+            let still = state.store.registry_entries(&[next.uuid]).await?.into_iter().next();
+            let mut shown = still.unwrap_or_else(|| e.clone());
+            if shown.cluster.registry.resource_version == e.cluster.registry.resource_version {
+                shown.cluster = next;
+            }
             return Ok(Attempt::Done((actix_web::http::StatusCode::OK, shown, d.warnings)));
         }
         if update_row(state, ctx, &next).await? {
@@ -1096,40 +1207,51 @@ async fn patch_one(
     modify(&req, &ctx, &state, (&namespace, &name), &p, &body, how).await
 }
 
-/// Deletes one cluster: a registered one at once (row and event in one commit), a provisioned
-/// one through its driver, as `DELETE /v1/clusters/{id}` does (the answer then shows
-/// `deletionTimestamp`, and a watch sees `DELETED` when the driver is done).
+/// Deletes one cluster as the API server deletes an object: with finalizers, the cluster is
+/// only marked (`deletionTimestamp`, status `DELETE_IN_PROGRESS` with the finalizers named in
+/// its reason) and stays until the last finalizer is removed; without, a registered cluster
+/// goes at once (row and event in one commit) and a provisioned one through its driver, as
+/// `DELETE /v1/clusters/{id}` does. A cluster already being deleted is left as it is. Returns
+/// the cluster as it still is, if it is.
 async fn delete_entry(
     state: &AppState,
     ctx: &RequestContext,
     e: &RegistryEntry,
 ) -> Result<Option<RegistryEntry>, KubeError> {
+    if e.cluster.registry.is_deleting() {
+        return Ok(Some(e.clone()));
+    }
     if e.driver == EXTERNAL_DRIVER {
-        // A registered cluster has no node groups: nothing to read for the event.
-        let writes = vec![
-            Write::RefuseIfFederated {
-                cluster_uuid: e.cluster.uuid,
-            },
-            Write::DeleteCluster {
-                uuid: e.cluster.uuid,
-            },
-            Write::event(events::cluster_event(
-                &state.settings.default.host,
-                Action::Delete,
-                Outcome::Success,
-                &e.cluster,
-                &[],
-                Some(&initiator(ctx)),
-            )),
-        ];
+        let writes = if e.cluster.registry.finalizers.is_empty() {
+            external_delete_writes(state, ctx, &e.cluster)
+        } else {
+            let mut next = e.cluster.clone();
+            next.registry.mark_deleting(crate::store::sql::now());
+            next.status = ClusterStatus::DeleteInProgress;
+            next.status_reason = Some(next.registry.waiting_reason());
+            vec![
+                Write::RefuseIfFederated {
+                    cluster_uuid: e.cluster.uuid,
+                },
+                Write::update_cluster(&next),
+                Write::event(events::cluster_event(
+                    &state.settings.default.host,
+                    Action::Delete,
+                    Outcome::Pending,
+                    &next,
+                    &[],
+                    Some(&initiator(ctx)),
+                )),
+            ]
+        };
         return match state.store.commit(&writes).await {
-            Ok(()) | Err(StoreError::Stale) => Ok(None),
-            Err(err) if err.is_constraint("federation_membership") => {
-                Err(KubeError::ConflictMessage(format!(
-                    "cluster {} belongs to a federation; unjoin it first",
-                    registry::registry_name(&e.cluster.name, &e.cluster.uuid.0)
-                )))
-            }
+            Ok(()) | Err(StoreError::Stale) => Ok(state
+                .store
+                .registry_entries(&[e.cluster.uuid])
+                .await?
+                .into_iter()
+                .next()),
+            Err(err) if err.is_constraint("federation_membership") => Err(federated(&e.cluster)),
             Err(err) => Err(err.into()),
         };
     }
@@ -1151,16 +1273,58 @@ async fn delete_entry(
         .next())
 }
 
-fn deleted_answer(e: &RegistryEntry, still: Option<RegistryEntry>) -> HttpResponse {
-    match still {
-        Some(s) => {
-            let mut obj = view::cluster(&s);
-            obj.metadata.deletion_timestamp = Some(view::kube_time(
-                s.cluster.updated_at.unwrap_or(s.cluster.created_at),
-            ));
-            json_response(actix_web::http::StatusCode::OK, &obj)
-        }
-        None => json_response(actix_web::http::StatusCode::OK, &view::cluster(e)),
+fn federated(c: &Row) -> KubeError {
+    KubeError::ConflictMessage(format!(
+        "cluster {} belongs to a federation; unjoin it first",
+        registry::registry_name(&c.name, &c.uuid.0)
+    ))
+}
+
+/// The writes that remove a registered cluster: refused while it is federated; a registered
+/// cluster has no node groups, so there is nothing else to read for the event.
+fn external_delete_writes(state: &AppState, ctx: &RequestContext, c: &Row) -> Vec<Write> {
+    vec![
+        Write::RefuseIfFederated {
+            cluster_uuid: c.uuid,
+        },
+        Write::DeleteCluster { uuid: c.uuid },
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Delete,
+            Outcome::Success,
+            c,
+            &[],
+            Some(&initiator(ctx)),
+        )),
+    ]
+}
+
+/// Goes on with a deletion whose last finalizer `next` removes (from `e`): a registered
+/// cluster's row goes, a provisioned cluster's driver teardown starts; in one commit with the
+/// update, which is refused (`false`) when `e` moved on meanwhile.
+async fn finish_deletion(
+    state: &AppState,
+    ctx: &RequestContext,
+    e: &RegistryEntry,
+    next: &Row,
+) -> Result<bool, KubeError> {
+    let writes = if e.driver == EXTERNAL_DRIVER {
+        // The update checks the version the change was planned on.
+        let mut writes = vec![Write::update_cluster(next)];
+        writes.extend(external_delete_writes(state, ctx, next));
+        writes
+    } else {
+        let mut teardown = next.clone();
+        teardown.status_reason = None;
+        delete_writes(state, ctx, &teardown)
+            .await
+            .map_err(KubeError::from)?
+    };
+    match state.store.commit(&writes).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::Stale) => Ok(false),
+        Err(err) if err.is_constraint("federation_membership") => Err(federated(&e.cluster)),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -1174,7 +1338,7 @@ async fn delete(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let (namespace, name) = path.into_inner();
-    let p = params(&req)?;
+    let options = Delete::parse(req.query_string(), &body)?;
     let e = authorized_entry(
         &ctx,
         &state,
@@ -1183,33 +1347,59 @@ async fn delete(
         &CLUSTERS,
     )
     .await?;
-    check_preconditions(&body, &e)?;
-    if dry_run(&p) {
+    check_preconditions(&options, &e)?;
+    if options.dry_run {
         return Ok(json_response(
             actix_web::http::StatusCode::OK,
-            &view::cluster(&e),
+            &view::cluster(&dry_run_delete(&state, &e).await?),
         ));
     }
     let still = delete_entry(&state, &ctx, &e).await?;
-    Ok(deleted_answer(&e, still))
+    Ok(json_response(
+        actix_web::http::StatusCode::OK,
+        &view::cluster(still.as_ref().unwrap_or(&e)),
+    ))
+}
+
+/// What a delete would leave, written nowhere: the same refusals (a federation member), and
+/// the cluster marked as being deleted.
+async fn dry_run_delete(state: &AppState, e: &RegistryEntry) -> Result<RegistryEntry, KubeError> {
+    if !state
+        .store
+        .federations_of_cluster(&e.cluster.uuid)
+        .await?
+        .is_empty()
+    {
+        return Err(federated(&e.cluster));
+    }
+    let mut shown = e.clone();
+    shown
+        .cluster
+        .registry
+        .mark_deleting(crate::store::sql::now());
+    Ok(shown)
 }
 
 /// `DeleteOptions.preconditions` (uid, resourceVersion): 409 when the object moved on.
-fn check_preconditions(body: &Bytes, e: &RegistryEntry) -> Result<(), KubeError> {
-    if body.is_empty() {
-        return Ok(());
-    }
-    let opts: Value = serde_json::from_slice(body)
-        .map_err(|err| KubeError::BadRequest(format!("invalid DeleteOptions: {err}")))?;
+fn check_preconditions(options: &Delete, e: &RegistryEntry) -> Result<(), KubeError> {
     let name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
-    if let Some(uid) = opts["preconditions"]["uid"].as_str() {
-        if uid != e.cluster.uuid.to_string() {
-            return Err(KubeError::conflict(&CLUSTERS, name));
+    if let Some(uid) = &options.uid {
+        if *uid != e.cluster.uuid.to_string() {
+            return Err(KubeError::ConflictMessage(format!(
+                "Operation cannot be fulfilled on {}: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                CLUSTERS.qualified(),
+                e.cluster.uuid
+            )));
         }
     }
-    if let Some(rv) = opts["preconditions"]["resourceVersion"].as_str() {
-        if rv != e.cluster.registry.resource_version.to_string() {
-            return Err(KubeError::conflict(&CLUSTERS, name));
+    if let Some(rv) = &options.resource_version {
+        if *rv != e.cluster.registry.resource_version.to_string() {
+            return Err(KubeError::ConflictMessage(format!(
+                "Operation cannot be fulfilled on {} {}: the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                CLUSTERS.qualified(),
+                super::status::quote(&name),
+                e.cluster.registry.resource_version
+            )));
         }
     }
     Ok(())
@@ -1223,6 +1413,7 @@ async fn delete_collection(
     ctx: Result<RequestContext, ApiError>,
     state: web::Data<AppState>,
     path: web::Path<String>,
+    body: Bytes,
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let namespace = path.into_inner();
@@ -1234,6 +1425,7 @@ async fn delete_collection(
         &namespace,
     )?;
     let p = params(&req)?;
+    let options = Delete::parse(req.query_string(), &body)?;
     let selectors = Selectors::parse(&p)?;
     let listed = list_entries(
         &state,
@@ -1248,10 +1440,14 @@ async fn delete_collection(
         if !ctx.allowed("registry:delete", &cluster_target(&e.cluster)) {
             continue;
         }
-        if !dry_run(&p) {
-            delete_entry(&state, &ctx, e).await?;
-        }
-        gone.push(view::cluster(e));
+        let shown = if options.dry_run {
+            dry_run_delete(&state, e).await?
+        } else {
+            delete_entry(&state, &ctx, e)
+                .await?
+                .unwrap_or_else(|| e.clone())
+        };
+        gone.push(view::cluster(&shown));
     }
     let list = ClusterList {
         api_version: API_VERSION,

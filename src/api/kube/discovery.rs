@@ -21,7 +21,12 @@ struct Served {
     verbs: &'static [&'static str],
     short_names: &'static [&'static str],
     categories: &'static [&'static str],
+    /// Subresources (`status`) and their verbs.
+    subresources: &'static [(&'static str, &'static [&'static str])],
 }
+
+/// The verbs of a status subresource.
+const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 const SERVED: [Served; 2] = [
     Served {
@@ -38,12 +43,14 @@ const SERVED: [Served; 2] = [
         ],
         short_names: &[super::objects::SHORT_NAME],
         categories: &[super::objects::CATEGORY],
+        subresources: &[("status", STATUS_VERBS)],
     },
     Served {
         resource: &CLUSTER_PROFILES,
         verbs: &["get", "list", "watch"],
         short_names: &[],
         categories: &[],
+        subresources: &[],
     },
 ];
 
@@ -127,6 +134,17 @@ fn aggregated_resource(s: &Served) -> Value {
     if !s.categories.is_empty() {
         v["categories"] = json!(s.categories);
     }
+    if !s.subresources.is_empty() {
+        let subs: Vec<Value> = s
+            .subresources
+            .iter()
+            .map(|(sub, verbs)| {
+                json!({"subresource": sub, "verbs": verbs,
+                    "responseKind": {"group": r.group, "version": r.version, "kind": r.kind}})
+            })
+            .collect();
+        v["subresources"] = json!(subs);
+    }
     v
 }
 
@@ -186,7 +204,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     let resources: Vec<Value> = SERVED
         .iter()
         .filter(|s| s.resource.group == group && s.resource.version == version)
-        .map(|s| {
+        .flat_map(|s| {
             let mut v = json!({
                 "name": s.resource.plural,
                 "singularName": s.resource.singular,
@@ -200,7 +218,10 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             if !s.categories.is_empty() {
                 v["categories"] = json!(s.categories);
             }
-            v
+            std::iter::once(v).chain(s.subresources.iter().map(|(sub, verbs)| {
+                json!({"name": format!("{}/{sub}", s.resource.plural), "singularName": "",
+                    "namespaced": true, "kind": s.resource.kind, "verbs": verbs})
+            }))
         })
         .collect();
     if resources.is_empty() {
@@ -400,7 +421,9 @@ mod tests {
                    "resource":"clusters","singularResource":"cluster","scope":"Namespaced",
                    "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"Cluster"},
                    "verbs":["create","delete","deletecollection","get","list","patch","update","watch"],
-                   "shortNames":["cr"],"categories":["all-clusters"]}]}]},
+                   "shortNames":["cr"],"categories":["all-clusters"],
+                   "subresources":[{"subresource":"status","verbs":["get","patch","update"],
+                     "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"Cluster"}}]}]}]},
                 {"metadata":{"name":"multicluster.x-k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
                    "resource":"clusterprofiles","singularResource":"clusterprofile","scope":"Namespaced",
@@ -469,7 +492,9 @@ mod tests {
             json!({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"clusterregistry.k8s.io/v1alpha1",
               "resources":[{"name":"clusters","singularName":"cluster","namespaced":true,"kind":"Cluster",
                 "verbs":["create","delete","deletecollection","get","list","patch","update","watch"],
-                "shortNames":["cr"],"categories":["all-clusters"]}]})
+                "shortNames":["cr"],"categories":["all-clusters"]},
+                {"name":"clusters/status","singularName":"","namespaced":true,"kind":"Cluster",
+                 "verbs":["get","patch","update"]}]})
         );
         let (_, _, v) = call(multicluster_v1alpha1(TestRequest::get().to_http_request())).await;
         assert_eq!(

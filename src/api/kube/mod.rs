@@ -3,7 +3,9 @@
 //! `ClusterProfile` (read-only), with what kubectl needs around them: Status errors,
 //! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks.
 
+pub mod cluster_status;
 pub mod clusters;
+pub mod delete_options;
 pub mod discovery;
 pub mod feed;
 pub mod list;

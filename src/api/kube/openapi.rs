@@ -244,6 +244,31 @@ fn gv_document(
             responses: responses(&[("200", "OK"), ("202", "Accepted")], &schema::STATUS),
         });
     }
+    if writable {
+        // The status subresource: read, replace and patch, as for a CRD with one.
+        let body = json!({"content": content(item), "required": true});
+        let patch_ref = json!({"schema": {"$ref": schema::ref_of(&schema::PATCH)}});
+        let status_item = json!({
+            "get": op(Op { r, id: format!("readNamespaced{kind}Status"), action: "get",
+                description: format!("read status of the specified {kind}"), params: &[],
+                request: None, responses: responses(&[("200", "OK")], item) }),
+            "put": op(Op { r, id: format!("replaceNamespaced{kind}Status"), action: "put",
+                description: format!("replace status of the specified {kind}"),
+                params: WRITE_PARAMS, request: Some(body),
+                responses: responses(&[("200", "OK"), ("201", "Created")], item) }),
+            "patch": op(Op { r, id: format!("patchNamespaced{kind}Status"), action: "patch",
+                description: format!("partially update status of the specified {kind}"),
+                params: PATCH_PARAMS,
+                request: Some(json!({"content": {
+                    "application/apply-patch+yaml": patch_ref,
+                    "application/json-patch+json": patch_ref,
+                    "application/merge-patch+json": patch_ref,
+                }, "required": true})),
+                responses: responses(&[("200", "OK"), ("201", "Created")], item) }),
+            "parameters": path_params(&[("name", &name_doc), ns_param]),
+        });
+        paths.insert(format!("{one}/status"), status_item);
+    }
     paths.insert(coll, coll_item);
     paths.insert(one, one_item);
 
@@ -419,10 +444,10 @@ mod tests {
 
     #[test]
     fn every_operation_has_a_gvk_and_an_action() {
-        for d in [&*CLUSTERREGISTRY_DOC, &*MULTICLUSTER_DOC] {
+        for (d, served) in [(&*CLUSTERREGISTRY_DOC, 4), (&*MULTICLUSTER_DOC, 3)] {
             let v = doc(d);
             let paths = v["paths"].as_object().cloned().unwrap_or_default();
-            assert_eq!(paths.len(), 3);
+            assert_eq!(paths.len(), served);
             for (path, item) in paths {
                 for (method, o) in item.as_object().cloned().unwrap_or_default() {
                     if method == "parameters" {

@@ -147,7 +147,8 @@ async fn list_answer(
     visible: Visible,
 ) -> Result<HttpResponse, KubeError> {
     let p = params(req)?;
-    let selectors = Selectors::parse(&p)?;
+    // A profile's labels are its cluster's and the cluster manager's.
+    let selectors = Selectors::parse(&p)?.implying(MANAGER_LABEL, MANAGER);
     if matches!(p.watch.as_deref(), Some("true" | "1")) {
         return super::watch::start(
             req,

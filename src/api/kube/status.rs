@@ -69,6 +69,31 @@ pub const CLUSTER_PROFILES: Resource = Resource {
     list_kind: "ClusterProfileList",
 };
 
+/// `meta.k8s.io/v1` `DeleteOptions`: what a refused delete option is reported against.
+pub const DELETE_OPTIONS: Resource = Resource {
+    group: "meta.k8s.io",
+    version: "v1",
+    plural: "deleteoptions",
+    singular: "deleteoptions",
+    kind: "DeleteOptions",
+    list_kind: "DeleteOptionsList",
+};
+
+/// `meta.k8s.io/v1` `CreateOptions`, `UpdateOptions` and `PatchOptions`: what a refused
+/// `dryRun` of a create, replace or patch is reported against.
+pub const CREATE_OPTIONS: Resource = Resource {
+    kind: "CreateOptions",
+    ..DELETE_OPTIONS
+};
+pub const UPDATE_OPTIONS: Resource = Resource {
+    kind: "UpdateOptions",
+    ..DELETE_OPTIONS
+};
+pub const PATCH_OPTIONS: Resource = Resource {
+    kind: "PatchOptions",
+    ..DELETE_OPTIONS
+};
+
 /// Another name for `CLUSTER_PROFILES`.
 pub const PROFILES: Resource = CLUSTER_PROFILES;
 

@@ -501,12 +501,105 @@ fn label_causes(meta: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
-/// Name, labels and annotations, with the apiserver's messages.
+/// `metadata.finalizers`: each a qualified name (`ValidateFinalizerName`), none twice.
+fn finalizer_causes(meta: &Value, causes: &mut Vec<Cause>) {
+    let Some(finalizers) = meta["finalizers"].as_array() else {
+        return;
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, f) in finalizers.iter().enumerate() {
+        let Some(f) = f.as_str() else { continue };
+        let field = format!("metadata.finalizers[{i}]");
+        for m in qualified_name_errors(f) {
+            causes.push(Cause::invalid(field.clone(), &echo(f), &m));
+        }
+        if !seen.insert(f) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate".into(),
+                message: format!("Duplicate value: {}", quote(&echo(f))),
+                field,
+            });
+        }
+    }
+}
+
+/// The warning the API server gives for a finalizer without a domain prefix.
+pub fn finalizer_warnings(body: &Value) -> Vec<String> {
+    body["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let f = f.as_str()?;
+            (!f.contains('/')).then(|| {
+                format!(
+                    "metadata.finalizers[{i}]: {}: prefer a domain-qualified finalizer name \
+                     to avoid accidental conflicts with other finalizer writers",
+                    quote(&echo(f))
+                )
+            })
+        })
+        .collect()
+}
+
+/// `metadata.ownerReferences` (`ValidateOwnerReferences`): apiVersion with a version, kind,
+/// name and uid given, and at most one controller.
+fn owner_reference_causes(meta: &Value, causes: &mut Vec<Cause>) {
+    let Some(refs) = meta["ownerReferences"].as_array() else {
+        return;
+    };
+    let mut controllers = Vec::new();
+    for (i, r) in refs.iter().enumerate() {
+        let field = |f: &str| format!("metadata.ownerReferences[{i}].{f}");
+        let text = |f: &str| r[f].as_str().unwrap_or("");
+        let api_version = text("apiVersion");
+        let version = api_version.rsplit('/').next().unwrap_or("");
+        if api_version.matches('/').count() > 1 {
+            causes.push(Cause::invalid(
+                field("apiVersion"),
+                &echo(api_version),
+                &format!("unexpected GroupVersion string: {}", echo(api_version)),
+            ));
+        } else if version.is_empty() {
+            causes.push(Cause::invalid(
+                field("apiVersion"),
+                &echo(api_version),
+                "version must not be empty",
+            ));
+        }
+        for (f, what) in [("kind", "kind"), ("name", "name"), ("uid", "uid")] {
+            if text(f).is_empty() {
+                causes.push(Cause::invalid(
+                    field(f),
+                    "",
+                    &format!("{what} must not be empty"),
+                ));
+            }
+        }
+        if r["controller"].as_bool() == Some(true) {
+            controllers.push(format!("{}/{}", text("kind"), text("name")));
+        }
+    }
+    if controllers.len() > 1 {
+        causes.push(Cause::invalid_unquoted(
+            "metadata.ownerReferences",
+            &format!(
+                "Only one reference can have Controller set to true. Found \"true\" in references for {}",
+                controllers.join(" and ")
+            ),
+        ));
+    }
+}
+
+/// Name, labels, annotations, finalizers and owner references, with the apiserver's messages.
 pub fn metadata_causes(body: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let meta = &body["metadata"];
     name_causes(meta, &mut causes);
     label_causes(meta, &mut causes);
+    finalizer_causes(meta, &mut causes);
+    owner_reference_causes(meta, &mut causes);
     causes
 }
 

@@ -52,6 +52,17 @@ fn metadata(
     }
 }
 
+impl ObjectMeta {
+    /// The metadata of an object being deleted since `at` (unchanged for `None`).
+    fn with_deletion(mut self, at: Option<DateTime<Utc>>) -> ObjectMeta {
+        if let Some(at) = at {
+            self.deletion_timestamp = Some(kube_time(at));
+            self.deletion_grace_period_seconds = Some(0);
+        }
+        self
+    }
+}
+
 /// The `OK` condition: the cluster's health (from the prober or its driver).
 fn ok_condition(e: &RegistryEntry) -> ClusterCondition {
     let c = &e.cluster;
@@ -97,6 +108,11 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
         r.resource_version,
     );
     metadata.generation = Some(r.generation);
+    metadata.finalizers = r.finalizers.clone();
+    metadata.owner_references = r.owner_references.clone();
+    metadata.deletion_timestamp = r.deletion_timestamp.map(kube_time);
+    metadata.deletion_grace_period_seconds =
+        r.deletion_timestamp.and(r.deletion_grace_period_seconds);
     let server_endpoints: Vec<ServerAddressByClientCidr> = if r.server_endpoints.is_empty() {
         c.api_address
             .iter()
@@ -136,7 +152,14 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
             auth_info,
         },
         status: ClusterStatus {
-            conditions: vec![ok_condition(e)],
+            conditions: std::iter::once(ok_condition(e))
+                .chain(
+                    r.conditions
+                        .iter()
+                        .filter(|c| c.type_ != registry::PROBER_CONDITION)
+                        .cloned(),
+                )
+                .collect(),
         },
     }
 }
@@ -155,7 +178,8 @@ pub fn deleted(ch: &ClusterChange) -> Cluster {
             &ch.registry_annotations.0,
             ch.created_at,
             ch.resource_version,
-        ),
+        )
+        .with_deletion(ch.deletion_timestamp),
         spec: ClusterSpec::default(),
         status: ClusterStatus::default(),
     }

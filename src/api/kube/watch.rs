@@ -298,6 +298,81 @@ impl Watch {
         }
     }
 
+    /// The event one line of the change log makes for this watch, in the order the log has it
+    /// and with the line's own resourceVersion, name, labels and annotations (the rest of the
+    /// object as it is now, or as the line kept it once the object is gone). Label and field
+    /// selectors are decided on the line's labels before and after the change, as the API
+    /// server's watch cache does: an object that starts matching is `ADDED`, one that stops
+    /// matching is `DELETED` (showing the labels it had), one that matches before and after is
+    /// `MODIFIED`.
+    fn change_line(
+        &mut self,
+        ch: &ClusterChange,
+        current: Option<&RegistryEntry>,
+    ) -> Option<Bytes> {
+        let gone = view::deleted(ch);
+        let name = gone.metadata.name.clone();
+        let now_matches = self
+            .selectors
+            .matches(&name, &ch.project_id, &ch.registry_labels.0);
+        let before = ch.prev_registry_labels.as_ref().map(|p| &p.0);
+        let (kind, matched_before) = match ch.change.as_str() {
+            "ADDED" => ("ADDED", false),
+            "DELETED" => ("DELETED", true),
+            _ => (
+                "MODIFIED",
+                before.map_or(now_matches, |p| {
+                    self.selectors.matches(&name, &ch.project_id, p)
+                }),
+            ),
+        };
+        let kind = match (kind, matched_before, now_matches) {
+            ("DELETED", _, _) => {
+                // A DELETED line carries the object's own labels (also as its "before").
+                return now_matches
+                    .then(|| self.shape.event("DELETED", None, &gone))
+                    .flatten();
+            }
+            (_, false, true) => "ADDED",
+            (_, true, true) => "MODIFIED",
+            (_, true, false) => "DELETED",
+            (_, false, false) => return None,
+        };
+        match current.filter(|e| e.cluster.uuid.to_string() == ch.cluster_uuid) {
+            Some(e) => {
+                let mut shown = e.clone();
+                let r = &mut shown.cluster.registry;
+                if r.resource_version != ch.resource_version {
+                    // An earlier state: its own version, name and metadata.
+                    r.resource_version = ch.resource_version;
+                    r.labels = ch.registry_labels.0.clone();
+                    r.annotations = ch.registry_annotations.0.clone();
+                    r.deletion_timestamp = ch.deletion_timestamp;
+                    shown.cluster.name = ch.name.clone();
+                }
+                if kind == "DELETED" {
+                    // It left the selector: shown with the labels it had.
+                    if let Some(p) = before {
+                        r.labels = p.clone();
+                    }
+                    let object = view::cluster(&shown);
+                    return self.shape.event("DELETED", None, &object);
+                }
+                let object = view::cluster(&shown);
+                self.shape.event(kind, Some(&shown), &object)
+            }
+            None => {
+                let mut object = gone;
+                if kind == "DELETED" {
+                    if let Some(p) = before {
+                        object.metadata.labels = p.clone();
+                    }
+                }
+                self.shape.event(kind, None, &object)
+            }
+        }
+    }
+
     /// Sends every change after `last` that this watch sees; the new position.
     async fn catch_up(&mut self, mut last: i64) -> Result<Option<i64>, KubeError> {
         loop {
@@ -323,35 +398,10 @@ impl Watch {
                 .map(|e| (e.cluster.uuid.to_string(), e))
                 .collect();
             for ch in seen {
-                let line = if ch.change == "DELETED" {
-                    let object = view::deleted(ch);
-                    if !self.selectors.matches(
-                        &object.metadata.name,
-                        &ch.project_id,
-                        &ch.registry_labels.0,
-                    ) {
-                        continue;
-                    }
-                    self.shape.event("DELETED", None, &object)
-                } else {
-                    // The row as it is now; a later change of it will be sent on its own.
-                    let Some(e) = current.get(&ch.cluster_uuid) else {
-                        continue;
-                    };
-                    if e.cluster.registry.resource_version != ch.resource_version {
-                        continue;
-                    }
-                    let object = view::cluster(e);
-                    if !self.selectors.matches(
-                        &object.metadata.name,
-                        &e.cluster.project_id,
-                        &e.cluster.registry.labels,
-                    ) {
-                        continue;
-                    }
-                    self.shape.event(&ch.change, Some(e), &object)
+                let Some(line) = self.change_line(ch, current.get(&ch.cluster_uuid)) else {
+                    continue;
                 };
-                if !self.send(line).await {
+                if !self.send(Some(line)).await {
                     return Ok(None);
                 }
             }

@@ -1,0 +1,850 @@
+//! The cluster registry's API-server semantics over plain HTTP, as client-go, kubectl and the
+//! Python client use them, on both backends and without kubectl: `DeleteOptions` from the body
+//! and the query (a dry run writes nothing), finalizers and owner references kept, a deletion
+//! that waits for the last finalizer (through either API) and shows `deletionTimestamp`
+//! everywhere meanwhile.
+
+use reqwest::Method;
+use rstest::rstest;
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    assert_status, conductor, drain, instant, spawn_with, template_as, Api, Backend, Resp, TestApp,
+};
+
+const BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/project-a/clusters";
+
+async fn app_on(backend: Backend) -> TestApp {
+    spawn_with(backend, |s| {
+        s.noauth.project_id = "project-a".into();
+        s.noauth.user_id = "user-a".into();
+        s.noauth.roles = "member,reader".into();
+    })
+    .await
+}
+
+fn registered(name: &str, metadata: Value) -> Value {
+    let mut meta = json!({"name": name});
+    if let (Some(m), Some(extra)) = (meta.as_object_mut(), metadata.as_object()) {
+        m.extend(extra.clone());
+    }
+    json!({"apiVersion": "clusterregistry.k8s.io/v1alpha1", "kind": "Cluster",
+        "metadata": meta,
+        "spec": {"kubernetesApiEndpoints": {"serverEndpoints": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": "10.4.0.1:6443"}]}}})
+}
+
+/// A request with a raw body and content type, as Kubernetes clients send them.
+async fn call(app: &TestApp, method: Method, path: &str, ct: &str, body: &str) -> Resp {
+    let mut req = app
+        .client
+        .request(method, app.url(path))
+        .header("Accept", "application/json");
+    if !body.is_empty() {
+        req = req.header("Content-Type", ct).body(body.to_string());
+    }
+    app.send(req).await
+}
+
+async fn create(app: &TestApp, body: &Value) -> Resp {
+    let r = call(
+        app,
+        Method::POST,
+        BASE,
+        "application/json",
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    r
+}
+
+async fn get(app: &TestApp, name: &str) -> Resp {
+    call(app, Method::GET, &format!("{BASE}/{name}"), "", "").await
+}
+
+async fn merge(app: &TestApp, name: &str, patch: Value) -> Resp {
+    call(
+        app,
+        Method::PATCH,
+        &format!("{BASE}/{name}"),
+        "application/merge-patch+json",
+        &patch.to_string(),
+    )
+    .await
+}
+
+#[track_caller]
+fn assert_not_found(r: &Resp, name: &str) {
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(r.body["kind"], "Status", "{}", r.text);
+    assert_eq!(r.body["reason"], "NotFound", "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        format!("clusters.clusterregistry.k8s.io \"{name}\" not found")
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_dry_run_delete_in_the_body_or_the_query_deletes_nothing(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(&app, &registered("keep", json!({"labels": {"env": "dev"}}))).await;
+    let before = get(&app, "keep").await;
+
+    // kubectl delete --dry-run=server: the options in the body.
+    let r = call(
+        &app,
+        Method::DELETE,
+        &format!("{BASE}/keep"),
+        "application/json",
+        r#"{"propagationPolicy":"Background","dryRun":["All"]}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["name"], "keep", "{}", r.text);
+    assert!(
+        r.body["metadata"]["deletionTimestamp"].is_string(),
+        "the answer shows what the delete would do: {}",
+        r.text
+    );
+    // ... and in the query, with a body that says nothing of it.
+    let r = call(
+        &app,
+        Method::DELETE,
+        &format!("{BASE}/keep?dryRun=All"),
+        "application/json",
+        r#"{"propagationPolicy":"Background"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // deletecollection with a selector and a dry run in the body.
+    let r = call(
+        &app,
+        Method::DELETE,
+        &format!("{BASE}?labelSelector=env%3Ddev"),
+        "application/json",
+        r#"{"dryRun":["All"]}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["items"][0]["metadata"]["name"], "keep", "{}", r.text);
+
+    let after = get(&app, "keep").await;
+    assert_eq!(after.status, 200, "{}", after.text);
+    assert_eq!(after.body, before.body, "the object did not change at all");
+    assert!(after.body["metadata"].get("deletionTimestamp").is_none());
+    let v1 = app.get_cluster("keep").await;
+    assert_eq!(v1.status, 200, "{}", v1.text);
+    assert_eq!(v1.body["status"], "CREATE_COMPLETE", "{}", v1.text);
+}
+
+#[rstest]
+#[tokio::test]
+async fn refused_delete_options_are_422_and_delete_nothing(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(&app, &registered("stay", json!({}))).await;
+    for (query, body, field) in [
+        ("", r#"{"dryRun":["Everything"]}"#, "dryRun"),
+        ("?dryRun=Some", "", "dryRun"),
+        (
+            "",
+            r#"{"propagationPolicy":"Sideways"}"#,
+            "propagationPolicy",
+        ),
+        (
+            "",
+            r#"{"orphanDependents":false,"propagationPolicy":"Orphan"}"#,
+            "propagationPolicy",
+        ),
+    ] {
+        let r = call(
+            &app,
+            Method::DELETE,
+            &format!("{BASE}/stay{query}"),
+            "application/json",
+            body,
+        )
+        .await;
+        assert_eq!(r.status, 422, "{query} {body}: {}", r.text);
+        assert_eq!(r.body["kind"], "Status");
+        assert_eq!(r.body["reason"], "Invalid", "{}", r.text);
+        assert_eq!(r.body["details"]["kind"], "DeleteOptions", "{}", r.text);
+        assert_eq!(r.body["details"]["causes"][0]["field"], field, "{}", r.text);
+    }
+    // A create with an unknown dry-run stage is refused too, not written for real.
+    let r = call(
+        &app,
+        Method::POST,
+        &format!("{BASE}?dryRun=Maybe"),
+        "application/json",
+        &registered("other", json!({})).to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.body["details"]["kind"], "CreateOptions", "{}", r.text);
+    assert_not_found(&get(&app, "other").await, "other");
+    assert_eq!(get(&app, "stay").await.status, 200);
+}
+
+#[rstest]
+#[tokio::test]
+async fn delete_preconditions_from_the_body_are_409_when_the_object_moved_on(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let made = create(&app, &registered("pre", json!({}))).await;
+    let uid = made.body["metadata"]["uid"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let r = call(
+        &app,
+        Method::DELETE,
+        &format!("{BASE}/pre"),
+        "application/json",
+        r#"{"preconditions":{"resourceVersion":"999999"}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(r.body["reason"], "Conflict", "{}", r.text);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the ResourceVersion in the precondition (999999)")),
+        "{}",
+        r.text
+    );
+    assert_eq!(get(&app, "pre").await.status, 200);
+    let r = call(
+        &app,
+        Method::DELETE,
+        &format!("{BASE}/pre"),
+        "application/json",
+        &json!({"preconditions": {"uid": uid}}).to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_not_found(&get(&app, "pre").await, "pre");
+}
+
+#[rstest]
+#[tokio::test]
+async fn finalizers_hold_a_registry_delete_until_the_last_one_is_removed(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let owner = json!([{"apiVersion": "fleet.example.com/v1", "kind": "Fleet",
+        "name": "blue", "uid": "6c1f3c52-3d3b-4f1a-9e53-0f2a3b4c5d6e", "controller": true}]);
+    let made = create(
+        &app,
+        &registered(
+            "held",
+            json!({"finalizers": ["example.com/cleanup", "example.com/audit"],
+                   "ownerReferences": owner}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        made.body["metadata"]["finalizers"],
+        json!(["example.com/cleanup", "example.com/audit"]),
+        "{}",
+        made.text
+    );
+    assert_eq!(
+        made.body["metadata"]["ownerReferences"], owner,
+        "{}",
+        made.text
+    );
+    let list = call(&app, Method::GET, BASE, "", "").await;
+    let list_rv = list.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+
+    let r = call(
+        &app,
+        Method::DELETE,
+        &format!("{BASE}/held"),
+        "application/json",
+        r#"{"propagationPolicy":"Background"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let stamp = r.body["metadata"]["deletionTimestamp"].clone();
+    assert!(stamp.is_string(), "{}", r.text);
+    assert_eq!(
+        r.body["metadata"]["deletionGracePeriodSeconds"], 0,
+        "{}",
+        r.text
+    );
+
+    // Still there, marked, in a GET, a list and a watch; /v1 says why it waits.
+    let shown = get(&app, "held").await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert_eq!(shown.body["metadata"]["deletionTimestamp"], stamp);
+    let list = call(&app, Method::GET, BASE, "", "").await;
+    assert_eq!(
+        list.body["items"][0]["metadata"]["deletionTimestamp"], stamp,
+        "{}",
+        list.text
+    );
+    let v1 = app.get_cluster("held").await;
+    assert_eq!(v1.body["status"], "DELETE_IN_PROGRESS", "{}", v1.text);
+    assert_eq!(
+        v1.body["status_reason"],
+        "Deletion waits for the registry finalizers to be removed: example.com/cleanup, example.com/audit",
+        "{}",
+        v1.text
+    );
+    // A second delete changes nothing.
+    let again = call(&app, Method::DELETE, &format!("{BASE}/held"), "", "").await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.body["metadata"]["deletionTimestamp"], stamp);
+
+    // No finalizer may be added once deleting.
+    let r = merge(
+        &app,
+        "held",
+        json!({"metadata": {"finalizers": ["example.com/cleanup", "example.com/audit", "example.com/late"]}}),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.body["details"]["causes"][0]["message"],
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/late\"}",
+        "{}",
+        r.text
+    );
+
+    // One removed: still there, the reason names the one left.
+    let r = merge(
+        &app,
+        "held",
+        json!({"metadata": {"finalizers": ["example.com/audit"]}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["metadata"]["finalizers"],
+        json!(["example.com/audit"])
+    );
+    assert_eq!(
+        app.get_cluster("held").await.body["status_reason"],
+        "Deletion waits for the registry finalizers to be removed: example.com/audit"
+    );
+    // The last removed: gone.
+    let r = merge(&app, "held", json!({"metadata": {"finalizers": null}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_not_found(&get(&app, "held").await, "held");
+
+    // A watch from before the delete saw the mark, then the end.
+    let watch = call(
+        &app,
+        Method::GET,
+        &format!("{BASE}?watch=true&resourceVersion={list_rv}&timeoutSeconds=1"),
+        "",
+        "",
+    )
+    .await;
+    let events: Vec<Value> = watch
+        .text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds.last(), Some(&"DELETED"), "{}", watch.text);
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "MODIFIED")
+            .all(|e| e["object"]["metadata"]["deletionTimestamp"] == stamp),
+        "every change after the delete carries deletionTimestamp: {}",
+        watch.text
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_v1_delete_waits_for_registry_finalizers_then_the_driver_tears_down(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let h = app.headers.clone();
+    let t = template_as(&app, "fin-tpl", json!({}), &h).await;
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": "prov", "cluster_template_id": t}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let c = conductor(&app, instant());
+    drain(&c).await;
+    assert_status(&app, "prov", "CREATE_COMPLETE", &h).await;
+
+    let r = merge(
+        &app,
+        "prov",
+        json!({"metadata": {"finalizers": ["example.com/backup"]}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = app.delete_cluster("prov").await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    // The driver is not asked to tear down while the finalizer is there.
+    drain(&c).await;
+    let v1 = app.get_cluster("prov").await;
+    assert_eq!(v1.body["status"], "DELETE_IN_PROGRESS", "{}", v1.text);
+    assert_eq!(
+        v1.body["status_reason"],
+        "Deletion waits for the registry finalizers to be removed: example.com/backup"
+    );
+    let shown = get(&app, "prov").await;
+    assert!(
+        shown.body["metadata"]["deletionTimestamp"].is_string(),
+        "{}",
+        shown.text
+    );
+    // A second /v1 delete is accepted and changes nothing.
+    assert_eq!(app.delete_cluster("prov").await.status, 204);
+
+    let r = merge(&app, "prov", json!({"metadata": {"finalizers": []}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.body["metadata"]["deletionTimestamp"].is_string(),
+        "{}",
+        r.text
+    );
+    let v1 = app.get_cluster("prov").await;
+    assert_eq!(v1.body["status"], "DELETE_IN_PROGRESS", "{}", v1.text);
+    assert!(v1.body["status_reason"].is_null(), "{}", v1.text);
+    drain(&c).await;
+    assert_eq!(app.get_cluster("prov").await.status, 404);
+    assert_not_found(&get(&app, "prov").await, "prov");
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_provisioned_cluster_being_deleted_shows_its_deletion_timestamp(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let h = app.headers.clone();
+    let t = template_as(&app, "ts-tpl", json!({}), &h).await;
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": "gone", "cluster_template_id": t}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&conductor(&app, instant())).await;
+    assert_eq!(app.delete_cluster("gone").await.status, 204);
+    let first = get(&app, "gone").await;
+    let stamp = first.body["metadata"]["deletionTimestamp"].clone();
+    assert!(stamp.is_string(), "{}", first.text);
+    let list = call(&app, Method::GET, BASE, "", "").await;
+    assert_eq!(
+        list.body["items"][0]["metadata"]["deletionTimestamp"],
+        stamp
+    );
+    // The same timestamp on every read, not the time of the read.
+    assert_eq!(
+        get(&app, "gone").await.body["metadata"]["deletionTimestamp"],
+        stamp
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn bad_finalizers_and_owner_references_are_422_with_the_api_server_causes(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    for (meta, field, message) in [
+        (
+            json!({"finalizers": ["not a name"]}),
+            "metadata.finalizers[0]",
+            "Invalid value: \"not a name\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ),
+        (
+            json!({"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}]}),
+            "metadata.ownerReferences[0].uid",
+            "Invalid value: \"\": uid must not be empty",
+        ),
+        (
+            json!({"ownerReferences": [{"apiVersion": "example.com/", "kind": "K", "name": "x", "uid": "u"}]}),
+            "metadata.ownerReferences[0].apiVersion",
+            "Invalid value: \"example.com/\": version must not be empty",
+        ),
+    ] {
+        let r = call(
+            &app,
+            Method::POST,
+            BASE,
+            "application/json",
+            &registered("bad", meta.clone()).to_string(),
+        )
+        .await;
+        assert_eq!(r.status, 422, "{meta}: {}", r.text);
+        assert_eq!(r.body["reason"], "Invalid", "{}", r.text);
+        assert_eq!(r.body["details"]["causes"][0]["field"], field, "{}", r.text);
+        assert_eq!(
+            r.body["details"]["causes"][0]["message"], message,
+            "{}",
+            r.text
+        );
+    }
+    assert_not_found(&get(&app, "bad").await, "bad");
+    // A finalizer without a domain is kept, with the API server's warning.
+    let r = call(
+        &app,
+        Method::POST,
+        BASE,
+        "application/json",
+        &registered("plain", json!({"finalizers": ["cleanup"]})).to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.body["metadata"]["finalizers"], json!(["cleanup"]));
+    let warning = r.header("warning").unwrap_or_default();
+    assert!(
+        warning.contains("prefer a domain-qualified finalizer name"),
+        "{warning}"
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn cluster_profiles_are_selected_by_their_own_labels(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(&app, &registered("p1", json!({"labels": {"env": "prod"}}))).await;
+    create(&app, &registered("p2", json!({"labels": {"env": "dev"}}))).await;
+    let profiles = "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/project-a/clusterprofiles";
+    let names = |r: &Resp| -> Vec<String> {
+        r.body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["metadata"]["name"].as_str().map(String::from))
+            .collect()
+    };
+    // The filter the ClusterProfile API tells consumers to use.
+    let r = call(
+        &app,
+        Method::GET,
+        &format!("{profiles}?labelSelector=x-k8s.io%2Fcluster-manager%3Dfleetyard"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(names(&r), vec!["p1", "p2"], "{}", r.text);
+    let r = call(
+        &app,
+        Method::GET,
+        &format!("{profiles}?labelSelector=x-k8s.io%2Fcluster-manager%3Dfleetyard,env%3Dprod"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(names(&r), vec!["p1"], "{}", r.text);
+    let r = call(
+        &app,
+        Method::GET,
+        &format!("{profiles}?labelSelector=x-k8s.io%2Fcluster-manager%3Dother"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(names(&r), Vec::<String>::new(), "{}", r.text);
+    // The registry's clusters do not carry the profile's label.
+    let r = call(
+        &app,
+        Method::GET,
+        &format!("{BASE}?labelSelector=x-k8s.io%2Fcluster-manager%3Dfleetyard"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(names(&r), Vec::<String>::new(), "{}", r.text);
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_label_selected_watch_sees_objects_enter_and_leave_its_selector(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(
+        &app,
+        &registered("mover", json!({"labels": {"env": "dev"}})),
+    )
+    .await;
+    create(
+        &app,
+        &registered("other", json!({"labels": {"env": "dev"}})),
+    )
+    .await;
+    let list = call(
+        &app,
+        Method::GET,
+        &format!("{BASE}?labelSelector=env%3Dprod"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(list.body["items"], json!([]), "{}", list.text);
+    let from = list.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    // In, changed while in, out, changed while out, in again; the other never matches.
+    for labels in [
+        json!({"env": "prod"}),
+        json!({"env": "prod", "tier": "gold"}),
+        json!({"env": "dev", "tier": null}),
+        json!({"team": "a"}),
+        json!({"env": "prod"}),
+    ] {
+        let r = merge(&app, "mover", json!({"metadata": {"labels": labels}})).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let r = merge(
+        &app,
+        "other",
+        json!({"metadata": {"labels": {"team": "b"}}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let watch = call(
+        &app,
+        Method::GET,
+        &format!(
+            "{BASE}?watch=true&labelSelector=env%3Dprod&resourceVersion={from}&timeoutSeconds=1"
+        ),
+        "",
+        "",
+    )
+    .await;
+    let events: Vec<Value> = watch
+        .text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let seen: Vec<(String, String, Value)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                e["object"]["metadata"]["labels"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("ADDED".into(), "mover".into(), json!({"env": "prod"})),
+            (
+                "MODIFIED".into(),
+                "mover".into(),
+                json!({"env": "prod", "tier": "gold"})
+            ),
+            // It left: DELETED, showing the labels it had while it matched.
+            (
+                "DELETED".into(),
+                "mover".into(),
+                json!({"env": "prod", "tier": "gold"})
+            ),
+            (
+                "ADDED".into(),
+                "mover".into(),
+                json!({"env": "prod", "team": "a"})
+            ),
+        ],
+        "{}",
+        watch.text
+    );
+    let versions: Vec<i64> = events
+        .iter()
+        .filter_map(|e| {
+            e["object"]["metadata"]["resourceVersion"]
+                .as_str()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+}
+
+#[rstest]
+#[tokio::test]
+async fn the_status_subresource_takes_only_status_and_the_main_resource_ignores_it(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(&app, &registered("st", json!({"labels": {"env": "dev"}}))).await;
+    let status_path = format!("{BASE}/st/status");
+    let got = call(&app, Method::GET, &status_path, "", "").await;
+    assert_eq!(got.status, 200, "{}", got.text);
+    assert_eq!(got.body["metadata"]["name"], "st");
+
+    // A controller reports its own condition; the label it also sends is ignored.
+    let r = call(
+        &app,
+        Method::PATCH,
+        &status_path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"env": "prod"}},
+                "status": {"conditions": [
+                    {"type": "example.com/Backup", "status": "True", "reason": "Done",
+                     "message": "nightly backup taken"}]}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let conditions = r.body["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let types: Vec<&str> = conditions
+        .iter()
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    assert_eq!(types, vec!["OK", "example.com/Backup"], "{}", r.text);
+    assert!(
+        conditions[1]["lastTransitionTime"].is_string(),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        r.body["metadata"]["labels"],
+        json!({"env": "dev"}),
+        "{}",
+        r.text
+    );
+    let shown = get(&app, "st").await;
+    assert_eq!(
+        shown.body["status"]["conditions"][1]["message"],
+        "nightly backup taken"
+    );
+
+    // The prober's OK condition stays the service's: a value sent for it is ignored, said.
+    let r = call(
+        &app,
+        Method::PUT,
+        &status_path,
+        "application/json",
+        &json!({"apiVersion": "clusterregistry.k8s.io/v1alpha1", "kind": "Cluster",
+                "metadata": {"name": "st"},
+                "status": {"conditions": [
+                    {"type": "OK", "status": "True", "reason": "Healthy"},
+                    {"type": "example.com/Backup", "status": "False", "reason": "Failed"}]}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["status"]["conditions"][0]["status"], "Unknown",
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        r.body["status"]["conditions"][1]["status"], "False",
+        "{}",
+        r.text
+    );
+    assert!(
+        r.header("warning")
+            .unwrap_or_default()
+            .contains("health prober"),
+        "{:?}",
+        r.headers
+    );
+
+    // Writes to the main resource ignore status.
+    let r = merge(
+        &app,
+        "st",
+        json!({"status": {"conditions": [{"type": "example.com/Backup", "status": "True"}]}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["status"]["conditions"][1]["status"], "False",
+        "{}",
+        r.text
+    );
+
+    // Bad conditions are 422 with the field named; a stale resourceVersion is 409.
+    let r = call(
+        &app,
+        Method::PATCH,
+        &status_path,
+        "application/merge-patch+json",
+        &json!({"status": {"conditions": [{"type": "example.com/Backup", "status": "Maybe"}]}})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.body["details"]["causes"][0]["field"], "status.conditions[0].status",
+        "{}",
+        r.text
+    );
+    let r = call(
+        &app,
+        Method::PUT,
+        &status_path,
+        "application/json",
+        &json!({"metadata": {"name": "st", "resourceVersion": "1"},
+                "status": {"conditions": []}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(r.body["reason"], "Conflict", "{}", r.text);
+
+    // Discovery lists the subresource.
+    let d = call(
+        &app,
+        Method::GET,
+        "/apis/clusterregistry.k8s.io/v1alpha1",
+        "",
+        "",
+    )
+    .await;
+    let names: Vec<&str> = d.body["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&"clusters/status"), "{}", d.text);
+}
+
+#[tokio::test]
+async fn a_reader_cannot_write_the_status_subresource() {
+    let app = app_on(Backend::Postgres).await;
+    create(&app, &registered("ro", json!({}))).await;
+    let r = app
+        .send(
+            app.client
+                .patch(app.url(&format!("{BASE}/ro/status")))
+                .headers(app.as_identity("project-a", "user-r", "reader"))
+                .header("Content-Type", "application/merge-patch+json")
+                .body(r#"{"status":{"conditions":[{"type":"example.com/X","status":"True"}]}}"#),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert_eq!(r.body["kind"], "Status", "{}", r.text);
+    assert_eq!(r.body["reason"], "Forbidden", "{}", r.text);
+}
