@@ -285,7 +285,8 @@ oslo_env() {
 }
 
 # The cargo-fuzz targets (fuzz/fuzz_targets/*.rs) `fuzz` runs, in order.
-FUZZ_TARGETS="patch policy_rule policy_file pyliteral microversion jwt csr transport_url"
+FUZZ_TARGETS="patch policy_rule policy_file pyliteral microversion jwt csr transport_url label_selector
+  field_selector continue_token"
 # Per-input limits of `fuzz`: an input taking longer (seconds) is a hang, a process growing
 # past this resident size (MB) is unbounded allocation; both fail the run like a panic.
 FUZZ_TIMEOUT=10
