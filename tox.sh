@@ -22,6 +22,9 @@ KEYSTONE_VENV=.tox/keystone
 # schemathesis for the `fuzz-api` env (and the short run inside `test`). Changing it re-installs.
 SCHEMATHESIS_REQUIREMENTS="schemathesis==4.32.5"
 SCHEMATHESIS_VENV=.tox/schemathesis
+# docutils for the `lint` env's documentation check (tools/check_docs.py). Changing it re-installs.
+DOCS_REQUIREMENTS="docutils==0.22.4"
+DOCS_VENV=.tox/docs
 # The short run `test` ends with: examples per operation for the admin run (about 50 s for both
 # backends); the `fuzz-api` env's default is 200 (about 14,000 requests per backend).
 FUZZ_API_SHORT_EXAMPLES=10
@@ -36,7 +39,10 @@ envs:
           (the `cli`, `keystone` and `oslo` envs), then a short `fuzz-api` run
           (FUZZ_API_EXAMPLES=10); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
-  lint    cargo fmt --check and cargo clippy --all-targets -D warnings
+  lint    cargo fmt --check and cargo clippy --all-targets -D warnings, then
+          tools/check_docs.py with docutils (pinned, in .tox/docs): README.rst,
+          CONTRIBUTING.rst and docs/**/*.rst render without a warning or error, every
+          page under docs/ is linked from README.rst, every relative link resolves
   cli     build the fleetyard binary (or use $FLEETYARD_BIN), set up the client
           venv in .tox/clients and run tools/cli_check.py against the real
           `openstack coe` CLI and openstacksdk, then tools/cert_cli_check.py
@@ -115,9 +121,32 @@ finish() {
   printf '==> tox.sh %s: ok\n' "$ENV_NAME"
 }
 
+docs_venv() {
+  local stamp="$DOCS_VENV/.requirements"
+  if [[ -x "$DOCS_VENV/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$DOCS_REQUIREMENTS" ]]; then
+    echo "reusing $DOCS_VENV ($DOCS_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$DOCS_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$DOCS_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$DOCS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check $DOCS_REQUIREMENTS || return
+  printf '%s' "$DOCS_REQUIREMENTS" >"$stamp"
+}
+
 lint_parts() {
   part "cargo fmt --all -- --check" cargo fmt --all -- --check
   part "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
+  part "docs venv $DOCS_VENV" docs_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("docs check (not run: no docs venv)")
+    return 0
+  fi
+  # README.rst, CONTRIBUTING.rst and docs/**/*.rst rendered with docutils, failing on any
+  # warning; every docs/ page linked from README.rst; every relative link resolving.
+  part "docs: tools/check_docs.py" "$DOCS_VENV/bin/python" tools/check_docs.py
 }
 
 test_env() {
@@ -256,7 +285,8 @@ oslo_env() {
 }
 
 # The cargo-fuzz targets (fuzz/fuzz_targets/*.rs) `fuzz` runs, in order.
-FUZZ_TARGETS="patch policy_rule policy_file pyliteral microversion jwt csr transport_url"
+FUZZ_TARGETS="patch policy_rule policy_file pyliteral microversion jwt csr transport_url label_selector
+  field_selector continue_token"
 # Per-input limits of `fuzz`: an input taking longer (seconds) is a hang, a process growing
 # past this resident size (MB) is unbounded allocation; both fail the run like a panic.
 FUZZ_TIMEOUT=10
