@@ -129,7 +129,7 @@ impl Application {
         let app = move || {
             App::new()
                 .app_data(state.clone())
-                .app_data(web::PayloadConfig::new(1024 * 1024))
+                .app_data(web::PayloadConfig::new(crate::api::MAX_BODY_BYTES))
                 .configure(api::routes)
                 .wrap(cors_middleware(&cors))
                 .wrap(from_fn(api::keystone::challenge_middleware))

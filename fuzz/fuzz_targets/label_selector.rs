@@ -60,6 +60,14 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!req.matches(&labels(&req.key, "")));
                 assert!(req.matches(&none));
             }
+            Op::GreaterThan(n) => {
+                assert!(!req.matches(&labels(&req.key, &n.to_string())));
+                assert!(!req.matches(&none));
+            }
+            Op::LessThan(n) => {
+                assert!(!req.matches(&labels(&req.key, &n.to_string())));
+                assert!(!req.matches(&none));
+            }
         }
     }
     // The whole selector is the AND of its requirements.

@@ -45,6 +45,9 @@ pub use state::AppState;
 
 pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
 
+/// The largest request body the service reads.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
 /// Timestamps as Magnum writes them: ISO-8601 with an explicit UTC offset.
 pub fn timestamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, false)
@@ -72,6 +75,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(versions::root))
         .route("/healthcheck", web::get().to(healthcheck))
         .route("/healthcheck", web::head().to(healthcheck))
+        // kube-apiserver's health endpoints, for what watches the Kubernetes-facing side:
+        // ready and healthy while the database answers, live while the process serves.
+        .route("/healthz", web::get().to(kube_health))
+        .route("/readyz", web::get().to(kube_health))
+        .route("/livez", web::get().to(|| async { plain_ok() }))
         .service(
             web::scope("/v1")
                 .wrap(from_fn(microversion::middleware))
@@ -115,6 +123,20 @@ async fn healthcheck(state: web::Data<AppState>) -> HttpResponse {
                 .content_type("text/plain")
                 .body("DATABASE UNAVAILABLE")
         }
+    }
+}
+
+fn plain_ok() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain").body("ok")
+}
+
+async fn kube_health(state: web::Data<AppState>) -> HttpResponse {
+    let probe = tokio::time::timeout(HEALTH_PROBE_TIMEOUT, state.store.ping()).await;
+    match probe {
+        Ok(Ok(())) => plain_ok(),
+        _ => HttpResponse::InternalServerError()
+            .content_type("text/plain")
+            .body("[-]database failed: unreachable\nhealthz check failed"),
     }
 }
 

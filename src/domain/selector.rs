@@ -33,6 +33,10 @@ pub enum Op {
     Exists,
     /// `!k`.
     DoesNotExist,
+    /// `k>n`: the label is an integer greater than `n`.
+    GreaterThan(i64),
+    /// `k<n`: the label is an integer less than `n`.
+    LessThan(i64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,12 @@ impl Requirement {
             Op::NotIn(vs) => !value.is_some_and(|x| vs.contains(x)),
             Op::Exists => value.is_some(),
             Op::DoesNotExist => value.is_none(),
+            Op::GreaterThan(n) => value
+                .and_then(|x| x.parse::<i64>().ok())
+                .is_some_and(|x| x > *n),
+            Op::LessThan(n) => value
+                .and_then(|x| x.parse::<i64>().ok())
+                .is_some_and(|x| x < *n),
         }
     }
 }
@@ -206,6 +216,28 @@ fn parse_requirement(term: &str) -> Result<Requirement, SelectorError> {
             key: k.to_string(),
             op: Op::DoesNotExist,
         });
+    }
+    // `k>n`, `k<n`: one integer value.
+    for (sym, gt) in [(">", true), ("<", false)] {
+        if let Some((k, v)) = t.split_once(sym) {
+            let (k, v) = (k.trim(), v.trim());
+            check_key(k)?;
+            let n = v.parse::<i64>().map_err(|_| {
+                err(format!(
+                    "unable to parse requirement: values[0]: Invalid value: \"{}\": for 'Gt', \
+                     'Lt' operators, the value must be an integer",
+                    v.chars().take(64).collect::<String>()
+                ))
+            })?;
+            return Ok(Requirement {
+                key: k.to_string(),
+                op: if gt {
+                    Op::GreaterThan(n)
+                } else {
+                    Op::LessThan(n)
+                },
+            });
+        }
     }
     // Binary operators, longest first.
     for (sym, make) in [("!=", 0u8), ("==", 1), ("=", 1)] {
@@ -391,6 +423,26 @@ mod tests {
 
     fn sel(s: &str) -> LabelSelector {
         LabelSelector::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn greater_and_less_than_compare_integer_labels() {
+        let gt = sel("replicas>3");
+        assert!(gt.matches(&labels(&[("replicas", "4")])));
+        assert!(!gt.matches(&labels(&[("replicas", "3")])));
+        assert!(!gt.matches(&labels(&[("replicas", "many")])));
+        assert!(!gt.matches(&labels(&[])));
+        let lt = sel("tier < 2, env=prod");
+        assert!(lt.matches(&labels(&[("tier", "-1"), ("env", "prod")])));
+        assert!(!lt.matches(&labels(&[("tier", "2"), ("env", "prod")])));
+        assert_eq!(
+            LabelSelector::parse("replicas>three").map_err(|e| e.0),
+            Err(
+                "unable to parse requirement: values[0]: Invalid value: \"three\": for 'Gt', \
+                 'Lt' operators, the value must be an integer"
+                    .to_string()
+            )
+        );
     }
 
     #[test]

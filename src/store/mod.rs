@@ -433,6 +433,8 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     async fn registry_entries(&self, uuids: &[ClusterId]) -> StoreResult<Vec<RegistryEntry>>;
     /// Changes of cluster rows after resourceVersion `after`, oldest first.
     async fn registry_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<ClusterChange>>;
+    /// The projects that have clusters, in order, at most `limit` (the registry's namespaces).
+    async fn registry_projects(&self, limit: u32) -> StoreResult<Vec<String>>;
     /// The latest resourceVersion, and the highest one pruned from the change log.
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)>;
     /// Drops changes older than `keep_seconds` (never the latest); returns how many.

@@ -241,6 +241,18 @@ pub(super) async fn changes(
 
 /// The latest resourceVersion and the highest one pruned from the log.
 #[tracing::instrument(level = "debug", skip_all)]
+/// The projects that have clusters, in order (the `(project_id, name)` index read once per
+/// project), at most `limit`.
+#[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
+pub(super) async fn projects(pool: &Pool, limit: u32) -> StoreResult<Vec<String>> {
+    let rows: Vec<(String,)> = pool
+        .sql("SELECT DISTINCT project_id FROM cluster ORDER BY project_id LIMIT $1")
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().map(|(p,)| p).collect())
+}
+
 pub(super) async fn bounds(pool: &Pool) -> StoreResult<(i64, i64)> {
     let (latest, pruned): (i64, i64) = pool
         .sql(

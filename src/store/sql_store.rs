@@ -437,6 +437,10 @@ impl Store for SqlStore {
         registry::bounds(&self.pool).await
     }
 
+    async fn registry_projects(&self, limit: u32) -> StoreResult<Vec<String>> {
+        registry::projects(&self.pool, limit).await
+    }
+
     async fn prune_registry_changes(&self, keep_seconds: u64) -> StoreResult<u64> {
         registry::prune(&self.pool, keep_seconds).await
     }

@@ -848,3 +848,138 @@ async fn a_reader_cannot_write_the_status_subresource() {
     assert_eq!(r.body["kind"], "Status", "{}", r.text);
     assert_eq!(r.body["reason"], "Forbidden", "{}", r.text);
 }
+
+#[tokio::test]
+async fn the_edges_answer_as_an_api_server_does() {
+    let app = app_on(Backend::Sqlite).await;
+    for path in ["/healthz", "/readyz", "/livez"] {
+        let r = call(&app, Method::GET, path, "", "").await;
+        assert_eq!((r.status, r.text.as_str()), (200, "ok"), "{path}");
+    }
+    // Paths nothing serves, and bodies over the limit, are Status bodies, not Magnum's.
+    for path in [
+        "/apis/nope",
+        "/apis/clusterregistry.k8s.io/v1alpha1/nope",
+        "/api/v1/nodes",
+    ] {
+        let r = call(&app, Method::GET, path, "", "").await;
+        assert_eq!(r.status, 404, "{path}: {}", r.text);
+        assert_eq!(r.body["kind"], "Status", "{path}: {}", r.text);
+        assert_eq!(r.body["reason"], "NotFound", "{path}: {}", r.text);
+    }
+    let big = format!(
+        "{{\"metadata\":{{\"name\":\"x\",\"annotations\":{{\"a\":\"{}\"}}}}}}",
+        "a".repeat(1_100_000)
+    );
+    let r = call(&app, Method::POST, BASE, "application/json", &big).await;
+    assert_eq!(r.status, 413, "{}", &r.text[..r.text.len().min(300)]);
+    assert_eq!(r.body["reason"], "RequestEntityTooLarge", "{}", r.text);
+    // Protobuf only: 406; YAML in and out.
+    let r = app
+        .send(
+            app.client
+                .get(app.url(BASE))
+                .header("Accept", "application/vnd.kubernetes.protobuf"),
+        )
+        .await;
+    assert_eq!(r.status, 406, "{}", r.text);
+    assert_eq!(r.body["reason"], "NotAcceptable", "{}", r.text);
+    let yaml = "apiVersion: clusterregistry.k8s.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: from-yaml\n  labels: {env: dev}\nspec:\n  kubernetesApiEndpoints:\n    serverEndpoints:\n    - {clientCIDR: 0.0.0.0/0, serverAddress: '10.4.0.9:6443'}\n";
+    let r = call(&app, Method::POST, BASE, "application/yaml", yaml).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.body["metadata"]["labels"]["env"], "dev", "{}", r.text);
+    let r = app
+        .send(
+            app.client
+                .get(app.url(&format!("{BASE}/from-yaml")))
+                .header("Accept", "application/yaml"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.header("content-type").as_deref(),
+        Some("application/yaml")
+    );
+    let back: Value = serde_norway::from_str(&r.text).unwrap_or(Value::Null);
+    assert_eq!(back["metadata"]["name"], "from-yaml", "{}", r.text);
+
+    // A create naming a resourceVersion is refused; a PUT without one is 422, as for a CRD.
+    let mut stale = registered("with-rv", json!({}));
+    stale["metadata"]["resourceVersion"] = json!("12");
+    let r = call(
+        &app,
+        Method::POST,
+        BASE,
+        "application/json",
+        &stale.to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "resourceVersion should not be set on objects to be created"
+    );
+    let r = call(
+        &app,
+        Method::PUT,
+        &format!("{BASE}/from-yaml"),
+        "application/json",
+        &registered("from-yaml", json!({})).to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.body["details"]["causes"][0]["field"], "metadata.resourceVersion",
+        "{}",
+        r.text
+    );
+
+    // `>` and `<` label requirements.
+    create(&app, &registered("big", json!({"labels": {"size": "10"}}))).await;
+    create(&app, &registered("small", json!({"labels": {"size": "2"}}))).await;
+    let r = call(
+        &app,
+        Method::GET,
+        &format!("{BASE}?labelSelector=size%3E5"),
+        "",
+        "",
+    )
+    .await;
+    let names: Vec<&str> = r.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["big"], "{}", r.text);
+
+    // Namespaces are listable: the caller's project.
+    let r = call(&app, Method::GET, "/api/v1/namespaces", "", "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["kind"], "NamespaceList", "{}", r.text);
+    assert_eq!(
+        r.body["items"][0]["metadata"]["name"], "project-a",
+        "{}",
+        r.text
+    );
+}
+
+#[tokio::test]
+async fn discovery_needs_a_caller_when_authentication_is_on() {
+    let app = crate::helpers::spawn_jwt_on(Backend::Sqlite, "discovery-secret").await;
+    for path in [
+        "/apis",
+        "/api",
+        "/apis/clusterregistry.k8s.io/v1alpha1",
+        "/openapi/v3",
+    ] {
+        let r = call(&app, Method::GET, path, "", "").await;
+        assert_eq!(r.status, 401, "{path}: {}", r.text);
+        assert_eq!(r.body["kind"], "Status", "{path}: {}", r.text);
+        assert_eq!(r.body["reason"], "Unauthorized", "{path}: {}", r.text);
+    }
+    for path in ["/version", "/healthz", "/livez"] {
+        let r = call(&app, Method::GET, path, "", "").await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+    }
+}

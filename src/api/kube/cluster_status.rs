@@ -118,7 +118,7 @@ async fn write(
         }
         let current = serde_json::to_value(view::cluster(&e)).map_err(KubeError::internal)?;
         let value = match how {
-            How::Replace => json_of(body)?,
+            How::Replace => json_of(req, body)?,
             How::Patch => patch::apply_patch(&content_type, &current, body)?,
         };
         validation::check_type_meta(&value, &CLUSTERS)?;

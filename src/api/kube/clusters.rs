@@ -40,6 +40,11 @@ const BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
+        web::resource("/api/v1/namespaces")
+            .route(web::get().to(namespaces))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
         web::resource("/api/v1/namespaces/{namespace}")
             .route(web::get().to(namespace))
             .default_service(web::to(method_not_allowed)),
@@ -80,6 +85,47 @@ async fn method_not_allowed() -> Result<HttpResponse, KubeError> {
     Err(KubeError::MethodNotAllowedHere)
 }
 
+/// The most namespaces one list shows.
+const MAX_NAMESPACES: u32 = 1000;
+
+fn namespace_object(name: &str) -> k8s_openapi::api::core::v1::Namespace {
+    use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, NamespaceStatus};
+    Namespace {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        spec: Some(NamespaceSpec {
+            finalizers: Some(vec!["kubernetes".into()]),
+        }),
+        status: Some(NamespaceStatus {
+            phase: Some("Active".into()),
+            ..Default::default()
+        }),
+    }
+}
+
+/// `GET /api/v1/namespaces` (`kubectl get ns`): the projects the caller may see as
+/// namespaces: its own, and for an admin every project that has clusters.
+async fn namespaces(
+    ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, KubeError> {
+    let ctx = caller(ctx)?;
+    let mut names = vec![ctx.project_id.clone()];
+    if ctx.is_admin {
+        names.extend(state.store.registry_projects(MAX_NAMESPACES).await?);
+        names.sort();
+        names.dedup();
+        names.truncate(MAX_NAMESPACES as usize);
+    }
+    let list = k8s_openapi::List {
+        items: names.iter().map(|n| namespace_object(n)).collect(),
+        metadata: Default::default(),
+    };
+    Ok(json_response(actix_web::http::StatusCode::OK, &list))
+}
+
 /// `GET /api/v1/namespaces/{namespace}`: kubectl asks after a 404 whether the namespace
 /// exists. A project the caller may see is an `Active` Namespace; any other is a 403, so a
 /// project's existence is not told to outsiders.
@@ -94,13 +140,7 @@ async fn namespace(
     }
     Ok(json_response(
         actix_web::http::StatusCode::OK,
-        &serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": namespace},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        }),
+        &namespace_object(&namespace),
     ))
 }
 
@@ -694,9 +734,25 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
     })
 }
 
-/// Reads a JSON body (at most the service's payload limit, enforced by actix).
-pub(super) fn json_of(body: &Bytes) -> Result<Value, KubeError> {
-    serde_json::from_slice(body).map_err(|e| {
+/// Reads an object from a request body (at most the service's payload limit, enforced by
+/// actix): JSON, or YAML when the Content-Type says `application/yaml` (an apply patch's YAML
+/// is read by [`patch::apply_patch`]).
+pub(super) fn json_of(req: &HttpRequest, body: &Bytes) -> Result<Value, KubeError> {
+    let yaml = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/yaml"))
+        });
+    let parsed = if yaml {
+        serde_norway::from_slice::<Value>(body).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice::<Value>(body).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|e| {
         KubeError::BadRequest(format!(
             "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: {e}"
         ))
@@ -829,7 +885,18 @@ async fn create(
     let namespace = path.into_inner();
     authorize_namespace(&ctx, "registry:create", "create", &CLUSTERS, &namespace)?;
     let p = params(&req)?;
-    let mut value = json_of(&body)?;
+    let mut value = json_of(&req, &body)?;
+    // kubectl's client-side apply re-creates exported objects (a file written by
+    // `get -o yaml`): their server-owned fields are dropped below rather than refused.
+    if p.field_manager.as_deref() != Some("kubectl-client-side-apply")
+        && value["metadata"]["resourceVersion"]
+            .as_str()
+            .is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(KubeError::BadRequest(
+            "resourceVersion should not be set on objects to be created".into(),
+        ));
+    }
     strip_server_fields(&mut value, &namespace)?;
     let d = desired(&value, &p, None)?;
     if dry_run(&p, &CREATE_OPTIONS)? {
@@ -1038,7 +1105,7 @@ async fn modify(
                 // Server-side apply creates what is missing.
                 let _ = req;
                 authorize_namespace(ctx, "registry:create", "create", &CLUSTERS, namespace)?;
-                let mut value = json_of(body)?;
+                let mut value = json_of(req, body)?;
                 strip_server_fields(&mut value, namespace)?;
                 let d = desired(&value, p, Some(name))?;
                 if dry {
@@ -1056,7 +1123,7 @@ async fn modify(
         let current = serde_json::to_value(view::cluster(&e))
             .map_err(KubeError::internal)?;
         let mut value = match how {
-            Modify::Replace => json_of(body)?,
+            Modify::Replace => json_of(req, body)?,
             Modify::Patch | Modify::Apply => {
                 let ct = req
                     .headers()
@@ -1101,6 +1168,17 @@ async fn modify(
             meta.remove("namespace");
         }
         let d = desired(&value, p, Some(name))?;
+        if how == Modify::Replace && d.resource_version.is_none() {
+            // As for a custom resource: an update names the version it replaces.
+            return Err(KubeError::invalid(
+                &CLUSTERS,
+                name,
+                vec![Cause::invalid_unquoted(
+                    "metadata.resourceVersion",
+                    "0x0: must be specified for an update",
+                )],
+            ));
+        }
         let Some(next) = changed_row(&e, &d)? else {
             return Ok(Attempt::Done((actix_web::http::StatusCode::OK, e, d.warnings)));
         };

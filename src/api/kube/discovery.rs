@@ -256,7 +256,7 @@ pub async fn api(req: HttpRequest) -> HttpResponse {
                 "freshness": "Current", "resources": [{"resource": "namespaces",
                 "singularResource": "namespace", "scope": "Cluster",
                 "responseKind": {"group": "", "version": "v1", "kind": "Namespace"},
-                "verbs": ["get"]}]}]}]})
+                "verbs": ["get", "list"]}]}]}]})
     };
     match negotiate(accept_of(&req)) {
         DiscoveryFormat::AggregatedV2 => json_response(AGGREGATED_V2, &empty("v2")),
@@ -279,7 +279,7 @@ pub async fn core_v1(_req: HttpRequest) -> HttpResponse {
         "application/json",
         &json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [{
             "name": "namespaces", "singularName": "namespace", "namespaced": false,
-            "kind": "Namespace", "verbs": ["get"]}]}),
+            "kind": "Namespace", "verbs": ["get", "list"]}]}),
     )
 }
 
@@ -467,7 +467,7 @@ mod tests {
         let resources = &v["items"][0]["versions"][0]["resources"];
         assert_eq!(resources.as_array().map(Vec::len), Some(1), "{v}");
         assert_eq!(resources[0]["resource"], "namespaces");
-        assert_eq!(resources[0]["verbs"], json!(["get"]));
+        assert_eq!(resources[0]["verbs"], json!(["get", "list"]));
         let req = TestRequest::get()
             .insert_header((header::HOST, "api.example:9511"))
             .to_http_request();

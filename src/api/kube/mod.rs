@@ -7,6 +7,7 @@ pub mod cluster_status;
 pub mod clusters;
 pub mod delete_options;
 pub mod discovery;
+pub mod edge;
 pub mod feed;
 pub mod list;
 pub mod objects;
@@ -28,19 +29,26 @@ pub const ROOTS: &[&str] = &[
 use actix_web::web;
 use serde_json::{json, Value};
 
-/// Every route of the Kubernetes-facing APIs.
+/// Every route of the Kubernetes-facing APIs, behind their [`edge::middleware`], with a
+/// `Status` 404 for any path nothing serves (this is the service's last scope).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    configure_static(cfg);
-    clusters::configure(cfg);
-    profiles::configure(cfg);
+    cfg.route("/version", web::get().to(discovery::version))
+        .service(
+            web::scope("")
+                .wrap(actix_web::middleware::from_fn(edge::middleware))
+                .configure(configure_static)
+                .configure(clusters::configure)
+                .configure(profiles::configure)
+                .default_service(web::to(edge::not_found)),
+        );
 }
 
-/// The routes that need no state: discovery, `/version` and OpenAPI (`/openapi/v2` a 404).
-/// The resource routes (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`)
-/// are the lead's.
+/// The routes that need no state: discovery and OpenAPI (`/openapi/v2` a 404). `/version` is
+/// public and registered on its own; the resource routes
+/// (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`) are in
+/// [`clusters`] and [`profiles`].
 pub fn configure_static(cfg: &mut web::ServiceConfig) {
-    cfg.route("/version", web::get().to(discovery::version))
-        .route("/api", web::get().to(discovery::api))
+    cfg.route("/api", web::get().to(discovery::api))
         .route("/api/v1", web::get().to(discovery::core_v1))
         .route("/apis", web::get().to(discovery::apis))
         .route(
@@ -101,7 +109,12 @@ mod tests {
 
     #[actix_web::test]
     async fn the_static_routes_answer() {
-        let app = atest::init_service(App::new().configure(configure_static)).await;
+        let app = atest::init_service(
+            App::new()
+                .route("/version", web::get().to(discovery::version))
+                .configure(configure_static),
+        )
+        .await;
         for (path, code) in [
             ("/version", 200),
             ("/api", 200),

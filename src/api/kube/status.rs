@@ -227,6 +227,9 @@ pub enum KubeError {
     /// 413: a body over the limit.
     #[error("Request entity too large: limit is {0}")]
     RequestEntityTooLarge(usize),
+    /// 406: only media types the service does not write were acceptable.
+    #[error("{0}")]
+    NotAcceptable(String),
     /// 415 on a patch type the resource does not take.
     #[error("{UNSUPPORTED_PATCH_SENTENCE}")]
     UnsupportedMediaType,
@@ -406,6 +409,7 @@ impl KubeError {
             KubeError::Invalid { .. } => "Invalid",
             KubeError::BadRequest(_) => "BadRequest",
             KubeError::UnsupportedMediaType => "UnsupportedMediaType",
+            KubeError::NotAcceptable(_) => "NotAcceptable",
             KubeError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             KubeError::MethodNotAllowed { .. } | KubeError::MethodNotAllowedHere => {
                 "MethodNotAllowed"
@@ -497,6 +501,7 @@ impl ResponseError for KubeError {
             KubeError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             KubeError::BadRequest(_) => StatusCode::BAD_REQUEST,
             KubeError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            KubeError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             KubeError::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             KubeError::MethodNotAllowed { .. } | KubeError::MethodNotAllowedHere => {
                 StatusCode::METHOD_NOT_ALLOWED
