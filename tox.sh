@@ -26,6 +26,11 @@ KEYSTONE_VENV=.tox/keystone
 HORIZON_REQUIREMENTS="horizon==26.0.0 magnum-ui==19.0.0 python-magnumclient==4.11.0 gunicorn selenium"
 HORIZON_CONSTRAINTS=tools/horizon-constraints.txt
 HORIZON_VENV=.tox/horizon
+# The Skyline dashboard the `skyline` env drives (served by gunicorn and Debian's nginx, apt-get
+# when missing), every dependency pinned by the constraints file. Changing either re-installs.
+SKYLINE_REQUIREMENTS="skyline-apiserver==9.0.0 skyline-console==9.0.0 gunicorn selenium"
+SKYLINE_CONSTRAINTS=tools/skyline-constraints.txt
+SKYLINE_VENV=.tox/skyline
 # schemathesis for the `fuzz-api` env (and the short run inside `test`). Changing it re-installs.
 SCHEMATHESIS_REQUIREMENTS="schemathesis==4.32.5"
 SCHEMATHESIS_VENV=.tox/schemathesis
@@ -65,6 +70,14 @@ envs:
           admin (templates, clusters, resize, certificates, Get Cluster Config with the
           kubeconfig verified, quotas); screenshots and logs of a failed run are kept under
           HORIZON_CHECK_OUT (default target/horizon-check); args go to horizon_check.py
+  skyline build the fleetyard binary (or use $FLEETYARD_BIN), install skyline-apiserver and
+          skyline-console 9.0.0 into .tox/skyline (pinned by tools/skyline-constraints.txt),
+          Keystone into .tox/keystone, Debian's nginx, chromium and chromium-driver when
+          missing, and run tools/skyline_check.py: the horizon env's Keystone, Fleetyard and
+          stand-in, Skyline's apiserver behind the nginx skyline-nginx-generator writes, and
+          headless Chromium on the console's Container Infra pages as a member; screenshots and
+          logs of a failed run under SKYLINE_CHECK_OUT (default target/skyline-check). Not part
+          of `test`; args go to skyline_check.py
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
           oslo.messaging and run tools/oslo_listener_check.py: the real oslo
           notification listener receives `fleetyard serve`'s messagingv2 events
@@ -100,7 +113,8 @@ envs:
 environment:
   FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
   FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
-  FLEETYARD_BIN            binary for `cli`, `keystone`, `horizon`, `oslo`, `fuzz-api` and `drills` (skips the build)
+  FLEETYARD_BIN            binary for `cli`, `keystone`, `horizon`, `skyline`, `oslo`, `fuzz-api` and `drills`
+                           (skips the build)
   FLEETYARD_DRILL_SEED     replays a drill's random kill times (each drill prints its seed)
   FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
 EOF
@@ -302,6 +316,71 @@ horizon_env() {
     --out "${HORIZON_CHECK_OUT:-${CARGO_TARGET_DIR:-target}/horizon-check}" "$@"
 }
 
+skyline_venv() {
+  local stamp="$SKYLINE_VENV/.requirements"
+  local want
+  want="$SKYLINE_REQUIREMENTS $(sha256sum "$SKYLINE_CONSTRAINTS" | cut -d' ' -f1)"
+  if [[ -x "$SKYLINE_VENV/bin/skyline-nginx-generator" && -x "$SKYLINE_VENV/bin/gunicorn" && -f "$stamp" ]] &&
+    [[ "$(cat "$stamp")" == "$want" ]]; then
+    echo "reusing $SKYLINE_VENV ($SKYLINE_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$SKYLINE_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$SKYLINE_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$SKYLINE_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$SKYLINE_CONSTRAINTS" $SKYLINE_REQUIREMENTS || return
+  printf '%s' "$want" >"$stamp"
+}
+
+apt_installed() { # command package...: apt-get installs the packages when the command is missing
+  local cmd="$1"
+  shift
+  if command -v "$cmd" >/dev/null 2>&1 || [[ -x "/usr/sbin/$cmd" ]]; then
+    echo "using $cmd"
+    return 0
+  fi
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    sudo=(sudo -n)
+  fi
+  echo "installing $* with apt-get"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || return
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null
+}
+
+skyline_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("skyline check (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "skyline venv $SKYLINE_VENV" skyline_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("skyline check (not run: no skyline venv)")
+    return 0
+  fi
+  part "keystone venv $KEYSTONE_VENV" keystone_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("skyline check (not run: no keystone venv)")
+    return 0
+  fi
+  part "nginx, chromium and chromium-driver" eval 'apt_installed nginx nginx && chromium_installed'
+  if ((PART_RC != 0)); then
+    FAILED+=("skyline check (not run: no nginx or chromium)")
+    return 0
+  fi
+  part "skyline check: tools/skyline_check.py --bin $bin${*:+ $*}" "$SKYLINE_VENV/bin/python" \
+    tools/skyline_check.py --bin "$bin" --keystone-venv "$KEYSTONE_VENV" \
+    --out "${SKYLINE_CHECK_OUT:-${CARGO_TARGET_DIR:-target}/skyline-check}" "$@"
+}
+
 oslo_venv() {
   local stamp="$OSLO_VENV/.requirements"
   if [[ -x "$OSLO_VENV/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$OSLO_REQUIREMENTS" ]]; then
@@ -461,6 +540,10 @@ keystone)
   ;;
 horizon)
   horizon_env "$@"
+  finish
+  ;;
+skyline)
+  skyline_env "$@"
   finish
   ;;
 oslo)
