@@ -183,6 +183,9 @@ class LoggingProxy:
                     resp = conn.getresponse()
                     data = resp.read()
                     status, reason, resp_headers = resp.status, resp.reason, resp.getheaders()
+                except OSError as e:  # Fleetyard is gone: say so rather than drop the connection
+                    data = json.dumps({"error": "the logging proxy could not reach Fleetyard: %s" % e}).encode()
+                    status, reason, resp_headers = 502, "Bad Gateway", [("Content-Type", "application/json")]
                 finally:
                     conn.close()
                 proxy.record({
