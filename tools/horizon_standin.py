@@ -166,7 +166,8 @@ class StandIn:
         self.thread.start()
 
     def stop(self) -> None:
-        self.server.shutdown()
+        if self.thread.is_alive():  # shutdown() waits for serve_forever, forever if it never ran
+            self.server.shutdown()
         self.server.server_close()
 
     def route(self, path: str, query: dict[str, list[str]], base: str) -> Any:
