@@ -50,7 +50,6 @@ import textwrap
 import threading
 import time
 import urllib.error
-import urllib.request
 from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
