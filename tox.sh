@@ -19,6 +19,18 @@ OSLO_VENV=.tox/oslo
 KEYSTONE_REQUIREMENTS="keystone==30.0.0 gunicorn"
 KEYSTONE_CONSTRAINTS=tools/keystone-constraints.txt
 KEYSTONE_VENV=.tox/keystone
+# The real dashboard the `horizon` env drives: Horizon with the magnum-ui plugin (served by
+# gunicorn) and selenium for headless Chromium, every dependency pinned by the constraints file
+# (python-magnumclient 5.0.0 breaks magnum-ui 19, Horizon 27 its Create Cluster form). Changing
+# either re-installs the venv. Chromium and its driver come from Debian (apt-get when missing).
+HORIZON_REQUIREMENTS="horizon==26.0.0 magnum-ui==19.0.0 python-magnumclient==4.11.0 gunicorn selenium"
+HORIZON_CONSTRAINTS=tools/horizon-constraints.txt
+HORIZON_VENV=.tox/horizon
+# The Skyline dashboard the `skyline` env drives (served by gunicorn and Debian's nginx, apt-get
+# when missing), every dependency pinned by the constraints file. Changing either re-installs.
+SKYLINE_REQUIREMENTS="skyline-apiserver==9.0.0 skyline-console==9.0.0 gunicorn selenium"
+SKYLINE_CONSTRAINTS=tools/skyline-constraints.txt
+SKYLINE_VENV=.tox/skyline
 # schemathesis for the `fuzz-api` env (and the short run inside `test`). Changing it re-installs.
 SCHEMATHESIS_REQUIREMENTS="schemathesis==4.32.5"
 SCHEMATHESIS_VENV=.tox/schemathesis
@@ -36,7 +48,7 @@ usage: ./tox.sh [ENV] [args...]
 envs:
   test    (default) the lint (the `lint` env), then ensure PostgreSQL/RabbitMQ, run
           the Rust tests (cargo nextest, or cargo test), then the real-client checks
-          (the `cli`, `keystone` and `oslo` envs), then a short `fuzz-api` run
+          (the `cli`, `keystone`, `horizon` and `oslo` envs), then a short `fuzz-api` run
           (FUZZ_API_EXAMPLES=10); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
   lint    cargo fmt --check and cargo clippy --all-targets -D warnings, then
@@ -55,6 +67,23 @@ envs:
           tokens, Fleetyard registered in its catalog with auth_strategy = keystone, driven
           by the real `openstack` CLI (password auth, clouds.yaml) and openstacksdk;
           args go to keystone_check.py
+  horizon build the fleetyard binary (or use $FLEETYARD_BIN), install Horizon 26.0.0 +
+          magnum-ui 19.0.0 into .tox/horizon (pinned by tools/horizon-constraints.txt), Keystone
+          into .tox/keystone (as `keystone`), Debian's chromium and chromium-driver when missing
+          (apt-get), and run tools/horizon_check.py: Keystone, `fleetyard serve` in keystone
+          mode, a read-only Nova/Glance/Neutron stand-in and Horizon (gunicorn, one worker), then
+          headless Chromium drives the Container Infra panels as a member, a reader and an
+          admin (templates, clusters, resize, certificates, Get Cluster Config with the
+          kubeconfig verified, quotas); screenshots and logs of a failed run are kept under
+          HORIZON_CHECK_OUT (default target/horizon-check); args go to horizon_check.py
+  skyline build the fleetyard binary (or use $FLEETYARD_BIN), install skyline-apiserver and
+          skyline-console 9.0.0 into .tox/skyline (pinned by tools/skyline-constraints.txt),
+          Keystone into .tox/keystone, Debian's nginx, chromium and chromium-driver when
+          missing, and run tools/skyline_check.py: the horizon env's Keystone, Fleetyard and
+          stand-in, Skyline's apiserver behind the nginx skyline-nginx-generator writes, and
+          headless Chromium on the console's Container Infra pages as a member; screenshots and
+          logs of a failed run under SKYLINE_CHECK_OUT (default target/skyline-check). Not part
+          of `test`; args go to skyline_check.py
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
           oslo.messaging and run tools/oslo_listener_check.py: the real oslo
           notification listener receives `fleetyard serve`'s messagingv2 events
@@ -90,7 +119,8 @@ envs:
 environment:
   FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
   FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
-  FLEETYARD_BIN            binary for `cli`, `keystone`, `oslo`, `fuzz-api` and `drills` (skips the build)
+  FLEETYARD_BIN            binary for `cli`, `keystone`, `horizon`, `skyline`, `oslo`, `fuzz-api` and `drills`
+                           (skips the build)
   FLEETYARD_DRILL_SEED     replays a drill's random kill times (each drill prints its seed)
   FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
 EOF
@@ -251,6 +281,135 @@ keystone_env() {
     tools/keystone_check.py --bin "$bin" --keystone-venv "$KEYSTONE_VENV" "$@"
 }
 
+horizon_venv() {
+  local stamp="$HORIZON_VENV/.requirements"
+  local want
+  want="$HORIZON_REQUIREMENTS $(sha256sum "$HORIZON_CONSTRAINTS" | cut -d' ' -f1)"
+  if [[ -x "$HORIZON_VENV/bin/gunicorn" && -x "$HORIZON_VENV/bin/django-admin" && -f "$stamp" ]] &&
+    [[ "$(cat "$stamp")" == "$want" ]]; then
+    echo "reusing $HORIZON_VENV ($HORIZON_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$HORIZON_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$HORIZON_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$HORIZON_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$HORIZON_CONSTRAINTS" $HORIZON_REQUIREMENTS || return
+  printf '%s' "$want" >"$stamp"
+}
+
+chromium_installed() {
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    echo "using $(chromium --version 2>/dev/null | tail -n 1) and $(command -v chromedriver)"
+    return 0
+  fi
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    sudo=(sudo -n)
+  fi
+  echo "installing chromium and chromium-driver with apt-get"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || return
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null || return
+  command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1
+}
+
+horizon_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("horizon check (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "horizon venv $HORIZON_VENV" horizon_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("horizon check (not run: no horizon venv)")
+    return 0
+  fi
+  part "keystone venv $KEYSTONE_VENV" keystone_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("horizon check (not run: no keystone venv)")
+    return 0
+  fi
+  part "chromium and chromium-driver" chromium_installed
+  if ((PART_RC != 0)); then
+    FAILED+=("horizon check (not run: no chromium)")
+    return 0
+  fi
+  part "horizon check: tools/horizon_check.py --bin $bin${*:+ $*}" "$HORIZON_VENV/bin/python" \
+    tools/horizon_check.py --bin "$bin" --keystone-venv "$KEYSTONE_VENV" \
+    --out "${HORIZON_CHECK_OUT:-${CARGO_TARGET_DIR:-target}/horizon-check}" "$@"
+}
+
+skyline_venv() {
+  local stamp="$SKYLINE_VENV/.requirements"
+  local want
+  want="$SKYLINE_REQUIREMENTS $(sha256sum "$SKYLINE_CONSTRAINTS" | cut -d' ' -f1)"
+  if [[ -x "$SKYLINE_VENV/bin/skyline-nginx-generator" && -x "$SKYLINE_VENV/bin/gunicorn" && -f "$stamp" ]] &&
+    [[ "$(cat "$stamp")" == "$want" ]]; then
+    echo "reusing $SKYLINE_VENV ($SKYLINE_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$SKYLINE_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$SKYLINE_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$SKYLINE_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$SKYLINE_CONSTRAINTS" $SKYLINE_REQUIREMENTS || return
+  printf '%s' "$want" >"$stamp"
+}
+
+apt_installed() { # command package...: apt-get installs the packages when the command is missing
+  local cmd="$1"
+  shift
+  if command -v "$cmd" >/dev/null 2>&1 || [[ -x "/usr/sbin/$cmd" ]]; then
+    echo "using $cmd"
+    return 0
+  fi
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    sudo=(sudo -n)
+  fi
+  echo "installing $* with apt-get"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || return
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null
+}
+
+skyline_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("skyline check (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "skyline venv $SKYLINE_VENV" skyline_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("skyline check (not run: no skyline venv)")
+    return 0
+  fi
+  part "keystone venv $KEYSTONE_VENV" keystone_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("skyline check (not run: no keystone venv)")
+    return 0
+  fi
+  part "nginx, chromium and chromium-driver" eval 'apt_installed nginx nginx && chromium_installed'
+  if ((PART_RC != 0)); then
+    FAILED+=("skyline check (not run: no nginx or chromium)")
+    return 0
+  fi
+  part "skyline check: tools/skyline_check.py --bin $bin${*:+ $*}" "$SKYLINE_VENV/bin/python" \
+    tools/skyline_check.py --bin "$bin" --keystone-venv "$KEYSTONE_VENV" \
+    --out "${SKYLINE_CHECK_OUT:-${CARGO_TARGET_DIR:-target}/skyline-check}" "$@"
+}
+
 oslo_venv() {
   local stamp="$OSLO_VENV/.requirements"
   if [[ -x "$OSLO_VENV/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$OSLO_REQUIREMENTS" ]]; then
@@ -386,6 +545,7 @@ test)
   rust_tests "$@"
   cli_env
   keystone_env
+  horizon_env
   oslo_env
   FUZZ_API_EXAMPLES="$FUZZ_API_SHORT_EXAMPLES" FUZZ_API_MIN_REQUESTS=0 fuzz_api_env
   finish
@@ -406,6 +566,14 @@ cli)
   ;;
 keystone)
   keystone_env "$@"
+  finish
+  ;;
+horizon)
+  horizon_env "$@"
+  finish
+  ;;
+skyline)
+  skyline_env "$@"
   finish
   ;;
 oslo)

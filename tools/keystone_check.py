@@ -28,6 +28,7 @@ Run it through `./tox.sh keystone`, or by hand:
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import secrets
@@ -657,6 +658,42 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
         expect_http_error(coe("b-member", "cluster", "show", body.get("uuid", "c1")), 404)
 
     rep.check("cluster create c1 (project A's member) completes; list, show; B's member gets 404", cluster)
+
+    def member_cluster_config() -> None:
+        # What magnum-ui's "Get Cluster Config" does too: read the CA, have a CSR for
+        # CN=admin, O=system:masters signed (certificate:create_privileged lets the cluster's
+        # project members, as in Magnum), write a kubeconfig.
+        d = Path(tempfile.mkdtemp(prefix="fleetyard-kubeconfig-"))
+        try:
+            r = expect_ok(coe("a-member", "cluster", "config", "c1", "--dir", str(d)))
+            text = (d / "config").read_text() if (d / "config").exists() else ""
+            data = {k.strip(): v.strip() for k, _, v in
+                    (line.partition(":") for line in text.splitlines()) if v.strip()}
+            if "client-certificate-data" not in data or "certificate-authority-data" not in data:
+                raise CheckFailed("no kubeconfig with certificates written\n%s\n%s" % (text, r.describe()))
+            status, _, body = http("GET", srv.endpoint + "/certificates/c1", {"X-Auth-Token": a_member})
+            ca = base64.b64decode(data["certificate-authority-data"]).decode()
+            if status != 200 or body.get("pem", "").strip() != ca.strip():
+                raise CheckFailed("the kubeconfig's CA is not the cluster's: %d %s" % (status, body))
+            (d / "ca.pem").write_text(ca)
+            (d / "cert.pem").write_bytes(base64.b64decode(data["client-certificate-data"]))
+            v = subprocess.run(["openssl", "verify", "-CAfile", "ca.pem", "cert.pem"], cwd=d,
+                               capture_output=True, text=True, timeout=60)
+            if v.returncode != 0:
+                raise CheckFailed("the client certificate does not verify against the CA: %s%s"
+                                  % (v.stdout, v.stderr))
+            subject = subprocess.run(["openssl", "x509", "-in", "cert.pem", "-noout", "-subject"], cwd=d,
+                                     capture_output=True, text=True, timeout=60).stdout
+            if "system:masters" not in subject:
+                raise CheckFailed("unexpected client certificate subject: %s" % subject)
+            (d / "reader").mkdir()
+            expect_http_error(coe("a-reader", "cluster", "config", "c1", "--dir", str(d / "reader")), 403)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    rep.check("cluster config c1 as project A's member: a kubeconfig whose CA is the cluster's and whose "
+              "client certificate (CN=admin, O=system:masters) verifies against it; the reader gets 403",
+              member_cluster_config)
 
     def registry() -> None:
         # The cluster registry (kubectl's API) with Keystone tokens as kubectl sends them:

@@ -376,9 +376,16 @@ static DEFAULTS: &[RuleDefault] = rule_table! {
         "Sign a new certificate by the cluster's CA. Fleetyard lets every member of the \
          cluster's project do this; operators can restrict it to the cluster's creator with \
          rule:admin_or_project_member_user (Magnum's default).", [("POST", CERTIFICATES)];
-    "certificate:create_privileged" => ADMIN,
-        "Sign a certificate whose subject names a privileged group (such as \
-         O=system:masters).", [("POST", CERTIFICATES)];
+    "certificate:create_privileged" => ADMIN_OR_MEMBER,
+        "Sign a certificate whose subject names a privileged group or user ([certificates] \
+         privileged_groups and privileged_user_prefixes, such as O=system:masters): a \
+         cluster-admin credential. By default, as in Magnum, the members of the cluster's \
+         project and admins may, so `openstack coe cluster config` and Horizon's Get Cluster \
+         Config work for them; the trade-off is that every member of the project can become \
+         cluster-admin of its clusters. Operators can restrict it to admins with \
+         rule:context_is_admin, or to the cluster's creator with \
+         rule:admin_or_project_member_user (Magnum's certificate:create).",
+        [("POST", CERTIFICATES)];
     "certificate:get" => ADMIN_OR_READER,
         "Retrieve the CA certificate of the given cluster. Fleetyard lets every reader of the \
          cluster's project do this; operators can restrict it to the cluster's creator with \
@@ -1336,12 +1343,42 @@ mod tests {
         let enforcer = Enforcer::with_defaults();
         let (t, member) = (target("p1", "u1"), creds("p1", "u1", "member"));
         let rules = "quota:create quota:get_all magnum-service:get_all clustertemplate:publish \
-                     cluster:get_all_all_projects federation:get_all_all_projects \
-                     certificate:create_privileged";
+                     cluster:get_all_all_projects federation:get_all_all_projects";
         for rule in rules.split_whitespace() {
             assert!(!enforcer.enforce(rule, &t, &member), "{rule}");
             assert!(enforcer.enforce(rule, &t, &admin_in("p9")), "{rule}");
         }
+    }
+
+    #[test]
+    fn privileged_subjects_follow_magnum_the_clusters_members_and_admins() {
+        let enforcer = Enforcer::with_defaults();
+        let rule = "certificate:create_privileged";
+        assert_eq!(
+            enforcer.check_str(rule),
+            Some("rule:admin_or_project_member")
+        );
+        let t = target("p1", "u1");
+        // The creator, another member of the cluster's project, and an admin.
+        assert!(enforcer.enforce(rule, &t, &creds("p1", "u1", "member")));
+        assert!(enforcer.enforce(rule, &t, &creds("p1", "u2", "member")));
+        assert!(enforcer.enforce(rule, &t, &admin_in("p9")));
+        // A reader of the project and a member of another project are refused.
+        assert!(!enforcer.enforce(rule, &t, &creds("p1", "u1", "reader")));
+        assert!(!enforcer.enforce(rule, &t, &creds("p2", "u1", "member")));
+    }
+
+    #[test]
+    fn an_operator_can_restrict_privileged_subjects_to_admins_or_the_creator() {
+        let t = target("p1", "u1");
+        let admins = load("\"certificate:create_privileged\": \"rule:context_is_admin\"");
+        let rule = "certificate:create_privileged";
+        assert!(!admins.enforce(rule, &t, &creds("p1", "u1", "member")));
+        assert!(admins.enforce(rule, &t, &admin_in("p9")));
+        let creator =
+            load("\"certificate:create_privileged\": \"rule:admin_or_project_member_user\"");
+        assert!(creator.enforce(rule, &t, &creds("p1", "u1", "member")));
+        assert!(!creator.enforce(rule, &t, &creds("p1", "u2", "member")));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `/v1/certificates` and `/v1/credentials` over HTTP, with the conductor driven in-process:
 //! every cluster gets its CA before the driver runs, CSRs are signed under the subject policy
-//! (privileged subjects for admins only, key types and sizes, validity cap), another project's
+//! (privileged subjects for the cluster's project members and admins, as in Magnum, unless
+//! the operator's policy restricts them; key types and sizes, validity cap), another project's
 //! cluster is as unknown as a missing one, rotation replaces the CA, and no private key is
 //! ever stored in clear, logged, notified or returned.
 
@@ -217,7 +218,7 @@ async fn a_cluster_gets_its_ca_before_the_driver_runs_and_no_private_key_is_stor
 }
 
 #[tokio::test]
-async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
+async fn a_member_has_the_cluster_config_subject_signed_as_in_magnum() {
     let pki = spawn_pki(Backend::Postgres, |_| {}).await;
     let app = &pki.app;
     let uuid = tls_cluster(&pki, "k8s-priv", json!({}), &app.headers).await;
@@ -225,7 +226,85 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
         .as_str()
         .expect("pem")
         .to_string();
-    // What `openstack coe cluster config` sends: CN=admin, O=system:masters, RSA-2048.
+    // What `openstack coe cluster config` and Horizon's Get Cluster Config send, as the member
+    // who created the cluster: CN=admin, O=system:masters, RSA-2048. Magnum signs it, and so
+    // does the default certificate:create_privileged (the cluster's project members and admins).
+    let admin_csr = fixture("admin-system-masters-rsa2048.csr");
+    let r = app.sign_certificate(&csr_body(&uuid, &admin_csr)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.body["csr"], admin_csr.as_str());
+    assert_eq!(r.body["cluster_uuid"], uuid.as_str());
+    let pem = r.body["pem"].as_str().expect("pem");
+    assert_eq!(subject_of(pem), "CN=admin, O=system:masters");
+    assert!(chains_to(pem, &ca));
+    assert!(!r.text.contains("PRIVATE KEY"));
+    // Every privileged group and system: user, for another member of the project too.
+    let colleague = app.as_identity("project-a", "user-a2", "member,reader");
+    for (cn, group, subject) in [
+        ("system:node:n1", "dev", "CN=system:node:n1, O=dev"),
+        (
+            "mallory",
+            "kubeadm:cluster-admins",
+            "CN=mallory, O=kubeadm:cluster-admins",
+        ),
+        ("mallory", "system:nodes", "CN=mallory, O=system:nodes"),
+    ] {
+        let r = app
+            .with_headers(&colleague)
+            .sign_certificate(&csr_body(&uuid, &ec_csr(cn, Some(group))))
+            .await;
+        assert_eq!(r.status, 201, "{subject}: {}", r.text);
+        let pem = r.body["pem"].as_str().expect("pem");
+        assert_eq!(subject_of(pem), subject);
+        assert!(chains_to(pem, &ca), "{subject}");
+    }
+    // An admin of the project, too.
+    let r = app
+        .with_headers(&admin_of_a(app))
+        .sign_certificate(&csr_body(&uuid, &admin_csr))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(
+        subject_of(r.body["pem"].as_str().expect("pem")),
+        "CN=admin, O=system:masters"
+    );
+    // A reader of the project may not sign it: certificate:create refuses first.
+    let reader = app.as_identity("project-a", "user-r", "reader");
+    let r = app
+        .with_headers(&reader)
+        .sign_certificate(&csr_body(&uuid, &admin_csr))
+        .await;
+    r.assert_error(
+        403,
+        "Policy doesn't allow certificate:create to be performed.",
+    );
+    // The other CSR checks still hold for privileged subjects: the key (RSA-1024 is refused).
+    let r = app
+        .sign_certificate(&csr_body(&uuid, &fixture("bob-rsa1024.csr")))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+}
+
+#[tokio::test]
+async fn an_operator_can_restrict_privileged_subjects_to_admins() {
+    let dir = std::env::temp_dir().join(format!("fy-policy-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("policy.yaml");
+    std::fs::write(
+        &path,
+        "\"certificate:create_privileged\": \"rule:context_is_admin\"\n",
+    )
+    .expect("write policy");
+    let pki = spawn_pki(Backend::Postgres, |s| {
+        s.oslo_policy.policy_file = Some(path)
+    })
+    .await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-tight", json!({}), &app.headers).await;
+    let ca = app.get_certificate(&uuid).await.body["pem"]
+        .as_str()
+        .expect("pem")
+        .to_string();
     let admin_csr = fixture("admin-system-masters-rsa2048.csr");
     let r = app.sign_certificate(&csr_body(&uuid, &admin_csr)).await;
     r.assert_error(
@@ -243,22 +322,36 @@ async fn a_member_cannot_have_a_privileged_subject_signed_and_an_admin_can() {
         let r = app
             .sign_certificate(&csr_body(&uuid, &ec_csr("mallory", Some(group))))
             .await;
-        assert_eq!(r.status, 403, "{group}: {}", r.text);
+        r.assert_error(
+            403,
+            &format!("The CSR subject names the privileged group {group} (O={group}), which only callers allowed certificate:create_privileged may have signed."),
+        );
     }
-
-    // The same request from an admin of the project is signed (and chains to the CA).
+    // The member still has ordinary subjects signed; an admin has the privileged one signed.
+    let r = app
+        .sign_certificate(&csr_body(&uuid, &fixture("dave-rsa2048.csr")))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(
+        subject_of(r.body["pem"].as_str().expect("pem")),
+        "CN=dave, O=developers"
+    );
     let r = app
         .with_headers(&admin_of_a(app))
         .sign_certificate(&csr_body(&uuid, &admin_csr))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
-    assert_eq!(r.body["csr"], admin_csr.as_str());
-    assert_eq!(r.body["cluster_uuid"], uuid.as_str());
     let pem = r.body["pem"].as_str().expect("pem");
     assert_eq!(subject_of(pem), "CN=admin, O=system:masters");
     assert!(chains_to(pem, &ca));
-    assert!(!r.text.contains("PRIVATE KEY"));
+    let _ = std::fs::remove_dir_all(dir);
+}
 
+#[tokio::test]
+async fn ordinary_subjects_are_signed_for_any_member_and_readers_only_read() {
+    let pki = spawn_pki(Backend::Postgres, |_| {}).await;
+    let app = &pki.app;
+    let uuid = tls_cluster(&pki, "k8s-priv", json!({}), &app.headers).await;
     // An ordinary subject is signed for a member, by name too, and another member of the
     // project (not the cluster's creator) may do it: access follows the project.
     let colleague = app.as_identity("project-a", "user-a2", "member,reader");
