@@ -502,6 +502,13 @@ pub struct HealthProbeSection {
     /// Comma-separated template drivers whose clusters are probed (the fake driver's clusters
     /// have simulated addresses and report health through the driver).
     pub drivers: String,
+    /// Comma-separated networks (CIDR) the prober may connect to; see
+    /// [`crate::domain::health_probe::AddressPolicy`] for how they combine with
+    /// `denied_networks`.
+    pub allowed_networks: String,
+    /// Comma-separated networks (CIDR) the prober never connects to unless a more specific
+    /// allowed network holds the address. Default: loopback, link-local, metadata addresses.
+    pub denied_networks: String,
 }
 
 impl Default for HealthProbeSection {
@@ -514,6 +521,8 @@ impl Default for HealthProbeSection {
             failure_threshold: 3,
             success_threshold: 1,
             drivers: "external,kubernetes".into(),
+            allowed_networks: crate::domain::health_probe::DEFAULT_ALLOWED_NETWORKS.into(),
+            denied_networks: crate::domain::health_probe::DEFAULT_DENIED_NETWORKS.into(),
         }
     }
 }
@@ -530,6 +539,15 @@ impl HealthProbeSection {
 
     pub fn driver_list(&self) -> Vec<String> {
         split_list(&self.drivers)
+    }
+
+    /// The addresses the prober may connect to, from `allowed_networks` and
+    /// `denied_networks` (checked at start-up by `validate`).
+    pub fn address_policy(&self) -> Result<crate::domain::health_probe::AddressPolicy, String> {
+        crate::domain::health_probe::AddressPolicy::parse(
+            &self.allowed_networks,
+            &self.denied_networks,
+        )
     }
 
     /// How late a cluster that stops answering is seen `UNHEALTHY` at most, the length of a
@@ -560,6 +578,7 @@ impl HealthProbeSection {
         if self.failure_threshold == 0 || self.success_threshold == 0 {
             return Err("failure_threshold and success_threshold: must be at least 1".into());
         }
+        self.address_policy()?;
         Ok(())
     }
 }

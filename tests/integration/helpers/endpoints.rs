@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,6 +92,8 @@ pub struct Endpoint {
     config: Arc<ServerConfig>,
     task: Option<JoinHandle<()>>,
     pub mode: Mode,
+    /// TCP connections accepted at this address, over every mode.
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Endpoint {
@@ -111,6 +114,7 @@ impl Endpoint {
             config: ca.server_config(cert_ip),
             task: None,
             mode: Mode::Down,
+            accepted: Arc::new(AtomicUsize::new(0)),
         };
         e.run(listener, mode);
         e
@@ -127,6 +131,7 @@ impl Endpoint {
             config: Ca::new("unused").server_config(ip),
             task: None,
             mode: Mode::Down,
+            accepted: Arc::new(AtomicUsize::new(0)),
         };
         e.run(listener, Mode::Hanging);
         e
@@ -135,6 +140,11 @@ impl Endpoint {
     /// `https://ip:port`.
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)
+    }
+
+    /// How many TCP connections this endpoint has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// Switches to `mode` at the same address: the listener (and every open connection) is
@@ -166,6 +176,7 @@ impl Endpoint {
     fn run(&mut self, listener: TcpListener, mode: Mode) {
         self.mode = mode;
         let acceptor = TlsAcceptor::from(self.config.clone());
+        let counter = self.accepted.clone();
         self.task = Some(tokio::spawn(async move {
             // Connections are tasks of this one (a JoinSet): aborting it closes them all.
             let mut conns = tokio::task::JoinSet::new();
@@ -173,6 +184,7 @@ impl Endpoint {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
+                        counter.fetch_add(1, Ordering::SeqCst);
                         let acceptor = acceptor.clone();
                         conns.spawn(async move { serve(stream, acceptor, mode).await });
                     }
