@@ -31,4 +31,5 @@ mod openapi;
 mod quotas_stats_services;
 mod registry_kubectl;
 mod store_contract;
+mod tls;
 mod wire;

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -48,6 +49,32 @@ impl Ca {
             pem: certificate.to_string(),
             issuer: Issuer::from_ca_cert_pem(certificate, key).expect("CA certificate"),
         }
+    }
+
+    /// A certificate signed by this CA and its private key (both PEM): for a server at `ips`
+    /// and `dns` names, or (`client`) a client named `name`.
+    pub fn issue(
+        &self,
+        name: &str,
+        ips: &[IpAddr],
+        dns: &[&str],
+        client: bool,
+    ) -> (String, String) {
+        let key = KeyPair::generate().expect("key");
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.subject_alt_names = ips.iter().map(|ip| SanType::IpAddress(*ip)).collect();
+        for d in dns {
+            p.subject_alt_names
+                .push(SanType::DnsName((*d).try_into().expect("a DNS name")));
+        }
+        p.extended_key_usages = vec![if client {
+            ExtendedKeyUsagePurpose::ClientAuth
+        } else {
+            ExtendedKeyUsagePurpose::ServerAuth
+        }];
+        let cert = p.signed_by(&key, &self.issuer).expect("certificate");
+        (cert.pem(), key.serialize_pem())
     }
 
     /// A TLS server configuration with a certificate for `ip` signed by this CA.
