@@ -47,8 +47,8 @@ envs:
           into .tox/keystone (pinned by tools/keystone-constraints.txt), set up the client
           venv and run tools/keystone_check.py: Keystone bootstrapped on SQLite with fernet
           tokens, Fleetyard registered in its catalog with auth_strategy = keystone, driven
-          by the real `openstack` CLI (password auth, clouds.yaml) and openstacksdk;
-          args go to keystone_check.py
+          by the real `openstack` CLI (password auth, clouds.yaml) and openstacksdk, and
+          kubectl with a Keystone token over HTTPS; args go to keystone_check.py
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
           oslo.messaging and run tools/oslo_listener_check.py: the real oslo
           notification listener receives `fleetyard serve`'s messagingv2 events
