@@ -65,8 +65,8 @@ envs:
           into .tox/keystone (pinned by tools/keystone-constraints.txt), set up the client
           venv and run tools/keystone_check.py: Keystone bootstrapped on SQLite with fernet
           tokens, Fleetyard registered in its catalog with auth_strategy = keystone, driven
-          by the real `openstack` CLI (password auth, clouds.yaml) and openstacksdk;
-          args go to keystone_check.py
+          by the real `openstack` CLI (password auth, clouds.yaml) and openstacksdk, and
+          kubectl with a Keystone token over HTTPS; args go to keystone_check.py
   horizon build the fleetyard binary (or use $FLEETYARD_BIN), install Horizon 26.0.0 +
           magnum-ui 19.0.0 into .tox/horizon (pinned by tools/horizon-constraints.txt), Keystone
           into .tox/keystone (as `keystone`), Debian's chromium and chromium-driver when missing

@@ -2,7 +2,8 @@
 //! (`./tox.sh bench`, `BENCH_ONLY=health_probe`): most behind real local HTTPS endpoints
 //! (certificates signed by the clusters' CA, one loopback address each), every tenth behind a
 //! listener that accepts connections and never answers. It makes (and drops) its own
-//! database next to `--pg-url`.
+//! database next to `--pg-url`. Its last line, `PROBE_JSON {...}`, gives the figures the
+//! bench's goals table reads (`probe:round_s` against `probe:interval_s`).
 //!
 //!     cargo run --release --example health_probe_bench -- --clusters 100000 --concurrency 2048
 
@@ -134,6 +135,12 @@ async fn run(args: &Args, db_url: &str) -> anyhow::Result<()> {
         failure_threshold: 3,
         success_threshold: 1,
         drivers: "fake".into(),
+        // The endpoints' loopback blocks, which the default networks refuse.
+        allowed_networks: format!(
+            "{}, 127.60.0.0/16, 127.61.0.0/16",
+            fleetyard::domain::health_probe::DEFAULT_ALLOWED_NETWORKS
+        ),
+        ..HealthProbeSection::default()
     };
     let conductor = Conductor::new(
         store.clone(),
@@ -178,6 +185,19 @@ async fn run(args: &Args, db_url: &str) -> anyhow::Result<()> {
     .fetch_one(&pool)
     .await?;
     println!("clusters with a last_probe_at: {fresh}");
+    println!(
+        "PROBE_JSON {}",
+        serde_json::json!({
+            "round_s": report.elapsed.as_secs_f64(),
+            "interval_s": args.interval as f64,
+            "clusters": args.clusters as f64,
+            "probed": report.probed as f64,
+            "failed": report.failed as f64,
+            "hanging": hanging_n as f64,
+            "probes_per_s": report.probed as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            "hanging_floor_s": floor.as_secs_f64(),
+        })
+    );
     pool.close().await;
     Ok(())
 }

@@ -170,6 +170,54 @@ pub struct ApiSection {
     /// the API writes (version discovery, `self`/`bookmark`, `next`) starts with it. Empty:
     /// links are made from the request.
     pub public_endpoint: String,
+    /// Serve HTTPS (Magnum's option name); `ssl_cert_file` and `ssl_key_file` are then
+    /// required.
+    pub enabled_ssl: bool,
+    /// The server's certificate (PEM), followed by its intermediates; re-read when it changes
+    /// on disk.
+    pub ssl_cert_file: String,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1); re-read with it.
+    pub ssl_key_file: String,
+    /// CA certificates (PEM): when set, every client must present a certificate that chains
+    /// to one of them.
+    pub ssl_client_ca_file: String,
+}
+
+impl ApiSection {
+    /// Why the TLS options do not go together, if they do not: `enabled_ssl` needs a
+    /// certificate and a key, and files given without it would leave the API on plain HTTP
+    /// while the operator believes it is not.
+    fn tls_problem(&self) -> Option<String> {
+        let files = [
+            ("ssl_cert_file", &self.ssl_cert_file),
+            ("ssl_key_file", &self.ssl_key_file),
+            ("ssl_client_ca_file", &self.ssl_client_ca_file),
+        ];
+        if self.enabled_ssl {
+            files[..2]
+                .iter()
+                .find(|(_, v)| v.trim().is_empty())
+                .map(|(option, _)| format!("{option}: must be set with enabled_ssl = true"))
+        } else {
+            files
+                .iter()
+                .find(|(_, v)| !v.trim().is_empty())
+                .map(|(option, _)| {
+                    format!(
+                        "{option}: set, but enabled_ssl is false: the API would serve plain HTTP"
+                    )
+                })
+        }
+    }
+
+    /// The scheme the API is served with: `https` with `enabled_ssl`.
+    pub fn scheme(&self) -> &'static str {
+        if self.enabled_ssl {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 impl Default for ApiSection {
@@ -180,6 +228,10 @@ impl Default for ApiSection {
             workers: 0,
             max_limit: 1000,
             public_endpoint: String::new(),
+            enabled_ssl: false,
+            ssl_cert_file: String::new(),
+            ssl_key_file: String::new(),
+            ssl_client_ca_file: String::new(),
         }
     }
 }
@@ -502,6 +554,13 @@ pub struct HealthProbeSection {
     /// Comma-separated template drivers whose clusters are probed (the fake driver's clusters
     /// have simulated addresses and report health through the driver).
     pub drivers: String,
+    /// Comma-separated networks (CIDR) the prober may connect to; see
+    /// [`crate::domain::health_probe::AddressPolicy`] for how they combine with
+    /// `denied_networks`.
+    pub allowed_networks: String,
+    /// Comma-separated networks (CIDR) the prober never connects to unless a more specific
+    /// allowed network holds the address. Default: loopback, link-local, metadata addresses.
+    pub denied_networks: String,
 }
 
 impl Default for HealthProbeSection {
@@ -514,6 +573,8 @@ impl Default for HealthProbeSection {
             failure_threshold: 3,
             success_threshold: 1,
             drivers: "external,kubernetes".into(),
+            allowed_networks: crate::domain::health_probe::DEFAULT_ALLOWED_NETWORKS.into(),
+            denied_networks: crate::domain::health_probe::DEFAULT_DENIED_NETWORKS.into(),
         }
     }
 }
@@ -530,6 +591,15 @@ impl HealthProbeSection {
 
     pub fn driver_list(&self) -> Vec<String> {
         split_list(&self.drivers)
+    }
+
+    /// The addresses the prober may connect to, from `allowed_networks` and
+    /// `denied_networks` (checked at start-up by `validate`).
+    pub fn address_policy(&self) -> Result<crate::domain::health_probe::AddressPolicy, String> {
+        crate::domain::health_probe::AddressPolicy::parse(
+            &self.allowed_networks,
+            &self.denied_networks,
+        )
     }
 
     /// How late a cluster that stops answering is seen `UNHEALTHY` at most, the length of a
@@ -560,6 +630,7 @@ impl HealthProbeSection {
         if self.failure_threshold == 0 || self.success_threshold == 0 {
             return Err("failure_threshold and success_threshold: must be at least 1".into());
         }
+        self.address_policy()?;
         Ok(())
     }
 }
@@ -871,6 +942,9 @@ impl Settings {
                 "[api] max_limit: must be at least 1".into(),
             ));
         }
+        if let Some(reason) = self.api.tls_problem() {
+            return Err(ConfigError::Invalid(format!("[api] {reason}")));
+        }
         if let Some(reason) = public_endpoint_problem(&self.api.public_endpoint) {
             return Err(ConfigError::Invalid(format!(
                 "[api] public_endpoint: {reason}"
@@ -1009,6 +1083,46 @@ mod tests {
         s.health_probe.failure_threshold = 3;
         s.health_probe.concurrency = 0;
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn health_probe_networks_must_be_cidr_lists() {
+        let mut s = Settings::default();
+        s.health_probe.allowed_networks = "10.0.0.0/8, 192.168.0.0/16".into();
+        s.health_probe.denied_networks = "10.1.0.0/16".into();
+        assert!(s.validate().is_ok());
+        s.health_probe.denied_networks = "10.1.0.0/16, intranet".into();
+        let err = s.validate().expect_err("not a network");
+        assert!(
+            err.to_string()
+                .contains("[health_probe] denied_networks: 'intranet'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tls_needs_a_certificate_and_key_and_files_need_tls() {
+        let mut s = Settings::default();
+        s.api.enabled_ssl = true;
+        let err = s.validate().expect_err("no certificate");
+        assert!(
+            err.to_string()
+                .contains("[api] ssl_cert_file: must be set with enabled_ssl = true"),
+            "{err}"
+        );
+        s.api.ssl_cert_file = "/etc/fleetyard/tls.crt".into();
+        let err = s.validate().expect_err("no key");
+        assert!(err.to_string().contains("[api] ssl_key_file"), "{err}");
+        s.api.ssl_key_file = "/etc/fleetyard/tls.key".into();
+        assert!(s.validate().is_ok());
+        assert_eq!(s.api.scheme(), "https");
+        s.api.enabled_ssl = false;
+        let err = s.validate().expect_err("files without TLS");
+        assert!(
+            err.to_string()
+                .contains("[api] ssl_cert_file: set, but enabled_ssl is false"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! A guided tour:
 //! - [`config`]: one typed settings tree (OpenStack INI file, then `FLEETYARD__SECTION__KEY`).
 //! - [`startup`]: builds the application (store, policy, auth, HTTP server, background roles).
+//! - [`tls`]: HTTPS for the API, with certificates re-read when they change on disk.
 //! - [`api`]: HTTP only — the shared state and the request context, version discovery,
 //!   microversions, Magnum's error body, pagination, JSON-Patch, Python literals as
 //!   python-magnumclient sends them, and one module per resource.
@@ -26,3 +27,4 @@ pub mod notify;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod tls;

@@ -1,9 +1,10 @@
 //! Builds the application from settings: store, policy, authenticator, HTTP server and the
 //! background roles (conductor heartbeat, notification relay).
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_cors::Cors;
 use actix_http::error::DispatchError;
@@ -16,8 +17,9 @@ use actix_web::{web, App};
 use anyhow::Context;
 use std::future::ready;
 
+use crate::api::wire::ErrorBodies;
 use crate::api::{self, AppState};
-use crate::config::{split_list, ConfigError, Settings};
+use crate::config::{split_list, AuthStrategy, ConfigError, Settings};
 use crate::store::{self, Store};
 
 /// The allocator's settings. mimalloc (the binary's global allocator) reads its options from
@@ -108,13 +110,57 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
 /// The HTTP API, bound and ready to run.
 pub struct Application {
     port: u16,
+    scheme: &'static str,
     server: Server,
 }
 
+/// How long a client has to send its first byte and finish the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A TLS connection as the HTTP service gets it: the handshake done, under [`ErrorBodies`].
+/// A client speaking plain HTTP is answered 400 (see [`api::wire::refuse_plain_http`]); a
+/// failed or late handshake closes the connection (logged at debug).
+async fn accept_tls(
+    acceptor: tokio_rustls::TlsAcceptor,
+    io: tokio::net::TcpStream,
+) -> Result<
+    (
+        ErrorBodies<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>,
+        Option<SocketAddr>,
+    ),
+    DispatchError,
+> {
+    let peer = io.peer_addr().ok();
+    let timed_out = || DispatchError::Io(std::io::ErrorKind::TimedOut.into());
+    let mut first = [0_u8; 1];
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, io.peek(&mut first)).await {
+        Ok(Ok(1)) if !api::wire::is_tls_handshake(first[0]) => {
+            api::wire::refuse_plain_http(io).await;
+            return Err(DispatchError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "plain HTTP on the HTTPS port",
+            )));
+        }
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(DispatchError::Io(e)),
+        Err(_) => return Err(timed_out()),
+    }
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
+        Ok(Ok(tls)) => Ok((ErrorBodies::new(tls), peer)),
+        Ok(Err(e)) => {
+            tracing::debug!(peer = ?peer, error = %e, "TLS handshake failed");
+            Err(DispatchError::Io(e))
+        }
+        Err(_) => Err(timed_out()),
+    }
+}
+
 impl Application {
-    /// Binds `[api] host:port` (port 0 picks a free one, as tests do).
+    /// Binds `[api] host:port` (port 0 picks a free one, as tests do), serving HTTPS when
+    /// `[api] enabled_ssl` is on (the certificate files are read now: a bad one fails here).
     pub fn build(state: AppState) -> anyhow::Result<Application> {
         let address = format!("{}:{}", state.settings.api.host, state.settings.api.port);
+        let tls = crate::tls::server_config(&state.settings.api)?;
         let listener = TcpListener::bind(&address)
             .with_context(|| format!("[api] cannot listen on {address}"))?;
         let port = listener.local_addr()?.port();
@@ -135,39 +181,90 @@ impl Application {
                 .wrap(from_fn(api::keystone::challenge_middleware))
                 .wrap(from_fn(api::request_middleware))
         };
-        // actix-web's HttpServer, assembled by hand so that each connection is wrapped in
-        // `api::wire::ErrorBodies`: the errors actix-http's dispatcher answers itself (a
-        // request head past its limits, one that is not HTTP) get Magnum's body too.
-        let server = actix_server::Server::build()
-            .workers(workers)
-            .listen("fleetyard-api", listener, move || {
-                // HttpServer's defaults.
-                let http = HttpService::build()
-                    .client_disconnect_timeout(std::time::Duration::from_secs(1))
+        // HttpServer's defaults.
+        macro_rules! http_service {
+            () => {
+                HttpService::build()
+                    .client_disconnect_timeout(Duration::from_secs(1))
                     .h1(map_config(
                         app().into_factory().map_err(|e| e.error_response()),
                         |()| AppConfig::default(),
-                    ));
-                fn_service(|io: tokio::net::TcpStream| {
-                    let peer = io.peer_addr().ok();
-                    ready(Ok::<_, DispatchError>((
-                        api::wire::ErrorBodies::new(io),
-                        peer,
-                    )))
-                })
-                .and_then(http)
-            })?
-            .run();
-        Ok(Application { port, server })
+                    ))
+            };
+        }
+        // actix-web's HttpServer, assembled by hand so that each connection is wrapped in
+        // `api::wire::ErrorBodies` (over TLS, the TLS stream): the errors actix-http's
+        // dispatcher answers itself (a request head past its limits, one that is not HTTP)
+        // get Magnum's body too.
+        let builder = actix_server::Server::build().workers(workers);
+        let (scheme, server) = match tls {
+            None => (
+                "http",
+                builder
+                    .listen("fleetyard-api", listener, move || {
+                        fn_service(|io: tokio::net::TcpStream| {
+                            let peer = io.peer_addr().ok();
+                            ready(Ok::<_, DispatchError>((ErrorBodies::new(io), peer)))
+                        })
+                        .and_then(http_service!())
+                    })?
+                    .run(),
+            ),
+            Some(config) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(config);
+                (
+                    "https",
+                    builder
+                        .listen("fleetyard-api", listener, move || {
+                            let acceptor = acceptor.clone();
+                            fn_service(move |io: tokio::net::TcpStream| {
+                                accept_tls(acceptor.clone(), io)
+                            })
+                            .and_then(http_service!())
+                        })?
+                        .run(),
+                )
+            }
+        };
+        Ok(Application {
+            port,
+            scheme,
+            server,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// `https` when the API serves TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        self.scheme
+    }
+
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// The start-up warning for bearer tokens on plain HTTP: with `jwt` or `keystone` and no
+/// `[api] enabled_ssl`, every token crosses the network readable, and kubectl sends none to an
+/// `http://` server at all.
+pub fn plaintext_token_warning(settings: &Settings) -> Option<String> {
+    let strategy = match settings.default.auth_strategy {
+        AuthStrategy::Noauth => return None,
+        AuthStrategy::Jwt => "jwt",
+        AuthStrategy::Keystone => "keystone",
+    };
+    if settings.api.enabled_ssl {
+        return None;
+    }
+    Some(format!(
+        "[DEFAULT] auth_strategy = {strategy} without [api] enabled_ssl: bearer tokens cross \
+         the network in clear text, and kubectl sends none to an http:// server; serve HTTPS \
+         ([api] enabled_ssl, ssl_cert_file, ssl_key_file) unless a TLS-terminating proxy is \
+         the only way in"
+    ))
 }
 
 fn cors_middleware(s: &crate::config::CorsSection) -> Cors {
@@ -249,9 +346,13 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
         )));
     }
     let result = if roles.api {
+        if let Some(warning) = plaintext_token_warning(&settings) {
+            tracing::warn!("{warning}");
+        }
         let app = Application::build(state)?;
         tracing::info!(
-            address = %format!("http://{}:{}", settings.api.host, app.port()),
+            address = %format!("{}://{}:{}", app.scheme(), settings.api.host, app.port()),
+            client_certificates = !settings.api.ssl_client_ca_file.trim().is_empty(),
             database = if settings.database.connection.expose().starts_with("sqlite") { "sqlite" } else { "postgresql" },
             auth_strategy = ?settings.default.auth_strategy,
             "fleetyard API listening"
@@ -280,6 +381,22 @@ mod tests {
         let mut file = std::fs::File::create(&path).expect("create");
         file.write_all(text.as_bytes()).expect("write config");
         load_settings(Some(&path))
+    }
+
+    #[test]
+    fn token_strategies_without_tls_are_warned_about() {
+        let mut s = Settings::default();
+        assert_eq!(plaintext_token_warning(&s), None, "noauth has no token");
+        s.default.auth_strategy = AuthStrategy::Jwt;
+        let warning = plaintext_token_warning(&s).expect("jwt on http");
+        assert!(
+            warning.starts_with("[DEFAULT] auth_strategy = jwt without [api] enabled_ssl"),
+            "{warning}"
+        );
+        s.default.auth_strategy = AuthStrategy::Keystone;
+        assert!(plaintext_token_warning(&s).is_some_and(|w| w.contains("keystone")));
+        s.api.enabled_ssl = true;
+        assert_eq!(plaintext_token_warning(&s), None);
     }
 
     #[test]

@@ -66,6 +66,14 @@ health_probe() { # one health prober round over local HTTPS endpoints, a tenth h
     2>&1 || echo "health probe bench failed"
 }
 
+probe_figures() { # the health probe bench's output: its PROBE_JSON line as probe:<key> figures
+  sed -n 's/^PROBE_JSON //p' | python3 -c '
+import json, sys
+for line in sys.stdin:
+    for k, v in json.loads(line).items():
+        print(f"probe:{k}\t{v}")' || true
+}
+
 if [[ "${BENCH_ONLY:-}" == health_probe ]]; then
   tools/ensure_services.sh >&2
   health_probe
@@ -467,7 +475,9 @@ for line in sys.stdin:
     for k, v in json.loads(line).items():
         print(f"notify:{k}\t{v}")' >>"$FIGURES" || true
 echo
-health_probe
+PROBE_OUT=$(health_probe)
+echo "$PROBE_OUT"
+echo "$PROBE_OUT" | probe_figures >>"$FIGURES"
 echo
 echo "Goals: each figure beside its anchor from this run"
 mkdir -p "$TARGET/bench"

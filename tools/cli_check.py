@@ -75,6 +75,10 @@ def free_port() -> int:
 class Server:
     """One `fleetyard serve` process with its own port, database and log."""
 
+    # A subclass serving HTTPS sets "https" and an opener that trusts its CA.
+    scheme = "http"
+    opener = NO_PROXY_OPENER
+
     def __init__(self, binary: str, workdir: Path, label: str, extra_env: dict[str, str]):
         self.binary = binary
         self.workdir = workdir
@@ -96,7 +100,7 @@ class Server:
 
     @property
     def base(self) -> str:
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % (self.scheme, self.port)
 
     @property
     def endpoint(self) -> str:
@@ -121,7 +125,7 @@ class Server:
             if rc is not None:
                 raise CheckFailed("`%s serve` exited with code %d before answering /healthcheck" % (self.binary, rc))
             try:
-                with NO_PROXY_OPENER.open(self.base + "/healthcheck", timeout=2) as r:
+                with self.opener.open(self.base + "/healthcheck", timeout=2) as r:
                     if r.status == 200:
                         return
                     last = "HTTP %d" % r.status

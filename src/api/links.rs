@@ -50,14 +50,16 @@ impl LinkBase {
                 )
             }
             LinkBase::Direct => {
-                let scheme = req
-                    .uri()
-                    .scheme_str()
-                    .unwrap_or(if req.app_config().secure() {
-                        "https"
-                    } else {
-                        "http"
-                    });
+                // The server is assembled by hand (`startup`), so actix's own `secure` flag
+                // stays false over TLS: `[api] enabled_ssl` says it.
+                let secure = req.app_config().secure()
+                    || req
+                        .app_data::<web::Data<AppState>>()
+                        .is_some_and(|state| state.settings.api.enabled_ssl);
+                let scheme =
+                    req.uri()
+                        .scheme_str()
+                        .unwrap_or(if secure { "https" } else { "http" });
                 let host = req
                     .headers()
                     .get(HOST)

@@ -11,6 +11,10 @@
 //! Nothing the application sends is touched: its error responses always carry a body (the
 //! request middleware renders one), and no body it writes holds a raw CR LF (JSON escapes
 //! them), so a bodiless 4xx or 5xx head on the wire can only be the dispatcher's.
+//!
+//! Over HTTPS ([`crate::tls`]) the wrapper sits on the TLS stream, so the same holds there;
+//! a client that speaks plain HTTP to the HTTPS port is answered 400 in clear text by
+//! [`refuse_plain_http`] (as Go's servers do) instead of seeing the connection reset.
 
 use std::io;
 use std::pin::Pin;
@@ -134,6 +138,46 @@ fn rewrite(head: &[u8], status: StatusCode) -> Vec<u8> {
     );
     out.extend_from_slice(&body);
     out
+}
+
+/// Whether the first byte a client sent opens a TLS record (a handshake, 0x16).
+pub fn is_tls_handshake(first: u8) -> bool {
+    first == 0x16
+}
+
+/// Answers a plain HTTP request sent to the HTTPS port: reads its head (briefly, so that
+/// closing does not reset the connection under the answer), then writes a 400 with Magnum's
+/// body saying to use HTTPS, and closes.
+pub async fn refuse_plain_http(mut io: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0_u8; 1024];
+    let read_head = async {
+        while find(&head, b"\r\n\r\n").is_none() && head.len() < 16 * 1024 {
+            match io.read(&mut buf).await {
+                Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), read_head).await;
+    let status = StatusCode::BAD_REQUEST;
+    let body = serde_json::to_vec(&error_body(
+        status,
+        "This port serves HTTPS: send the request over TLS (an https:// URL).",
+    ))
+    .unwrap_or_default();
+    let mut response = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         connection: close\r\n{}: req-{}\r\n\r\n",
+        body.len(),
+        super::REQUEST_ID_HEADER,
+        uuid::Uuid::new_v4()
+    )
+    .into_bytes();
+    response.extend_from_slice(&body);
+    let _ = io.write_all(&response).await;
+    let _ = io.shutdown().await;
 }
 
 impl<T: AsyncWrite + Unpin> ErrorBodies<T> {

@@ -17,11 +17,12 @@ use std::time::Duration;
 use crate::certificates::Certificates;
 use crate::config::{ConductorSection, HealthProbeSection};
 use crate::domain::cluster::Cluster;
+use crate::domain::health_probe::AddressPolicy;
 use crate::drivers::{ClusterContext, DriverRegistry};
 use crate::store::{Store, StoreError, StoreResult};
 
 pub use execute::Outcome;
-pub use probe::{probe, probe_target, ProbeRoundReport, ProbeTarget};
+pub use probe::{probe, probe_target, ProbeError, ProbeRoundReport, ProbeTarget};
 pub use sync::SyncReport;
 
 /// The binary name conductors report in the services table: Magnum's, since clients and test
@@ -38,6 +39,8 @@ pub struct Conductor {
     pub(crate) settings: ConductorSection,
     /// The active health prober's settings (`[health_probe]`); off unless given.
     pub(crate) probe: HealthProbeSection,
+    /// The addresses the prober may connect to, parsed from `probe` once.
+    pub(crate) probe_policy: Arc<AddressPolicy>,
     /// Makes and renews cluster certificates; without a key, clusters get no CA.
     pub(crate) certificates: Certificates,
     /// Raised when a driver started work it finishes on its own: the status sync then looks
@@ -73,6 +76,7 @@ impl Conductor {
                 enabled: false,
                 ..HealthProbeSection::default()
             },
+            probe_policy: Arc::new(AddressPolicy::default_policy()),
             certificates: Certificates::disabled(),
             sync_soon: Arc::new(tokio::sync::Notify::new()),
         }
@@ -86,8 +90,14 @@ impl Conductor {
     }
 
     /// Gives the conductor the `[health_probe]` settings; `run` starts the prober when they
-    /// enable it.
+    /// enable it. Networks that do not parse (settings loaded from a file were checked at
+    /// start-up; these were made in code) permit no address at all.
     pub fn with_health_probe(mut self, probe: HealthProbeSection) -> Conductor {
+        let policy = probe.address_policy().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "[health_probe]: no cluster will be probed");
+            AddressPolicy::deny_all()
+        });
+        self.probe_policy = Arc::new(policy);
         self.probe = probe;
         self
     }

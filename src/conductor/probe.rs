@@ -5,6 +5,16 @@
 //! A 200 is a success; any other status, a TLS failure, a refused connection or no answer
 //! within `timeout` is a failure.
 //!
+//! **Only allowed addresses.** Anyone who may register a cluster chooses its address, so the
+//! prober connects only to addresses inside `[health_probe] allowed_networks` and outside
+//! `denied_networks` ([`AddressPolicy`]; by default everything but loopback, link-local and
+//! cloud metadata addresses). A host name is resolved first, every address it resolves to is
+//! checked, and the connection goes to those checked addresses only. The cluster's owner sees a
+//! short reason ([`ProbeFailure`]: unreachable, TLS failure, HTTP status N, address not
+//! allowed), never the error itself, so that the prober cannot be used to map which hosts and
+//! ports answer inside the operator's network; the error goes to the log (debug for every
+//! failed probe, info with each health change).
+//!
 //! Consecutive failures and successes are counted in the `cluster_health_probe` table, not in
 //! memory, so several conductors and restarts agree. When failures reach `failure_threshold`
 //! the cluster becomes `UNHEALTHY` with `{"api": "<why>"}`; when successes reach
@@ -30,6 +40,8 @@
 //! conductors; a conductor that dies after its claim leaves the cluster to the next round.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -37,7 +49,9 @@ use futures_util::stream::{self, StreamExt};
 
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
-use crate::domain::health_probe::{verdict, HealthProbe, ProbeCandidate, ProbeResult};
+use crate::domain::health_probe::{
+    verdict, AddressPolicy, HealthProbe, ProbeCandidate, ProbeFailure, ProbeResult,
+};
 use crate::domain::status::HealthStatus;
 use crate::domain::ClusterId;
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
@@ -92,6 +106,25 @@ fn secs(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
 }
 
+/// A failed probe: the short reason the cluster's owner sees, and the error behind it, which
+/// only the log gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeError {
+    pub reason: ProbeFailure,
+    /// The address and the innermost cause ("Connection refused (os error 111)", "invalid
+    /// peer certificate: UnknownIssuer", "no answer within 5s").
+    pub detail: String,
+}
+
+impl ProbeError {
+    fn new(reason: ProbeFailure, detail: impl Into<String>) -> ProbeError {
+        ProbeError {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
 /// The innermost cause of an error: "Connection refused (os error 111)", "invalid peer
 /// certificate: UnknownIssuer", rather than reqwest's "error sending request for url ...".
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -110,25 +143,142 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-fn failure(e: &reqwest::Error, timeout: Duration) -> String {
-    if e.is_timeout() && e.is_connect() {
-        format!("connect timeout after {}", secs(timeout))
+/// Whether a TLS error (rustls's) is among the causes of `e`, also inside an `io::Error`,
+/// which does not give the error it wraps as its `source`.
+fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    if let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+    {
+        if is_tls_error(inner) {
+            return true;
+        }
+    }
+    e.source().is_some_and(is_tls_error)
+}
+
+fn failure(e: &reqwest::Error, timeout: Duration) -> ProbeError {
+    let (reason, detail) = if e.is_timeout() && e.is_connect() {
+        (
+            ProbeFailure::Unreachable,
+            format!("connect timeout after {}", secs(timeout)),
+        )
     } else if e.is_timeout() {
-        format!("no answer within {}", secs(timeout))
+        (
+            ProbeFailure::Unreachable,
+            format!("no answer within {}", secs(timeout)),
+        )
+    } else if is_tls_error(e) {
+        (
+            ProbeFailure::TlsFailure,
+            format!("TLS failure: {}", root_cause(e)),
+        )
     } else if e.is_connect() {
-        format!("cannot connect: {}", root_cause(e))
+        (
+            ProbeFailure::Unreachable,
+            format!("cannot connect: {}", root_cause(e)),
+        )
     } else {
-        format!("request failed: {}", root_cause(e))
+        (
+            ProbeFailure::Unreachable,
+            format!("request failed: {}", root_cause(e)),
+        )
+    };
+    ProbeError::new(reason, detail)
+}
+
+/// The addresses a probe of `url` may connect to: the URL's own IP, or every address its host
+/// name resolves to, each checked against `policy`. A name is resolved here, once, and the
+/// client is then told to connect to these addresses only, so a name that resolves elsewhere
+/// a moment later (DNS rebinding) cannot lead the probe past the check. `None` for an IP in
+/// the URL (nothing to pin), else the name and its addresses.
+async fn checked_addresses(
+    url: &reqwest::Url,
+    policy: &AddressPolicy,
+    timeout: Duration,
+) -> Result<Option<(String, Vec<SocketAddr>)>, ProbeError> {
+    let refuse = |ip: IpAddr| {
+        ProbeError::new(
+            ProbeFailure::AddressNotAllowed,
+            format!("{ip} is outside [health_probe] allowed_networks: not connected to"),
+        )
+    };
+    let port = url.port_or_known_default().unwrap_or(443);
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) if policy.permits(ip.into()) => Ok(None),
+        Some(url::Host::Ipv6(ip)) if policy.permits(ip.into()) => Ok(None),
+        Some(url::Host::Ipv4(ip)) => Err(refuse(ip.into())),
+        Some(url::Host::Ipv6(ip)) => Err(refuse(ip.into())),
+        Some(url::Host::Domain(name)) => {
+            let resolved =
+                tokio::time::timeout(timeout, tokio::net::lookup_host((name, port))).await;
+            let addresses: Vec<SocketAddr> = match resolved {
+                Ok(Ok(found)) => found.collect(),
+                Ok(Err(e)) => {
+                    return Err(ProbeError::new(
+                        ProbeFailure::Unreachable,
+                        format!("cannot resolve {name}: {e}"),
+                    ))
+                }
+                Err(_) => {
+                    return Err(ProbeError::new(
+                        ProbeFailure::Unreachable,
+                        format!("{name} did not resolve within {}", secs(timeout)),
+                    ))
+                }
+            };
+            if addresses.is_empty() {
+                return Err(ProbeError::new(
+                    ProbeFailure::Unreachable,
+                    format!("{name} resolves to no address"),
+                ));
+            }
+            if let Some(bad) = addresses.iter().find(|a| !policy.permits(a.ip())) {
+                return Err(ProbeError::new(
+                    ProbeFailure::AddressNotAllowed,
+                    format!(
+                        "{name} resolves to {}, outside [health_probe] allowed_networks: \
+                         not connected to",
+                        bad.ip()
+                    ),
+                ));
+            }
+            Ok(Some((name.to_string(), addresses)))
+        }
+        None => Err(ProbeError::new(
+            ProbeFailure::Unreachable,
+            format!("{url} has no host"),
+        )),
     }
 }
 
 /// Probes one API: `Ok` when `/readyz` (or, when that is 404, `/healthz`) answers 200; else
-/// why not. Never takes longer than `timeout` (and [`GUARD`]), connection and handshake
-/// included.
-pub async fn probe(target: &ProbeTarget, timeout: Duration) -> Result<(), String> {
-    let ca = reqwest::Certificate::from_pem(target.ca_pem.as_bytes())
-        .map_err(|e| format!("the cluster's CA is unreadable: {}", root_cause(&e)))?;
-    let client = reqwest::Client::builder()
+/// why not. Connects only to addresses `policy` permits (see [`checked_addresses`]): any
+/// other is refused before a socket is opened. Never takes longer than `timeout` (and
+/// [`GUARD`]), name resolution, connection and handshake included.
+pub async fn probe(
+    target: &ProbeTarget,
+    policy: &AddressPolicy,
+    timeout: Duration,
+) -> Result<(), ProbeError> {
+    let deadline = Instant::now() + timeout;
+    let url = reqwest::Url::parse(&target.url).map_err(|e| {
+        ProbeError::new(
+            ProbeFailure::Unreachable,
+            format!("{} is not a URL: {e}", target.url),
+        )
+    })?;
+    let pinned = checked_addresses(&url, policy, timeout).await?;
+    let ca = reqwest::Certificate::from_pem(target.ca_pem.as_bytes()).map_err(|e| {
+        ProbeError::new(
+            ProbeFailure::InvalidCaBundle,
+            format!("the cluster's CA is unreadable: {}", root_cause(&e)),
+        )
+    })?;
+    let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .tls_built_in_root_certs(false)
         .add_root_certificate(ca)
@@ -137,22 +287,34 @@ pub async fn probe(target: &ProbeTarget, timeout: Duration) -> Result<(), String
         .http1_only()
         .pool_max_idle_per_host(0)
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(timeout)
-        .build()
-        .map_err(|e| format!("cannot build a client: {}", root_cause(&e)))?;
-    // The connection (TCP and TLS) gets `timeout`, each request what is left of it and a
-    // little more, so that reqwest says which phase ran out; the guard around both only
-    // catches what reqwest's timers would not. A probe ends within `timeout` + `GUARD`.
-    let deadline = Instant::now() + timeout;
+        .connect_timeout(deadline.saturating_duration_since(Instant::now()));
+    if let Some((name, addresses)) = &pinned {
+        builder = builder.resolve_to_addrs(name, addresses);
+    }
+    let client = builder.build().map_err(|e| {
+        ProbeError::new(
+            ProbeFailure::TlsFailure,
+            format!("cannot build a client: {}", root_cause(&e)),
+        )
+    })?;
+    // The connection (TCP and TLS) gets what is left of `timeout`, each request what is left
+    // of it and a little more, so that reqwest says which phase ran out; the guard around
+    // both only catches what reqwest's timers would not. A probe ends within `timeout` +
+    // `GUARD`.
     let attempt = async {
         let mut last = 0;
         for path in ["/readyz", "/healthz"] {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(format!("no answer within {}", secs(timeout)));
+                return Err(ProbeError::new(
+                    ProbeFailure::Unreachable,
+                    format!("no answer within {}", secs(timeout)),
+                ));
             }
             let response = client
-                .get(format!("{}{path}", target.url))
+                .get(url.join(path).map_err(|e| {
+                    ProbeError::new(ProbeFailure::Unreachable, format!("{url}{path}: {e}"))
+                })?)
                 .timeout(left + GUARD / 2)
                 .send()
                 .await
@@ -163,14 +325,23 @@ pub async fn probe(target: &ProbeTarget, timeout: Duration) -> Result<(), String
             }
             last = status.as_u16();
             if status != reqwest::StatusCode::NOT_FOUND {
-                return Err(format!("GET {path} answered {last}"));
+                return Err(ProbeError::new(
+                    ProbeFailure::HttpStatus(last),
+                    format!("GET {path} answered {last}"),
+                ));
             }
         }
-        Err(format!("GET /readyz and /healthz answered {last}"))
+        Err(ProbeError::new(
+            ProbeFailure::HttpStatus(last),
+            format!("GET /readyz and /healthz answered {last}"),
+        ))
     };
     match tokio::time::timeout(timeout + GUARD, attempt).await {
         Ok(outcome) => outcome,
-        Err(_) => Err(format!("no answer within {}", secs(timeout))),
+        Err(_) => Err(ProbeError::new(
+            ProbeFailure::Unreachable,
+            format!("no answer within {}", secs(timeout)),
+        )),
     }
 }
 
@@ -201,7 +372,7 @@ struct Claimed {
 /// A probe's outcome with the candidate it was about.
 struct Probed {
     candidate: ProbeCandidate,
-    result: Result<(), String>,
+    result: Result<(), ProbeError>,
 }
 
 impl Conductor {
@@ -294,11 +465,22 @@ impl Conductor {
             Ok::<_, StoreError>((unprobeable, lost))
         };
 
+        let policy: Arc<AddressPolicy> = self.probe_policy.clone();
         let run = async move {
             let probes = tokio_stream_of(claimed_rx)
-                .map(|c: Claimed| {
+                .map(move |c: Claimed| {
+                    let policy = policy.clone();
                     tokio::spawn(async move {
-                        let result = probe(&c.target, timeout).await;
+                        let result = probe(&c.target, &policy, timeout).await;
+                        if let Err(e) = &result {
+                            tracing::debug!(
+                                cluster = %c.candidate.uuid,
+                                address = %c.target.url,
+                                reason = %e.reason,
+                                error = %e.detail,
+                                "health probe failed"
+                            );
+                        }
                         Probed {
                             candidate: c.candidate,
                             result,
@@ -358,26 +540,29 @@ impl Conductor {
             .map(|p| ProbeResult {
                 cluster_uuid: p.candidate.uuid,
                 ok: p.result.is_ok(),
-                reason: p.result.as_ref().err().cloned(),
+                reason: p.result.as_ref().err().map(|e| e.reason.to_string()),
             })
             .collect();
         let at = crate::store::sql::now();
         let records = self.store.record_health_probes(&results, at).await?;
-        let by_uuid: HashMap<ClusterId, &ProbeCandidate> = chunk
-            .iter()
-            .map(|p| (p.candidate.uuid, &p.candidate))
-            .collect();
-        let flips: Vec<(ClusterId, HealthStatus, &HealthProbe)> = records
+        let by_uuid: HashMap<ClusterId, &Probed> =
+            chunk.iter().map(|p| (p.candidate.uuid, p)).collect();
+        let flips: Vec<Flip> = records
             .iter()
             .filter_map(|r| {
-                let c = by_uuid.get(&r.cluster_uuid)?;
+                let p = by_uuid.get(&r.cluster_uuid)?;
                 let next = verdict(
-                    c.health_status,
+                    p.candidate.health_status,
                     r,
                     self.probe.failure_threshold,
                     self.probe.success_threshold,
                 )?;
-                Some((r.cluster_uuid, next, r))
+                Some(Flip {
+                    uuid: r.cluster_uuid,
+                    next,
+                    record: r,
+                    detail: p.result.as_ref().err().map(|e| e.detail.as_str()),
+                })
             })
             .collect();
         if flips.is_empty() {
@@ -388,11 +573,8 @@ impl Conductor {
 
     /// Commits each change with its notification; a cluster changed meanwhile is skipped (the
     /// next round sees it again).
-    async fn commit_health_changes(
-        &self,
-        flips: &[(ClusterId, HealthStatus, &HealthProbe)],
-    ) -> StoreResult<usize> {
-        let uuids: Vec<ClusterId> = flips.iter().map(|(u, _, _)| *u).collect();
+    async fn commit_health_changes(&self, flips: &[Flip<'_>]) -> StoreResult<usize> {
+        let uuids: Vec<ClusterId> = flips.iter().map(|f| f.uuid).collect();
         let clusters: HashMap<ClusterId, Cluster> = self
             .store
             .clusters_by_uuid(&uuids)
@@ -405,15 +587,23 @@ impl Conductor {
             nodegroups.entry(ng.cluster_id).or_default().push(ng);
         }
         let mut work = Vec::with_capacity(flips.len());
-        for (uuid, next, record) in flips {
-            let Some(c) = clusters.get(uuid).cloned() else {
+        for f in flips {
+            let Some(c) = clusters.get(&f.uuid).cloned() else {
                 continue;
             };
-            let ngs = nodegroups.remove(uuid).unwrap_or_default();
-            work.push((c, ngs, *next, record.last_reason.clone()));
+            let ngs = nodegroups.remove(&f.uuid).unwrap_or_default();
+            work.push((
+                c,
+                ngs,
+                f.next,
+                f.record.last_reason.clone(),
+                f.detail.map(String::from),
+            ));
         }
         let outcomes: Vec<StoreResult<Option<ClusterId>>> = stream::iter(work)
-            .map(|(c, ngs, next, reason)| self.commit_health_change(c, ngs, next, reason))
+            .map(|(c, ngs, next, reason, detail)| {
+                self.commit_health_change(c, ngs, next, reason, detail)
+            })
             .buffer_unordered(COMMIT_CONCURRENCY)
             .collect()
             .await;
@@ -436,13 +626,15 @@ impl Conductor {
     }
 
     /// Gives one cluster its new health and commits it with its `magnum.cluster.update`
-    /// notification; `None` when there is nothing to do or the row changed meanwhile.
+    /// notification; `None` when there is nothing to do or the row changed meanwhile. The
+    /// cluster gets the short `reason`; the log line gets `detail`, the error behind it.
     async fn commit_health_change(
         &self,
         mut c: Cluster,
         ngs: Vec<NodeGroup>,
         next: HealthStatus,
         reason: Option<String>,
+        detail: Option<String>,
     ) -> StoreResult<Option<ClusterId>> {
         if c.health_status == Some(next) || c.status.is_in_progress() {
             return Ok(None);
@@ -471,13 +663,29 @@ impl Conductor {
             .await
         {
             Ok(()) => {
-                tracing::info!(cluster = %c.uuid, health = next.as_str(), reason = ?c.health_status_reason, "cluster health changed");
+                tracing::info!(
+                    cluster = %c.uuid,
+                    address = c.api_address.as_deref().unwrap_or(""),
+                    health = next.as_str(),
+                    reason = ?c.health_status_reason,
+                    error = detail.as_deref().unwrap_or(""),
+                    "cluster health changed"
+                );
                 Ok(Some(c.uuid))
             }
             Err(StoreError::Stale) => Ok(None),
             Err(e) => Err(e),
         }
     }
+}
+
+/// A health change a batch of results brings: the cluster, its new health, its probe record
+/// and the error behind a failure (for the log).
+struct Flip<'a> {
+    uuid: ClusterId,
+    next: HealthStatus,
+    record: &'a HealthProbe,
+    detail: Option<&'a str>,
 }
 
 /// A receiver as a stream (without tokio-stream).

@@ -174,7 +174,7 @@ pub async fn spawn_with_state(
     let mut state = AppState::new(settings, store.clone()).expect("valid state");
     adjust(&mut state);
     let app = Application::build(state).expect("binds");
-    let address = format!("http://127.0.0.1:{}", app.port());
+    let address = format!("{}://127.0.0.1:{}", app.scheme(), app.port());
     tokio::spawn(app.run_until_stopped());
     let mut headers = HeaderMap::new();
     headers.insert("x-project-id", HeaderValue::from_static("project-a"));

@@ -32,4 +32,5 @@ mod quotas_stats_services;
 mod registry_kubectl;
 mod registry_semantics;
 mod store_contract;
+mod tls;
 mod wire;

@@ -20,7 +20,7 @@ use crate::helpers::{
 };
 
 /// The kubectl binary, or `None` (after saying why) when this machine has none.
-fn kubectl_binary() -> Option<String> {
+pub(crate) fn kubectl_binary() -> Option<String> {
     let bin = std::env::var("FLEETYARD_KUBECTL").unwrap_or_else(|_| "kubectl".into());
     let found = std::process::Command::new(&bin)
         .args(["version", "--client"])
@@ -510,7 +510,7 @@ async fn a_cluster_registered_with_kubectl_joins_a_federation_the_fake_driver_co
     assert!(err.contains("federation"), "{err}");
 }
 
-fn jwt(secret: &str, sub: &str, project: &str, roles: &[&str]) -> String {
+pub(crate) fn jwt(secret: &str, sub: &str, project: &str, roles: &[&str]) -> String {
     let claims = json!({"sub": sub, "project_id": project, "roles": roles, "aud": "fleetyard",
                         "exp": chrono::Utc::now().timestamp() + 600});
     jsonwebtoken::encode(

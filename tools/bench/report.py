@@ -7,6 +7,7 @@ FIGURES_TSV holds one figure per line, "key<TAB>value", written as the bench mea
   anchor:<name>                                     what PostgreSQL itself serves (tps)
   rss_kib:<process>, hwm_kib:<process>              resident and peak memory (/proc)
   notify:<key>                                      examples/notify_bench.rs's NOTIFY_JSON
+  probe:<key>                                       examples/health_probe_bench.rs's PROBE_JSON
   runs:<scenario or anchor:name>                    every run's req/s or tps, space-separated;
                                                     the figure is their median
 Every goal is a ratio to an anchor measured in the same run, or a bound; a goal whose figures
@@ -63,6 +64,12 @@ def goals(fig):
     ratio("relay / raw lapin confirmed publish", "notify:relay_msgs_per_s", "notify:raw_msgs_per_s", 0.80)
     bound("commit-to-consumer p99, relay in writer's process", "notify:latency_same_p99_ms", 50, "ms")
     bound("commit-to-consumer p99, relay woken by LISTEN", "notify:latency_listen_p99_ms", 50, "ms")
+    # The round's length against [health_probe] interval: each cluster is probed once per
+    # interval only while a round fits in one.
+    clusters = fig.get("probe:clusters")
+    over = f" over {clusters:,.0f} clusters" if clusters else ""
+    ratio(f"health prober round{over}, a tenth hanging / interval",
+          "probe:round_s", "probe:interval_s", 1.0, "<=")
     bound("fleetyard api RSS after the list load @1000", "rss_kib:api_list", 32, "MiB", 1 / 1024)
     bound("fleetyard api peak RSS through the list load (VmHWM)", "hwm_kib:api_list", 32, "MiB",
           1 / 1024)

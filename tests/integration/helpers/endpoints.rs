@@ -7,11 +7,13 @@
 #![allow(dead_code)]
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -47,6 +49,32 @@ impl Ca {
             pem: certificate.to_string(),
             issuer: Issuer::from_ca_cert_pem(certificate, key).expect("CA certificate"),
         }
+    }
+
+    /// A certificate signed by this CA and its private key (both PEM): for a server at `ips`
+    /// and `dns` names, or (`client`) a client named `name`.
+    pub fn issue(
+        &self,
+        name: &str,
+        ips: &[IpAddr],
+        dns: &[&str],
+        client: bool,
+    ) -> (String, String) {
+        let key = KeyPair::generate().expect("key");
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.subject_alt_names = ips.iter().map(|ip| SanType::IpAddress(*ip)).collect();
+        for d in dns {
+            p.subject_alt_names
+                .push(SanType::DnsName((*d).try_into().expect("a DNS name")));
+        }
+        p.extended_key_usages = vec![if client {
+            ExtendedKeyUsagePurpose::ClientAuth
+        } else {
+            ExtendedKeyUsagePurpose::ServerAuth
+        }];
+        let cert = p.signed_by(&key, &self.issuer).expect("certificate");
+        (cert.pem(), key.serialize_pem())
     }
 
     /// A TLS server configuration with a certificate for `ip` signed by this CA.
@@ -91,6 +119,8 @@ pub struct Endpoint {
     config: Arc<ServerConfig>,
     task: Option<JoinHandle<()>>,
     pub mode: Mode,
+    /// TCP connections accepted at this address, over every mode.
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Endpoint {
@@ -111,6 +141,7 @@ impl Endpoint {
             config: ca.server_config(cert_ip),
             task: None,
             mode: Mode::Down,
+            accepted: Arc::new(AtomicUsize::new(0)),
         };
         e.run(listener, mode);
         e
@@ -127,6 +158,7 @@ impl Endpoint {
             config: Ca::new("unused").server_config(ip),
             task: None,
             mode: Mode::Down,
+            accepted: Arc::new(AtomicUsize::new(0)),
         };
         e.run(listener, Mode::Hanging);
         e
@@ -135,6 +167,11 @@ impl Endpoint {
     /// `https://ip:port`.
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)
+    }
+
+    /// How many TCP connections this endpoint has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// Switches to `mode` at the same address: the listener (and every open connection) is
@@ -166,6 +203,7 @@ impl Endpoint {
     fn run(&mut self, listener: TcpListener, mode: Mode) {
         self.mode = mode;
         let acceptor = TlsAcceptor::from(self.config.clone());
+        let counter = self.accepted.clone();
         self.task = Some(tokio::spawn(async move {
             // Connections are tasks of this one (a JoinSet): aborting it closes them all.
             let mut conns = tokio::task::JoinSet::new();
@@ -173,6 +211,7 @@ impl Endpoint {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
+                        counter.fetch_add(1, Ordering::SeqCst);
                         let acceptor = acceptor.clone();
                         conns.spawn(async move { serve(stream, acceptor, mode).await });
                     }
