@@ -11,6 +11,7 @@ pub mod feed;
 pub mod list;
 pub mod objects;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod patch;
 pub mod profiles;
 pub mod schema;
@@ -35,7 +36,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     profiles::configure(cfg);
 }
 
-/// The routes that need no state: discovery, `/version` and OpenAPI (`/openapi/v2` a 404).
+/// The routes that need no state: discovery, `/version` and OpenAPI v3 and v2.
 /// The resource routes (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`)
 /// are the lead's.
 pub fn configure_static(cfg: &mut web::ServiceConfig) {
@@ -68,7 +69,7 @@ pub fn configure_static(cfg: &mut web::ServiceConfig) {
             "/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1",
             web::get().to(openapi::multicluster_v1alpha1),
         )
-        .route("/openapi/v2", web::get().to(openapi::v2));
+        .route("/openapi/v2", web::get().to(openapi_v2::v2));
 }
 
 /// One line of a watch stream: `{"type":"ADDED","object":{...}}` and a newline. `event_type`
@@ -113,7 +114,7 @@ mod tests {
             ("/openapi/v3", 200),
             ("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1", 200),
             ("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1", 200),
-            ("/openapi/v2", 404),
+            ("/openapi/v2", 200),
         ] {
             let resp =
                 atest::call_service(&app, atest::TestRequest::get().uri(path).to_request()).await;
