@@ -6,6 +6,7 @@ mod api;
 mod db_proxy;
 pub mod endpoints;
 mod fleet;
+pub mod kubectl;
 
 pub(crate) use api::{join_ops, unjoin_ops, Api, Caller, CLUSTERS, FEDERATIONS, QUOTAS};
 pub use db_proxy::{DbProxy, Link};

@@ -30,6 +30,7 @@ mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
 mod registry_kubectl;
+mod registry_kubectl_versions;
 mod registry_semantics;
 mod store_contract;
 mod tls;

@@ -6,121 +6,17 @@
 //! `FLEETYARD_REQUIRE_KUBECTL=1` (set by `./tox.sh` once it has one), which makes a missing
 //! kubectl a failure.
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::helpers::kubectl::{kubectl_binary, Kubectl};
 use crate::helpers::{
     drain, federation_body, instant, join_ops, labelled_cluster_as, merged, spawn_jwt_on,
     spawn_with, template_as, Api, Backend, Resp, TestApp,
 };
-
-/// The kubectl binary, or `None` (after saying why) when this machine has none.
-pub(crate) fn kubectl_binary() -> Option<String> {
-    let bin = std::env::var("FLEETYARD_KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    let found = std::process::Command::new(&bin)
-        .args(["version", "--client"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if found {
-        return Some(bin);
-    }
-    assert!(
-        std::env::var("FLEETYARD_REQUIRE_KUBECTL").as_deref() != Ok("1"),
-        "kubectl is required (FLEETYARD_REQUIRE_KUBECTL=1) but `{bin} version --client` failed"
-    );
-    eprintln!("SKIPPED: no kubectl on this machine (`{bin} version --client` failed)");
-    None
-}
-
-/// kubectl with a kubeconfig of its own pointed at the app.
-struct Kubectl {
-    bin: String,
-    dir: PathBuf,
-}
-
-impl Kubectl {
-    fn new(bin: &str, app: &TestApp, namespace: &str, token: Option<&str>) -> Kubectl {
-        let dir =
-            std::env::temp_dir().join(format!("fy-kubectl-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("kubectl dir");
-        let user = match token {
-            Some(t) => format!("{{token: {t}}}"),
-            None => "{}".into(),
-        };
-        let config = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fy\n  cluster:\n    server: {}\n\
-             contexts:\n- name: fy\n  context: {{cluster: fy, user: fy, namespace: {namespace}}}\n\
-             current-context: fy\nusers:\n- name: fy\n  user: {user}\n",
-            app.address
-        );
-        std::fs::write(dir.join("kubeconfig"), config).expect("kubeconfig");
-        Kubectl {
-            bin: bin.to_string(),
-            dir,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.bin);
-        cmd.arg("--kubeconfig")
-            .arg(self.dir.join("kubeconfig"))
-            .arg("--cache-dir")
-            .arg(self.dir.join("cache"))
-            .args(args)
-            .env("HOME", &self.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        cmd
-    }
-
-    /// Runs kubectl; (exit success, stdout, stderr).
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
-            .await
-            .expect("kubectl finished within a minute")
-            .expect("kubectl runs");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// Runs kubectl and insists it succeeded; its stdout.
-    async fn ok(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args).await;
-        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
-        out
-    }
-
-    /// Runs kubectl and insists it failed; its stderr.
-    async fn fails(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.run(args).await;
-        assert!(!ok, "kubectl {args:?} should have failed:\n{out}\n{err}");
-        err
-    }
-
-    /// Writes `text` to a file in this kubectl's directory; its path.
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.join(name);
-        std::fs::write(&path, text).expect("manifest");
-        path.display().to_string()
-    }
-}
-
-impl Drop for Kubectl {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// A CA certificate as a registered cluster's `caBundle` carries it (base64 of PEM).
 fn ca_bundle() -> (String, String) {
@@ -838,12 +734,9 @@ async fn get_o_yaml_applies_into_an_empty_project_and_the_kubeconfig_export_work
     let empty = noauth_app(Backend::Postgres).await;
     let k2 = Kubectl::new(&bin, &empty, "project-a", None);
     let file = k2.file("fleet.yaml", &yaml);
-    // kubectl validates a `kind: List` (what -o yaml writes) against /openapi/v2 in protobuf,
-    // which the service does not serve: the list is applied with client-side validation off
-    // (the server still checks every object).
-    let err = k2.fails(&["apply", "-f", &file]).await;
-    assert!(err.contains("--validate=false"), "{err}");
-    let out = k2.ok(&["apply", "-f", &file, "--validate=false"]).await;
+    // kubectl validates each item of a `kind: List` (what -o yaml writes) against
+    // /openapi/v2 in protobuf; the default validation passes.
+    let out = k2.ok(&["apply", "-f", &file]).await;
     assert_eq!(out.matches("created").count(), 2, "{out}");
     for name in ["fleet-prod", "fleet-dev"] {
         let a: Value = serde_json::from_str(&k.ok(&["get", "cluster", name, "-o", "json"]).await)
@@ -864,7 +757,7 @@ async fn get_o_yaml_applies_into_an_empty_project_and_the_kubeconfig_export_work
             "jsonpath={.items[*].metadata.resourceVersion}",
         ])
         .await;
-    k2.ok(&["apply", "-f", &file, "--validate=false"]).await;
+    k2.ok(&["apply", "-f", &file]).await;
     let after = k2
         .ok(&[
             "get",

@@ -18,7 +18,8 @@ use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 use crate::helpers::endpoints::Ca;
 use crate::helpers::{spawn_with, Backend, Resp, TestApp};
-use crate::registry_kubectl::{jwt, kubectl_binary};
+use crate::helpers::kubectl::kubectl_binary;
+use crate::registry_kubectl::jwt;
 
 const LOCALHOST: [u8; 4] = [127, 0, 0, 1];
 

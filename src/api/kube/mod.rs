@@ -12,6 +12,7 @@ pub mod feed;
 pub mod list;
 pub mod objects;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod patch;
 pub mod profiles;
 pub mod schema;
@@ -43,8 +44,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         );
 }
 
-/// The routes that need no state: discovery and OpenAPI (`/openapi/v2` a 404). `/version` is
-/// public and registered on its own; the resource routes
+/// The routes that need no state: discovery and OpenAPI (v3 and v2). `/version` is public
+/// and registered on its own; the resource routes
 /// (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`) are in
 /// [`clusters`] and [`profiles`].
 pub fn configure_static(cfg: &mut web::ServiceConfig) {
@@ -76,7 +77,7 @@ pub fn configure_static(cfg: &mut web::ServiceConfig) {
             "/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1",
             web::get().to(openapi::multicluster_v1alpha1),
         )
-        .route("/openapi/v2", web::get().to(openapi::v2));
+        .route("/openapi/v2", web::get().to(openapi_v2::v2));
 }
 
 /// One line of a watch stream: `{"type":"ADDED","object":{...}}` and a newline. `event_type`
@@ -126,7 +127,7 @@ mod tests {
             ("/openapi/v3", 200),
             ("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1", 200),
             ("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1", 200),
-            ("/openapi/v2", 404),
+            ("/openapi/v2", 200),
         ] {
             let resp =
                 atest::call_service(&app, atest::TestRequest::get().uri(path).to_request()).await;

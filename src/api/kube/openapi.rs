@@ -1,16 +1,16 @@
 //! OpenAPI v3 for kubectl: the `/openapi/v3` index and one document per group-version, built
 //! once from `schema.rs`. kubectl's `--validate=strict` needs the PATCH operation of our GVK to
-//! list `fieldValidation`; `kubectl explain` reads `components.schemas`. `/openapi/v2` is a 404
-//! (kubectl asks for it only in protobuf).
+//! list `fieldValidation`; `kubectl explain` reads `components.schemas`. `/openapi/v2` is derived
+//! from these documents in `openapi_v2.rs`.
 
 use std::sync::LazyLock;
 
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
 use super::schema::{self, Schema};
-use super::status::{KubeError, Resource, CLUSTERS, CLUSTER_PROFILES};
+use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES};
 
 /// One served document: its JSON text and the hash kubectl caches it under.
 pub struct Document {
@@ -146,7 +146,7 @@ fn path_params(names: &[(&str, &str)]) -> Vec<Value> {
 
 /// The OpenAPI v3 document of one group-version: `item` is the kind's schema, `list` its list
 /// schema, `writable` whether create/update/patch/delete are served.
-fn gv_document(
+pub(super) fn gv_document(
     r: &Resource,
     item: &'static Schema,
     list: &'static Schema,
@@ -327,7 +327,7 @@ pub static INDEX: LazyLock<Document> = LazyLock::new(|| {
 });
 
 /// Whether `If-None-Match` names `hash` (quoted or not, weak or not, in a list, or `*`).
-fn etag_matches(req: &HttpRequest, hash: &str) -> bool {
+pub(super) fn etag_matches(req: &HttpRequest, hash: &str) -> bool {
     req.headers()
         .get_all(header::IF_NONE_MATCH)
         .filter_map(|v| v.to_str().ok())
@@ -336,7 +336,7 @@ fn etag_matches(req: &HttpRequest, hash: &str) -> bool {
         .any(|t| t == hash || t == "*")
 }
 
-fn query_hash(req: &HttpRequest) -> Option<String> {
+pub(super) fn query_hash(req: &HttpRequest) -> Option<String> {
     req.query_string()
         .split('&')
         .take(64)
@@ -378,15 +378,9 @@ pub async fn multicluster_v1alpha1(req: HttpRequest) -> HttpResponse {
     serve(&req, &MULTICLUSTER_DOC)
 }
 
-/// `GET /openapi/v2`: 404 (kubectl's client-side apply takes it silently).
-pub async fn v2(_req: HttpRequest) -> HttpResponse {
-    KubeError::path_not_found().error_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actix_web::body::MessageBody;
     use actix_web::test::TestRequest;
 
     fn doc(d: &Document) -> Value {
@@ -552,18 +546,5 @@ mod tests {
         assert_eq!(resp.status().as_u16(), 304);
         let resp = index(TestRequest::get().to_http_request()).await;
         assert_eq!(resp.status().as_u16(), 200);
-    }
-
-    #[actix_web::test]
-    async fn v2_is_a_404_status() {
-        let resp = v2(TestRequest::get().to_http_request()).await;
-        assert_eq!(resp.status().as_u16(), 404);
-        let bytes = resp.into_body().try_into_bytes().unwrap_or_default();
-        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        assert_eq!(v["reason"], "NotFound");
-        assert_eq!(
-            v["message"],
-            "the server could not find the requested resource"
-        );
     }
 }
