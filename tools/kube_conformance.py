@@ -19,7 +19,21 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
   dynamic-list               label_selector (=, !=, in, notin, exists), field_selector
                              metadata.name, limit/_continue pages in name order
   dynamic-patch              merge and JSON patch (`content_type` set); strategic merge is 415
-  dynamic-apply              server-side apply with `field_manager`: create, then update
+  dynamic-apply              server-side apply with `field_manager`: create, then update;
+                             without a field manager it is 422
+  apply-conflicts            a second field manager's apply of a field the first one owns is
+                             409 Conflict; force_conflicts=True takes it over
+  replace-needs-resourceversion
+                             PUT without metadata.resourceVersion is 422 (a CRD has no
+                             unconditional update)
+  generation                 1 on create; metadata and status writes leave it, a spec change
+                             moves it (a CRD with a status subresource); DynamicClient patch of
+                             clusters/status
+  field-validation           field_validation=Strict: an unknown field is 400 and nothing is
+                             created; Ignore drops it
+  deletecollection           DynamicClient delete without a name and with a label selector
+                             (dry_run="All" first: nothing goes), and
+                             delete_collection_namespaced_custom_object
   custom-objects             CustomObjectsApi create/get/list/patch/delete_namespaced_custom_object
   status-subresource         patch/get_namespaced_custom_object_status: only status.conditions
                              change, the `OK` condition stays the service's
@@ -30,7 +44,8 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
                              watch sees MODIFIED with it, a condition reported through
                              /status, the finalizer removed, the watch sees DELETED, GET is 404
   watch-selector             watch.Watch().stream with a label selector while an object is
-                             relabelled in and out of it: ADDED, MODIFIED, DELETED
+                             relabelled in and out of it: ADDED, MODIFIED, DELETED; and
+                             DynamicClient.watch(name=...)
   watch-resume               after a `timeout_seconds` expiry, a watch from the last
                              resourceVersion sees the changes made meanwhile, in order, each
                              with its own resourceVersion, none twice
@@ -99,7 +114,16 @@ SHORT_WATCH_SECONDS = 2  # timeout_seconds of a watch meant to expire
 
 # Checks known to fail because the service is wrong: name -> why. Kept in the run, reported as
 # XFAIL; remove an entry when the service is fixed (an XPASS fails the run).
-XFAIL: dict[str, str] = {}
+XFAIL: dict[str, str] = {
+    "apply-conflicts": "server-side apply keeps no field ownership (docs/cluster-registry.rst: 'a recursive merge, "
+                       "without field ownership'): a second field manager's apply that changes a field another "
+                       "manager set is accepted, where a kube-apiserver answers 409 Conflict unless force=true, "
+                       "and no metadata.managedFields are kept",
+    "replace-needs-resourceversion": "PUT without metadata.resourceVersion is accepted as an unconditional update "
+                                     "(as the 2018 aggregated cluster-registry apiserver allowed); a kube-apiserver "
+                                     "serving a CRD answers 422 Invalid 'metadata.resourceVersion: must be "
+                                     "specified for an update'",
+}
 
 
 class CheckFailed(Exception):
@@ -406,6 +430,86 @@ class Suite:
         expect_eq(again["metadata"]["labels"].get("env"), "prod", "apply updates the label")
         expect_eq(again["metadata"]["annotations"], {"example.com/applied": "yes"}, "apply adds the annotation")
         expect(rv_int(again) > rv_int(made), "apply moves resourceVersion")
+        expect_api_error(lambda: self.dyn.server_side_apply(self.clusters, body=cluster("apply-b", check),
+                                                            namespace=NS),
+                         422, "Invalid", "server-side apply without field_manager")
+        expect_api_error(lambda: self.get("apply-b"), 404, "NotFound", "the refused apply created nothing")
+
+    def check_apply_conflicts(self) -> None:
+        check = "apply-conflicts"
+        body = cluster("ssa-a", check, {"env": "dev"})
+        made = self.dyn.server_side_apply(self.clusters, body=body, namespace=NS, field_manager="first").to_dict()
+        managers = [m.get("manager") for m in made["metadata"].get("managedFields") or []]
+        body["metadata"]["labels"]["env"] = "prod"
+        try:
+            out = self.dyn.server_side_apply(self.clusters, body=body, namespace=NS, field_manager="second").to_dict()
+        except ApiException as e:
+            status_body(e)
+            expect_eq(e.status, 409, "a second manager changing the first one's field")
+            expect_eq(self.get("ssa-a")["metadata"]["labels"]["env"], "dev", "the refused apply changed nothing")
+        else:
+            raise CheckFailed("a second manager's apply changing metadata.labels.env, owned by %r (managedFields "
+                              "managers: %r), was accepted (now %r); want 409 Conflict"
+                              % ("first", managers, out["metadata"]["labels"].get("env")))
+        forced = self.dyn.server_side_apply(self.clusters, body=body, namespace=NS, field_manager="second",
+                                            force_conflicts=True).to_dict()
+        expect_eq(forced["metadata"]["labels"]["env"], "prod", "force_conflicts=True takes the field over")
+
+    def check_replace_needs_resourceversion(self) -> None:
+        check = "replace-needs-resourceversion"
+        self.create(cluster("put-a", check, {"env": "dev"}))
+        body = self.get("put-a")
+        del body["metadata"]["resourceVersion"]
+        body["metadata"]["labels"]["env"] = "prod"
+        expect_api_error(lambda: self.co.replace_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "put-a", body),
+                         422, "Invalid", "PUT without metadata.resourceVersion")
+        expect_eq(self.get("put-a")["metadata"]["labels"]["env"], "dev", "the refused PUT changed nothing")
+
+    def check_generation(self) -> None:
+        check = "generation"
+        made = self.create(cluster("gen-a", check))
+        expect_eq(made["metadata"].get("generation"), 1, "generation of a new object")
+        out = self.merge("gen-a", {"metadata": {"labels": {"env": "prod"}, "annotations": {"a": "b"}}})
+        expect_eq(out["metadata"].get("generation"), 1, "metadata changes leave generation")
+        out = self.co.patch_namespaced_custom_object_status(
+            GROUP, VERSION, NS, PLURAL, "gen-a",
+            {"status": {"conditions": [{"type": "example.com/Ready", "status": "True", "reason": "Fine"}]}})
+        expect_eq(out["metadata"].get("generation"), 1, "a status write leaves generation")
+        out = self.merge("gen-a", {"spec": {"kubernetesApiEndpoints": {"serverEndpoints": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": "10.20.0.9:6443"}]}}})
+        expect_eq(out["metadata"].get("generation"), 2, "a spec change moves generation")
+        out = self.dyn.patch(self.clusters.status, name="gen-a", namespace=NS,
+                             body={"status": {"conditions": [{"type": "example.com/Ready", "status": "False",
+                                                              "reason": "Broken"}]}},
+                             content_type="application/merge-patch+json").to_dict()
+        expect_eq({c["type"]: c["status"] for c in out["status"]["conditions"]}.get("example.com/Ready"), "False",
+                  "DynamicClient patch of clusters/status")
+        expect_eq(out["metadata"].get("generation"), 2, "generation after the DynamicClient status patch")
+
+    def check_field_validation(self) -> None:
+        check = "field-validation"
+        body = cluster("fv-a", check)
+        body["spec"]["bogus"] = 1
+        body_ = expect_api_error(lambda: self.co.create_namespaced_custom_object(
+            GROUP, VERSION, NS, PLURAL, body, field_validation="Strict"), 400, "BadRequest",
+            "create with an unknown field and field_validation=Strict")
+        expect("spec.bogus" in body_["message"], "the Status names spec.bogus", body_)
+        expect_api_error(lambda: self.get("fv-a"), 404, "NotFound", "nothing was created")
+        made = self.co.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, body, field_validation="Ignore")
+        expect("bogus" not in made["spec"], "field_validation=Ignore drops the unknown field", made["spec"])
+
+    def check_deletecollection(self) -> None:
+        check = "deletecollection"
+        for name, group in [("dc-a", "x"), ("dc-b", "x"), ("dc-c", "y")]:
+            self.create(cluster(name, check, {"grp": group}))
+        sel = "%s=%s,grp=x" % (CHECK_LABEL, check)
+        self.dyn.delete(self.clusters, namespace=NS, label_selector=sel, dry_run="All")
+        expect_eq(self.names(check), ["dc-a", "dc-b", "dc-c"], "a dry-run deletecollection deletes nothing")
+        self.dyn.delete(self.clusters, namespace=NS, label_selector=sel)
+        expect_eq(self.names(check), ["dc-c"], "deletecollection with a label selector deletes what matches")
+        self.co.delete_collection_namespaced_custom_object(GROUP, VERSION, NS, PLURAL,
+                                                           label_selector="%s=%s" % (CHECK_LABEL, check))
+        expect_eq(self.names(check), [], "CustomObjectsApi delete_collection_namespaced_custom_object")
 
     def check_custom_objects(self) -> None:
         check = "custom-objects"
@@ -574,6 +678,10 @@ class Suite:
             expect(self.get("ws-a")["metadata"]["name"] == "ws-a", "ws-a still exists (it only left the selector)")
         finally:
             w.stop()
+        # the DynamicClient's own watch (by name, a field selector underneath)
+        seen = [(e["type"], e["raw_object"]["metadata"]["name"])
+                for e in self.dyn.watch(self.clusters, namespace=NS, name="ws-a", timeout=SHORT_WATCH_SECONDS)]
+        expect_eq(seen, [("ADDED", "ws-a")], "DynamicClient.watch(name=ws-a) from now")
 
     def check_watch_resume(self) -> None:
         check = "watch-resume"
@@ -702,6 +810,11 @@ CHECKS: list[tuple[str, Callable[[Suite], None]]] = [
     ("dynamic-list", Suite.check_dynamic_list),
     ("dynamic-patch", Suite.check_dynamic_patch),
     ("dynamic-apply", Suite.check_dynamic_apply),
+    ("apply-conflicts", Suite.check_apply_conflicts),
+    ("replace-needs-resourceversion", Suite.check_replace_needs_resourceversion),
+    ("generation", Suite.check_generation),
+    ("field-validation", Suite.check_field_validation),
+    ("deletecollection", Suite.check_deletecollection),
     ("custom-objects", Suite.check_custom_objects),
     ("status-subresource", Suite.check_status_subresource),
     ("dry-run-delete", Suite.check_dry_run_delete),
