@@ -34,6 +34,10 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
   deletecollection           DynamicClient delete without a name and with a label selector
                              (dry_run="All" first: nothing goes), and
                              delete_collection_namespaced_custom_object
+  request-checks             400 for a body whose namespace, kind or (PUT) name is not the
+                             request's; generateName; stale uid/resourceVersion
+                             preconditions in V1DeleteOptions are 409 and delete nothing
+  dry-run-writes             dry_run="All" on create, patch and replace writes nothing
   custom-objects             CustomObjectsApi create/get/list/patch/delete_namespaced_custom_object
   status-subresource         patch/get_namespaced_custom_object_status: only status.conditions
                              change, the `OK` condition stays the service's
@@ -511,6 +515,52 @@ class Suite:
                                                            label_selector="%s=%s" % (CHECK_LABEL, check))
         expect_eq(self.names(check), [], "CustomObjectsApi delete_collection_namespaced_custom_object")
 
+    def check_request_checks(self) -> None:
+        check = "request-checks"
+        b = cluster("rq-a", check)
+        b["metadata"]["namespace"] = "some-other-project"
+        body = expect_api_error(lambda: self.create(b), 400, "BadRequest", "create with another namespace in the body")
+        expect("namespace" in body["message"], "the Status speaks of the namespace", body)
+        body = expect_api_error(lambda: self.create({**cluster("rq-a", check), "kind": "Pod"}), 400, "BadRequest",
+                                "create with kind Pod")
+        made = self.create(cluster("rq-a", check))
+        other = json.loads(json.dumps(made))
+        other["metadata"]["name"] = "rq-b"
+        expect_api_error(lambda: self.co.replace_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "rq-a", other),
+                         400, "BadRequest", "PUT with another name in the body")
+        gen = self.create({**cluster("x", check), "metadata": {"generateName": "rq-gen-",
+                                                               "labels": {CHECK_LABEL: check}}})
+        expect(gen["metadata"]["name"].startswith("rq-gen-") and len(gen["metadata"]["name"]) > len("rq-gen-"),
+               "generateName gives a name with the prefix", gen["metadata"])
+        # DeleteOptions preconditions that no longer hold are 409 and delete nothing
+        for what, pre in [("uid", client.V1Preconditions(uid=str(uuid.uuid4()))),
+                          ("resourceVersion", client.V1Preconditions(resource_version=str(rv_int(made) - 1)))]:
+            expect_api_error(lambda: self.co.delete_namespaced_custom_object(
+                GROUP, VERSION, NS, PLURAL, "rq-a", body=client.V1DeleteOptions(preconditions=pre)),
+                409, "Conflict", "delete with a stale %s precondition" % what)
+            expect_eq(self.get("rq-a")["metadata"]["uid"], made["metadata"]["uid"], "the object stays (%s)" % what)
+        self.co.delete_namespaced_custom_object(
+            GROUP, VERSION, NS, PLURAL, "rq-a", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(
+                uid=made["metadata"]["uid"], resource_version=made["metadata"]["resourceVersion"])))
+        self.expect_gone("rq-a")
+
+    def check_dry_run_writes(self) -> None:
+        check = "dry-run-writes"
+        out = self.co.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, cluster("drw-a", check), dry_run="All")
+        expect_eq(out["metadata"]["name"], "drw-a", "a dry-run create answers the object")
+        expect_api_error(lambda: self.get("drw-a"), 404, "NotFound", "GET after a dry-run create")
+        made = self.create(cluster("drw-a", check, {"env": "dev"}))
+        out = self.co.patch_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "drw-a",
+                                                     {"metadata": {"labels": {"env": "prod"}}}, dry_run="All")
+        expect_eq(out["metadata"]["labels"].get("env"), "prod", "a dry-run patch answers the patched object")
+        got = self.get("drw-a")
+        expect_eq(got["metadata"]["labels"].get("env"), "dev", "GET after a dry-run patch")
+        expect_eq(got["metadata"]["resourceVersion"], made["metadata"]["resourceVersion"],
+                  "a dry-run patch leaves resourceVersion")
+        body = dict(got, metadata=dict(got["metadata"], labels={CHECK_LABEL: check, "env": "test"}))
+        self.co.replace_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "drw-a", body, dry_run="All")
+        expect_eq(self.get("drw-a")["metadata"]["labels"].get("env"), "dev", "GET after a dry-run replace")
+
     def check_custom_objects(self) -> None:
         check = "custom-objects"
         made = self.create(cluster("co-a", check, {"env": "dev"}))
@@ -815,6 +865,8 @@ CHECKS: list[tuple[str, Callable[[Suite], None]]] = [
     ("generation", Suite.check_generation),
     ("field-validation", Suite.check_field_validation),
     ("deletecollection", Suite.check_deletecollection),
+    ("request-checks", Suite.check_request_checks),
+    ("dry-run-writes", Suite.check_dry_run_writes),
     ("custom-objects", Suite.check_custom_objects),
     ("status-subresource", Suite.check_status_subresource),
     ("dry-run-delete", Suite.check_dry_run_delete),
@@ -873,6 +925,8 @@ class Runner:
                 return
             database = pg_database_url(a.pg_url, dbname)
         server = Server(a.bin, workdir, database)
+        # The checks create about 40 clusters in the one project; the default quota is 20.
+        server.env["FLEETYARD__QUOTAS__MAX_CLUSTERS_PER_PROJECT"] = "1000"
         try:
             try:
                 server.start()
