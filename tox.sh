@@ -34,6 +34,11 @@ SKYLINE_VENV=.tox/skyline
 # schemathesis for the `fuzz-api` env (and the short run inside `test`). Changing it re-installs.
 SCHEMATHESIS_REQUIREMENTS="schemathesis==4.32.5"
 SCHEMATHESIS_VENV=.tox/schemathesis
+# The official Kubernetes Python client the `kube` env drives (its version matches the 1.32 the
+# registry reports), every dependency pinned by the constraints file. Changing either re-installs.
+KUBE_REQUIREMENTS="kubernetes==32.0.1"
+KUBE_CONSTRAINTS=tools/kube-constraints.txt
+KUBE_VENV=.tox/kube
 # docutils for the `lint` env's documentation check (tools/check_docs.py). Changing it re-installs.
 DOCS_REQUIREMENTS="docutils==0.22.4"
 DOCS_VENV=.tox/docs
@@ -48,7 +53,7 @@ usage: ./tox.sh [ENV] [args...]
 envs:
   test    (default) the lint (the `lint` env), then ensure PostgreSQL/RabbitMQ, run
           the Rust tests (cargo nextest, or cargo test), then the real-client checks
-          (the `cli`, `keystone`, `horizon` and `oslo` envs), then a short `fuzz-api` run
+          (the `cli`, `keystone`, `horizon`, `oslo` and `kube` envs), then a short `fuzz-api` run
           (FUZZ_API_EXAMPLES=10); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
   lint    cargo fmt --check and cargo clippy --all-targets -D warnings, then
@@ -87,6 +92,15 @@ envs:
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with
           oslo.messaging and run tools/oslo_listener_check.py: the real oslo
           notification listener receives `fleetyard serve`'s messagingv2 events
+  kube    build the fleetyard binary (or use $FLEETYARD_BIN), install the official
+          Kubernetes Python client (kubernetes==32.0.1, every dependency pinned by
+          tools/kube-constraints.txt) into .tox/kube and run tools/kube_conformance.py: the
+          cluster registry driven by DynamicClient, CustomObjectsApi and watch.Watch against
+          `fleetyard serve` (no-auth) on SQLite and on a fresh PostgreSQL database (CRUD,
+          selectors, paging, patches, server-side apply, the status subresource, dry-run
+          deletes, finalizers, watches and their resume and 410, ClusterProfiles, Status
+          errors); KUBE_CONFORMANCE_BACKENDS (sqlite,postgresql); args go to the script
+          (--only CHECK,..., --keep, -v)
   fuzz [SECONDS]
           the cargo-fuzz targets of fuzz/ (every parser of outside input), each for SECONDS
           (default 60) with -rss_limit_mb and -timeout, so a panic, a hang or unbounded
@@ -119,8 +133,8 @@ envs:
 environment:
   FLEETYARD_TEST_PG_URL    default postgres://postgres@127.0.0.1:5432/postgres
   FLEETYARD_TEST_AMQP_URL  default amqp://guest:guest@127.0.0.1:5672/%2f
-  FLEETYARD_BIN            binary for `cli`, `keystone`, `horizon`, `skyline`, `oslo`, `fuzz-api` and `drills`
-                           (skips the build)
+  FLEETYARD_BIN            binary for `cli`, `keystone`, `horizon`, `skyline`, `oslo`, `kube`,
+                           `fuzz-api` and `drills` (skips the build)
   FLEETYARD_DRILL_SEED     replays a drill's random kill times (each drill prints its seed)
   FLEETYARD_SKIP_ENSURE_SERVICES=1  don't check/start the local services
 EOF
@@ -443,6 +457,43 @@ oslo_env() {
   part "oslo listener check: tools/oslo_listener_check.py --bin $bin${*:+ $*}" "$OSLO_VENV/bin/python" tools/oslo_listener_check.py --bin "$bin" "$@"
 }
 
+kube_venv() {
+  local stamp="$KUBE_VENV/.requirements"
+  local want
+  want="$KUBE_REQUIREMENTS $(sha256sum "$KUBE_CONSTRAINTS" | cut -d' ' -f1)"
+  if [[ -x "$KUBE_VENV/bin/python" && -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$want" ]]; then
+    echo "reusing $KUBE_VENV ($KUBE_REQUIREMENTS)"
+    return 0
+  fi
+  if [[ ! -x "$KUBE_VENV/bin/python" ]]; then
+    python3 -m venv --clear "$KUBE_VENV" || return
+  fi
+  rm -f "$stamp"
+  # shellcheck disable=SC2086  # the list is words on purpose
+  "$KUBE_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$KUBE_CONSTRAINTS" $KUBE_REQUIREMENTS || return
+  printf '%s' "$want" >"$stamp"
+}
+
+kube_env() {
+  local bin="${FLEETYARD_BIN:-}"
+  if [[ -z "$bin" ]]; then
+    part "cargo build --bin fleetyard" cargo build --bin fleetyard
+    if ((PART_RC != 0)); then
+      FAILED+=("kube conformance (not run: the build failed)")
+      return 0
+    fi
+    bin="${CARGO_TARGET_DIR:-target}/debug/fleetyard"
+  fi
+  part "kube venv $KUBE_VENV" kube_venv
+  if ((PART_RC != 0)); then
+    FAILED+=("kube conformance (not run: no kube venv)")
+    return 0
+  fi
+  part "kube conformance: tools/kube_conformance.py --bin $bin${*:+ $*}" "$KUBE_VENV/bin/python" \
+    tools/kube_conformance.py --bin "$bin" "$@"
+}
+
 # The cargo-fuzz targets (fuzz/fuzz_targets/*.rs) `fuzz` runs, in order.
 FUZZ_TARGETS="patch policy_rule policy_file pyliteral microversion jwt csr transport_url label_selector
   field_selector continue_token"
@@ -547,6 +598,7 @@ test)
   keystone_env
   horizon_env
   oslo_env
+  kube_env
   FUZZ_API_EXAMPLES="$FUZZ_API_SHORT_EXAMPLES" FUZZ_API_MIN_REQUESTS=0 fuzz_api_env
   finish
   ;;
@@ -580,6 +632,12 @@ oslo)
   test_env
   part "ensure services" tools/ensure_services.sh
   oslo_env "$@"
+  finish
+  ;;
+kube)
+  test_env
+  part "ensure services" tools/ensure_services.sh
+  kube_env "$@"
   finish
   ;;
 fuzz)
