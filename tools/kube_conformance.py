@@ -123,10 +123,6 @@ XFAIL: dict[str, str] = {
                        "without field ownership'): a second field manager's apply that changes a field another "
                        "manager set is accepted, where a kube-apiserver answers 409 Conflict unless force=true, "
                        "and no metadata.managedFields are kept",
-    "replace-needs-resourceversion": "PUT without metadata.resourceVersion is accepted as an unconditional update "
-                                     "(as the 2018 aggregated cluster-registry apiserver allowed); a kube-apiserver "
-                                     "serving a CRD answers 422 Invalid 'metadata.resourceVersion: must be "
-                                     "specified for an update'",
 }
 
 
