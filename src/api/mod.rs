@@ -41,7 +41,7 @@ use tracing::Instrument;
 use crate::notify::events::Initiator;
 pub use context::{RequestContext, RequestId};
 use error::ApiError;
-pub use state::AppState;
+pub use state::{AppState, StateParts};
 
 pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
 

@@ -1,15 +1,14 @@
 //! Working one job: claim, call the driver, commit the result with its notification.
 
 use chrono::Utc;
-use serde_json::Value;
 use tracing::Instrument;
 
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, JobResource, NextStep, Operation};
+use crate::domain::job::{Job, JobPayload, JobResource, NextStep, Operation};
 use crate::domain::status::{FederationStatus, Verb};
-use crate::domain::{ClusterId, TemplateId};
+use crate::domain::{ClusterId, NodeGroupId};
 use crate::drivers::{
     ClusterContext, ClusterObservation, DriverError, FederationContext, FederationProgress,
     MemberChange, Phase, Progress, Resize,
@@ -85,33 +84,6 @@ pub(crate) fn action_of(verb: Verb) -> Action {
         Verb::Update => Action::Update,
         Verb::Delete => Action::Delete,
     }
-}
-
-fn payload_str<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
-    payload.get(key).and_then(Value::as_str)
-}
-
-/// The strings listed under `key` (a resize's `nodes_to_remove`).
-fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
-    payload_items(payload, key, |s| Some(s.to_string()))
-}
-
-/// The cluster uuids listed under `key` (a federation job's `joined` or `unjoined`).
-fn payload_clusters(payload: &Value, key: &str) -> Vec<ClusterId> {
-    payload_items(payload, key, |s| s.parse().ok())
-}
-
-/// The strings of the array under `key` that `parse` accepts.
-fn payload_items<T>(payload: &Value, key: &str, parse: impl Fn(&str) -> Option<T>) -> Vec<T> {
-    payload
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().and_then(&parse))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Now, as the store keeps timestamps.
@@ -383,57 +355,61 @@ impl Conductor {
                 job.driver
             ))
         })?;
-        let nodegroup = |key: &str| -> Result<NodeGroup, DriverError> {
-            let uuid = payload_str(&job.payload, key).unwrap_or_default();
+        let nodegroup = |uuid: &NodeGroupId| -> Result<NodeGroup, DriverError> {
             ctx.nodegroups
                 .iter()
-                .find(|n| n.uuid.to_string() == uuid)
+                .find(|n| n.uuid == *uuid)
                 .cloned()
                 .ok_or_else(|| {
                     DriverError::Permanent(format!("The node group {uuid} no longer exists."))
                 })
         };
-        match job.operation {
-            Operation::ClusterCreate => driver.create_cluster(ctx).await,
-            Operation::ClusterUpdate => driver.update_cluster(ctx).await,
-            Operation::ClusterResize => {
-                let ng = nodegroup("nodegroup")?;
+        match &job.payload {
+            JobPayload::ClusterCreate {} => driver.create_cluster(ctx).await,
+            JobPayload::ClusterUpdate { .. } => driver.update_cluster(ctx).await,
+            JobPayload::ClusterResize {
+                nodegroup: uuid,
+                nodes_to_remove,
+                ..
+            } => {
+                let ng = nodegroup(uuid)?;
                 let resize = Resize {
                     nodegroup: ng.uuid.to_string(),
                     node_count: ng.node_count,
-                    nodes_to_remove: payload_strings(&job.payload, "nodes_to_remove"),
+                    nodes_to_remove: nodes_to_remove.clone(),
                 };
                 driver.resize_cluster(ctx, &resize).await
             }
-            Operation::ClusterUpgrade => {
-                let max_batch = job
-                    .payload
-                    .get("max_batch_size")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1) as i32;
-                let ng = payload_str(&job.payload, "nodegroup").map(String::from);
+            JobPayload::ClusterUpgrade {
+                max_batch_size,
+                nodegroup: ng,
+                ..
+            } => {
+                let ng = ng.map(|u| u.to_string());
                 driver
-                    .upgrade_cluster(ctx, &ctx.template, max_batch, ng.as_deref())
+                    .upgrade_cluster(ctx, &ctx.template, *max_batch_size, ng.as_deref())
                     .await
             }
-            Operation::ClusterDelete => driver.delete_cluster(ctx).await,
-            Operation::NodegroupCreate => {
-                driver.create_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            JobPayload::ClusterDelete {} => driver.delete_cluster(ctx).await,
+            JobPayload::NodegroupCreate { nodegroup: uuid } => {
+                driver.create_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            Operation::NodegroupUpdate => {
-                driver.update_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            JobPayload::NodegroupUpdate { nodegroup: uuid } => {
+                driver.update_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            Operation::NodegroupDelete => {
-                driver.delete_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            JobPayload::NodegroupDelete { nodegroup: uuid } => {
+                driver.delete_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            Operation::CaRotate => driver.rotate_ca(ctx).await,
-            Operation::CredentialRotate => driver
+            JobPayload::CaRotate { .. } => driver.rotate_ca(ctx).await,
+            JobPayload::CredentialRotate { .. } => driver
                 .rotate_credential(ctx)
                 .await
                 .map(|()| Progress::Done(ClusterObservation::phase(Phase::Complete))),
-            other => Err(DriverError::Permanent(format!(
+            other @ (JobPayload::FederationCreate {}
+            | JobPayload::FederationUpdate { .. }
+            | JobPayload::FederationDelete {}) => Err(DriverError::Permanent(format!(
                 "{} is not a cluster operation.",
-                other.as_str()
+                other.operation().as_str()
             ))),
         }
     }
@@ -599,12 +575,8 @@ impl Conductor {
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
         apply_observation(&mut c, &mut ngs, obs);
-        if job.operation == Operation::NodegroupDelete {
-            let target = payload_str(&job.payload, "nodegroup");
-            if let Some(ng) = ngs
-                .iter_mut()
-                .find(|n| Some(n.uuid.to_string().as_str()) == target)
-            {
+        if let JobPayload::NodegroupDelete { nodegroup } = &job.payload {
+            if let Some(ng) = ngs.iter_mut().find(|n| n.uuid == *nodegroup) {
                 ng.status = Verb::Delete.complete();
             }
         }
@@ -628,20 +600,25 @@ impl Conductor {
         let verb = verb_of(job.operation);
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
-        if let (Some(uuid), Some(old)) = (
-            payload_str(&job.payload, "nodegroup"),
-            job.payload.get("old_node_count").and_then(Value::as_i64),
-        ) {
-            if let Some(ng) = ngs.iter_mut().find(|n| n.uuid.to_string() == uuid) {
-                ng.node_count = i32::try_from(old).unwrap_or(ng.node_count);
+        match &job.payload {
+            JobPayload::ClusterUpdate {
+                nodegroup,
+                old_node_count,
+                ..
             }
-        }
-        if job.operation == Operation::ClusterUpgrade {
-            if let Some(old) = payload_str(&job.payload, "old_template")
-                .and_then(|t| uuid::Uuid::try_parse(t).ok())
-            {
-                c.cluster_template_id = TemplateId(old);
+            | JobPayload::ClusterResize {
+                nodegroup,
+                old_node_count,
+                ..
+            } => {
+                if let Some(ng) = ngs.iter_mut().find(|n| n.uuid == *nodegroup) {
+                    ng.node_count = *old_node_count;
+                }
             }
+            JobPayload::ClusterUpgrade { old_template, .. } => {
+                c.cluster_template_id = *old_template;
+            }
+            _ => {}
         }
         fail(&mut c, &mut ngs, verb, reason);
         let mut writes = cluster_writes(ctx, &c, &ngs);
@@ -683,9 +660,12 @@ impl Conductor {
     async fn execute_federation(&self, job: &Job) -> StoreResult<Outcome> {
         let op = job.operation;
         let resource = job.resource.to_string();
-        let change = MemberChange {
-            joined: payload_clusters(&job.payload, "joined"),
-            unjoined: payload_clusters(&job.payload, "unjoined"),
+        let change = match &job.payload {
+            JobPayload::FederationUpdate { joined, unjoined } => MemberChange {
+                joined: joined.clone(),
+                unjoined: unjoined.clone(),
+            },
+            _ => MemberChange::default(),
         };
         let Some(f) = self.find_federation_of(job).await? else {
             self.store

@@ -44,7 +44,7 @@ pub use federations::FEDERATION_SORT_KEYS;
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
-pub use registry::{ClusterChange, RegistryEntry, RegistryPage};
+pub use registry::{ChangeKind, ClusterChange, RegistryEntry, RegistryPage};
 pub use rows::QuotaRow;
 pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;

@@ -171,7 +171,7 @@ pub async fn spawn_with_state(
     let store = fleetyard::startup::open_store(&settings)
         .await
         .expect("store opens and migrates");
-    let mut state = AppState::new(settings, store.clone()).expect("valid state");
+    let mut state = fleetyard::startup::build_state(settings, store.clone()).expect("valid state");
     adjust(&mut state);
     let app = Application::build(state).expect("binds");
     let address = format!("http://127.0.0.1:{}", app.port());

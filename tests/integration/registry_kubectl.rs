@@ -1091,7 +1091,7 @@ async fn a_watch_on_one_api_process_sees_a_change_committed_by_another() {
     let store = fleetyard::startup::open_store(&settings)
         .await
         .expect("second store");
-    let state = crate::helpers::AppState::new(settings, store).expect("state");
+    let state = fleetyard::startup::build_state(settings, store).expect("state");
     let second = fleetyard::startup::Application::build(state).expect("binds");
     let second_address = format!("http://127.0.0.1:{}", second.port());
     tokio::spawn(second.run_until_stopped());

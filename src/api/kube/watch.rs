@@ -25,7 +25,7 @@ use super::table::{self, TableRow};
 use super::view;
 use crate::api::AppState;
 use crate::domain::ClusterId;
-use crate::store::{ClusterChange, RegistryEntry};
+use crate::store::{ChangeKind, ClusterChange, RegistryEntry};
 
 pub const DEFAULT_WATCH: Duration = Duration::from_secs(1800);
 pub const MAX_WATCH: Duration = Duration::from_secs(3600);
@@ -312,8 +312,8 @@ impl Watch {
                 .collect();
             let wanted: Vec<ClusterId> = seen
                 .iter()
-                .filter(|c| c.change != "DELETED")
-                .filter_map(|c| c.cluster_uuid.parse().ok())
+                .filter(|c| c.change != ChangeKind::Deleted)
+                .map(|c| c.cluster_uuid)
                 .collect();
             let current: BTreeMap<String, RegistryEntry> = self
                 .store
@@ -323,7 +323,7 @@ impl Watch {
                 .map(|e| (e.cluster.uuid.to_string(), e))
                 .collect();
             for ch in seen {
-                let line = if ch.change == "DELETED" {
+                let line = if ch.change == ChangeKind::Deleted {
                     let object = view::deleted(ch);
                     if !self.selectors.matches(
                         &object.metadata.name,
@@ -335,7 +335,7 @@ impl Watch {
                     self.shape.event("DELETED", None, &object)
                 } else {
                     // The row as it is now; a later change of it will be sent on its own.
-                    let Some(e) = current.get(&ch.cluster_uuid) else {
+                    let Some(e) = current.get(&ch.cluster_uuid.to_string()) else {
                         continue;
                     };
                     if e.cluster.registry.resource_version != ch.resource_version {
@@ -349,7 +349,7 @@ impl Watch {
                     ) {
                         continue;
                     }
-                    self.shape.event(&ch.change, Some(e), &object)
+                    self.shape.event(ch.change.as_str(), Some(e), &object)
                 };
                 if !self.send(line).await {
                     return Ok(None);
