@@ -8,16 +8,17 @@
 //! change is one transaction ([`Write`] sets, `write::commit`): a row, its job and its outbox
 //! event commit together.
 
-mod batched;
+mod arg;
 mod clusters;
 mod db;
+mod dialect;
 mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
 mod nodegroups;
 mod outbox;
-mod pg_pool;
+mod pg;
 mod postgres;
 mod quotas;
 mod registry;
