@@ -3,6 +3,7 @@
 
 pub mod body;
 pub mod certificates;
+pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod context;
