@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use fleetyard::api::AppState;
 use fleetyard::config::{Secret, Settings};
 use fleetyard::startup::Application;
 use serde_json::{json, Value};
@@ -388,7 +387,7 @@ async fn run(args: &Run, db_url: &str) -> anyhow::Result<()> {
         args.clusters, args.projects
     );
 
-    let state = AppState::new(settings, store).context("valid state")?;
+    let state = fleetyard::startup::build_state(settings, store).context("valid state")?;
     let app = Application::build(state)?;
     let address = format!("http://127.0.0.1:{}", app.port());
     let server = tokio::spawn(app.run_until_stopped());

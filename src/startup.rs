@@ -1,5 +1,6 @@
-//! Builds the application from settings: store, policy, authenticator, HTTP server and the
-//! background roles (conductor heartbeat, notification relay).
+//! The composition root: builds the application from settings (store, drivers, certificates,
+//! policy, authenticator, HTTP server) and runs the background roles (conductor, notification
+//! relay). A conductor-only process builds no API state.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -18,8 +19,14 @@ use anyhow::Context;
 use std::future::ready;
 
 use crate::api::wire::ErrorBodies;
-use crate::api::{self, AppState};
+use crate::api::{self, AppState, StateParts};
+use crate::auth::policy::Enforcer;
+use crate::auth::token::TokenVerifier;
+use crate::auth::Authenticator;
+use crate::certificates::Certificates;
 use crate::config::{split_list, AuthStrategy, ConfigError, Settings};
+use crate::domain::template::TemplateRules;
+use crate::drivers::DriverRegistry;
 use crate::store::{self, Store};
 
 /// The allocator's settings. mimalloc (the binary's global allocator) reads its options from
@@ -105,6 +112,97 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
             .context("applying database migrations")?;
     }
     Ok(store)
+}
+
+/// What the API and the conductor both work with, built once per process.
+#[derive(Clone)]
+pub struct Backends {
+    /// The configured drivers, with the kubernetes driver when a management cluster is set.
+    pub drivers: DriverRegistry,
+    /// The `[certificates]` key and policy.
+    pub certificates: Certificates,
+}
+
+impl Backends {
+    /// Validates the driver and certificate settings and builds both.
+    pub fn build(settings: &Settings) -> anyhow::Result<Backends> {
+        let mut drivers = DriverRegistry::build(&settings.drivers, &settings.fake_driver)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        // The kubernetes driver works once it has a management cluster to talk to.
+        if drivers.is_available("kubernetes") && !settings.kubernetes_driver.kubeconfig.is_empty() {
+            let kubernetes = crate::drivers::kubernetes::KubernetesDriver::new(
+                settings.kubernetes_driver.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?
+            .with_node_limit(settings.cluster.max_node_count);
+            drivers.insert(Arc::new(kubernetes));
+        }
+        let certificates = Certificates::from_settings(settings).map_err(|e| anyhow::anyhow!(e))?;
+        Ok(Backends {
+            drivers,
+            certificates,
+        })
+    }
+}
+
+/// The policy `[oslo_policy] policy_file` names, or the defaults.
+pub fn enforcer(settings: &Settings) -> anyhow::Result<Enforcer> {
+    match &settings.oslo_policy.policy_file {
+        Some(path) => {
+            Enforcer::from_file(path).map_err(|e| anyhow::anyhow!("[oslo_policy] policy_file: {e}"))
+        }
+        None => Ok(Enforcer::with_defaults()),
+    }
+}
+
+/// The authenticator `[DEFAULT] auth_strategy` picks, with its settings checked.
+pub fn authenticator(settings: &Settings) -> anyhow::Result<Authenticator> {
+    Ok(match settings.default.auth_strategy {
+        AuthStrategy::Noauth => Authenticator::Noauth(settings.noauth.clone()),
+        AuthStrategy::Jwt => Authenticator::Jwt(Box::new(
+            TokenVerifier::from_settings(&settings.jwt).map_err(|e| anyhow::anyhow!("{e}"))?,
+        )),
+        AuthStrategy::Keystone => Authenticator::Keystone(Arc::new(
+            crate::auth::keystone::KeystoneAuth::from_settings(&settings.keystone_authtoken)
+                .map_err(|e| anyhow::anyhow!(e))?,
+        )),
+    })
+}
+
+/// The `[cluster_template]` network driver rules.
+pub fn template_rules(settings: &Settings) -> TemplateRules {
+    TemplateRules {
+        allowed_network_drivers: split_list(
+            &settings.cluster_template.kubernetes_allowed_network_drivers,
+        ),
+        default_network_driver: settings
+            .cluster_template
+            .kubernetes_default_network_driver
+            .clone(),
+    }
+}
+
+/// The API's state over `store`, sharing `backends` with the process's conductor.
+pub fn api_state(
+    settings: Settings,
+    store: Arc<dyn Store>,
+    backends: Backends,
+) -> anyhow::Result<AppState> {
+    let parts = StateParts {
+        enforcer: enforcer(&settings)?,
+        authenticator: authenticator(&settings)?,
+        template_rules: template_rules(&settings),
+        drivers: backends.drivers,
+        certificates: backends.certificates,
+    };
+    Ok(AppState::new(settings, store, parts))
+}
+
+/// Validates the policy, auth, driver and certificate settings and builds the API's state
+/// around a store (what an API-only process, a test or a bench serves).
+pub fn build_state(settings: Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
+    let backends = Backends::build(&settings)?;
+    api_state(settings, store, backends)
 }
 
 /// The HTTP API, bound and ready to run.
@@ -315,7 +413,16 @@ pub struct Roles {
 /// Runs the chosen roles until the process is stopped.
 pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
     let store = open_store(&settings).await?;
-    let state = AppState::new(settings.clone(), store.clone())?;
+    let backends = Backends::build(&settings)?;
+    let state = if roles.api {
+        Some(api_state(
+            settings.clone(),
+            store.clone(),
+            backends.clone(),
+        )?)
+    } else {
+        None
+    };
     let mut background = Vec::new();
     let metrics_address = settings.metrics.listen_address.trim();
     if !metrics_address.is_empty() {
@@ -331,11 +438,11 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
         let conductor = Arc::new(
             crate::conductor::Conductor::new(
                 store.clone(),
-                state.drivers.clone(),
+                backends.drivers.clone(),
                 &settings.default.host,
                 settings.conductor.clone(),
             )
-            .with_certificates(state.certificates.clone())
+            .with_certificates(backends.certificates.clone())
             .with_health_probe(settings.health_probe.clone()),
         );
         background.push(tokio::spawn(conductor.run()));
@@ -345,7 +452,7 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
             relay,
         )));
     }
-    let result = if roles.api {
+    let result = if let Some(state) = state {
         if let Some(warning) = plaintext_token_warning(&settings) {
             tracing::warn!("{warning}");
         }

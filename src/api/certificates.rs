@@ -9,7 +9,6 @@
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
-use serde_json::json;
 
 use super::body::{json_object, query_params, Fields};
 use super::error::ApiError;
@@ -22,8 +21,8 @@ use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::certificates::{self, x509, CertificateError, KeyPairKind, StoredKeyPair};
 use crate::domain::cluster::Cluster;
-use crate::domain::job::Operation;
-use crate::domain::status::ClusterStatus;
+use crate::domain::job::JobPayload;
+use crate::domain::status::Verb;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write};
 
@@ -212,16 +211,10 @@ async fn rotate(
         state.certificates.cipher().map_err(unusable)?;
         let ngs = state.store.nodegroups_of(&[c.uuid]).await?;
         let mut next = c.clone();
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
+        next.begin(Verb::Update);
         // The new CA's row uuid, fixed now: a retried job finds it and does not rotate twice.
-        let rotation = uuid::Uuid::new_v4().to_string();
-        let job = state.job(
-            Operation::CaRotate,
-            c.uuid,
-            driver.name(),
-            json!({ "rotation": rotation }),
-        );
+        let rotation = Some(uuid::Uuid::new_v4());
+        let job = state.job(JobPayload::CaRotate { rotation }, c.uuid, driver.name());
         let writes = vec![
             Write::update_cluster(&next),
             Write::job(job),

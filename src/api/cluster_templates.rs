@@ -9,7 +9,7 @@ use super::body::{invalid, json_body, json_object, query_params, Fields};
 use super::error::ApiError;
 use super::links::app_url;
 use super::lookup;
-use super::pagination::{next_page, page_request, PageBody, PAGE_PARAMS};
+use super::pagination::{respond_page, ListQuery, ListRules, PageBody, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::{ClusterTemplateCollection, ClusterTemplateView};
@@ -271,60 +271,52 @@ async fn list(
     ctx: RequestContext,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let detail = req.path().trim_end_matches('/').ends_with("/detail");
-    let params = query_params(&req, PAGE_PARAMS)?;
-    let page = page_request(&params, TEMPLATE_SORT_KEYS, state.settings.api.max_limit)?;
-    let (rule, all_rule) = if detail {
-        (
-            "clustertemplate:detail",
-            "clustertemplate:detail_all_projects",
-        )
-    } else {
-        (
-            "clustertemplate:get_all",
-            "clustertemplate:get_all_all_projects",
-        )
-    };
-    ctx.authorize_own(rule)?;
-    if ctx.is_admin {
-        ctx.authorize_own(all_rule)?;
-    }
-    let rows = match state
+    let query = ListQuery::parse(
+        &req,
+        &ctx,
+        PAGE_PARAMS,
+        TEMPLATE_SORT_KEYS,
+        state.settings.api.max_limit,
+        &LIST_RULES,
+    )?;
+    let page = &query.page;
+    let rows = state
         .store
-        .list_cluster_templates(&ctx.scope(), &page)
+        .list_cluster_templates(&ctx.scope(), page)
         .await
-    {
-        Ok(rows) => rows,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::not_found(format!(
-                "ClusterTemplate {} could not be found.",
-                page.marker.map(|m| m.to_string()).unwrap_or_default()
-            )))
-        }
-        Err(e) => return Err(e.into()),
-    };
+        .map_err(query.store_error(|m| {
+            ApiError::not_found(format!("ClusterTemplate {m} could not be found."))
+        }))?;
     let base = app_url(&req);
     let items: Vec<ClusterTemplateView> = rows
         .iter()
         .map(|t| ClusterTemplateView::new(&base, t))
         .collect();
-    let path = if detail {
-        "clustertemplates/detail"
+    let (path, sizer) = if query.detail {
+        ("clustertemplates/detail", &DETAIL_PAGE)
     } else {
-        "clustertemplates"
+        ("clustertemplates", &SUMMARY_PAGE)
     };
     let last = rows.last().map(|t| t.uuid.to_string());
-    let next = next_page(&req, path, &page, items.len(), last, &[]);
     let n = items.len();
-    let sizer = if detail { &DETAIL_PAGE } else { &SUMMARY_PAGE };
-    sizer.respond(
-        &ClusterTemplateCollection {
+    respond_page(sizer, &req, path, page, n, last, &[], |next| {
+        ClusterTemplateCollection {
             clustertemplates: items,
             next,
-        },
-        n,
-    )
+        }
+    })
 }
+
+const LIST_RULES: ListRules = ListRules {
+    summary: [
+        "clustertemplate:get_all",
+        "clustertemplate:get_all_all_projects",
+    ],
+    detail: [
+        "clustertemplate:detail",
+        "clustertemplate:detail_all_projects",
+    ],
+};
 
 /// Bodies of cluster template pages, with and without details.
 static DETAIL_PAGE: PageBody = PageBody::new(1500);

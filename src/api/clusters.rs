@@ -5,39 +5,34 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
+use super::cluster_actions::{resize, upgrade};
 use super::error::ApiError;
+use super::initiator;
 use super::links::app_url;
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
-use super::microversion::{
-    CLUSTER_RESIZE, CLUSTER_ROLLBACK, CLUSTER_UPGRADE, MISSING_TEMPLATE_IS_404, ZERO_NODE_COUNT,
-};
-use super::pagination::{next_page, page_request, PageBody, PAGE_PARAMS};
+use super::microversion::{CLUSTER_ROLLBACK, MISSING_TEMPLATE_IS_404, ZERO_NODE_COUNT};
+use super::pagination::{respond_page, ListQuery, ListRules, PageBody, PAGE_PARAMS};
 use super::patch::{self, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::clusters::Counts;
 use super::views::{
     AcceptedView, ClusterCollection, ClusterDetailCollection, ClusterSummaryView, ClusterView,
 };
-use super::{initiator, provisional};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{
-    check_counts, default_nodegroups, effective_labels, Cluster, NewCluster, NodeGroup,
+    check_counts, Cluster, ClusterRequest, NewCluster, NodeGroup, Owner, PlanError,
 };
-use crate::domain::job::Operation;
-use crate::domain::labels::Labels;
+use crate::domain::job::JobPayload;
 use crate::domain::names::ClusterName;
-use crate::domain::registry::RegistryMeta;
-use crate::domain::status::{ClusterStatus, HealthStatus};
-use crate::domain::template::ClusterTemplate;
-use crate::domain::ClusterId;
+use crate::domain::status::{ClusterStatus, HealthStatus, Verb};
+use crate::domain::template::{ClusterTemplate, DEVICEMAPPER_VOLUME};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
@@ -123,37 +118,23 @@ const PATCH_RULES: PatchRules = PatchRules {
     literal: &["/labels", "/health_status_reason"],
 };
 
-fn not_in_state(action: &str, c: &Cluster) -> ApiError {
+pub(super) fn not_in_state(action: &str, c: &Cluster) -> ApiError {
     ApiError::conflict(format!(
         "{action} a cluster when status is \"{}\" is not supported.",
         c.status
     ))
 }
 
-fn zero_not_supported() -> ApiError {
+pub(super) fn zero_not_supported() -> ApiError {
     ApiError::bad_request(
         "Resizing a nodegroup to zero is not supported in the provided microversion.",
     )
 }
 
-/// A cluster create body, parsed; the template fills what it leaves out.
+/// A cluster create body, parsed: the template it names and the request.
 struct ClusterCreate {
     template_ident: String,
-    name: ClusterName,
-    keypair: Option<String>,
-    node_count: i32,
-    master_count: i32,
-    docker_volume_size: Option<i32>,
-    labels: Option<Labels>,
-    merge_labels: bool,
-    master_flavor_id: Option<String>,
-    flavor_id: Option<String>,
-    fixed_network: Option<String>,
-    fixed_subnet: Option<String>,
-    floating_ip_enabled: Option<bool>,
-    master_lb_enabled: Option<bool>,
-    create_timeout: i32,
-    discovery_url: Option<String>,
+    cluster: ClusterRequest,
 }
 
 impl TryFrom<Fields> for ClusterCreate {
@@ -169,8 +150,7 @@ impl TryFrom<Fields> for ClusterCreate {
             }
             None => ClusterName::generate(),
         };
-        let parsed = ClusterCreate {
-            template_ident,
+        let cluster = ClusterRequest {
             name,
             keypair: f.string("keypair", 1, 255)?,
             node_count: f.nodes("node_count", 0)?.unwrap_or(1),
@@ -188,51 +168,10 @@ impl TryFrom<Fields> for ClusterCreate {
             discovery_url: f.string("discovery_url", 0, 255)?,
         };
         f.finish()?;
-        Ok(parsed)
-    }
-}
-
-/// A resize body, parsed.
-struct ClusterResize {
-    node_count: i32,
-    nodes_to_remove: Vec<String>,
-    nodegroup: Option<String>,
-}
-
-impl TryFrom<Fields> for ClusterResize {
-    type Error = ApiError;
-
-    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
-        let parsed = ClusterResize {
-            node_count: f
-                .nodes("node_count", 0)?
-                .ok_or_else(|| invalid("node_count", &Value::Null, "Mandatory field missing."))?,
-            nodes_to_remove: f.string_list("nodes_to_remove")?.unwrap_or_default(),
-            nodegroup: f.string("nodegroup", 1, 255)?,
-        };
-        f.finish()?;
-        Ok(parsed)
-    }
-}
-
-/// An upgrade body, parsed.
-struct ClusterUpgrade {
-    template_ident: String,
-    max_batch_size: i32,
-    nodegroup: Option<String>,
-}
-
-impl TryFrom<Fields> for ClusterUpgrade {
-    type Error = ApiError;
-
-    fn try_from(mut f: Fields) -> Result<Self, ApiError> {
-        let parsed = ClusterUpgrade {
-            template_ident: f.required_string("cluster_template", 1, 255)?,
-            max_batch_size: f.int32("max_batch_size", Some(1), None)?.unwrap_or(1),
-            nodegroup: f.string("nodegroup", 1, 255)?,
-        };
-        f.finish()?;
-        Ok(parsed)
+        Ok(ClusterCreate {
+            template_ident,
+            cluster,
+        })
     }
 }
 
@@ -249,7 +188,7 @@ async fn create(
         .with_node_limit(state.node_limit())
         .try_into()?;
     ctx.authorize_own("cluster:create")?;
-    if request.node_count == 0 && ctx.version < ZERO_NODE_COUNT {
+    if request.cluster.node_count == 0 && ctx.version < ZERO_NODE_COUNT {
         return Err(zero_not_supported());
     }
     let template = match lookup::template(&state, &ctx, &request.template_ident).await {
@@ -260,7 +199,20 @@ async fn create(
         Err(e) => return Err(e),
     };
     let driver = driver_for(&state, &template)?;
-    let new = request.plan(&ctx, &template, driver.as_ref(), state.node_limit())?;
+    authorize_template_use(&ctx, &template)?;
+    let owner = Owner {
+        project_id: &ctx.project_id,
+        user_id: &ctx.user_id,
+    };
+    let new = request
+        .cluster
+        .plan(
+            owner,
+            &template,
+            |masters| driver.validate_master_size(masters),
+            state.node_limit(),
+        )
+        .map_err(plan_error)?;
     let writes = create_writes(&state, &ctx, &template, &new, driver.name());
     match state.store.commit(&writes).await {
         Ok(()) => Ok(HttpResponse::Accepted().json(AcceptedView::new(new.uuid))),
@@ -279,82 +231,28 @@ async fn create(
     }
 }
 
-impl ClusterCreate {
-    /// The cluster to insert: the request over the template's defaults, checked against the
-    /// template and its driver.
-    fn plan(
-        self,
-        ctx: &RequestContext,
-        template: &ClusterTemplate,
-        driver: &dyn crate::drivers::Driver,
-        node_limit: i32,
-    ) -> Result<NewCluster, ApiError> {
-        let spec = &template.spec;
-        let docker_volume_size = self.docker_volume_size.or(spec.docker_volume_size);
-        if spec.docker_storage_driver.as_deref() == Some("devicemapper")
-            && docker_volume_size.unwrap_or(0) < 3
-        {
-            return Err(ApiError::bad_request(
-                "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper.",
-            ));
+/// A hidden template makes clusters for administrators only.
+fn authorize_template_use(
+    ctx: &RequestContext,
+    template: &ClusterTemplate,
+) -> Result<(), ApiError> {
+    if template.spec.hidden && !ctx.is_admin {
+        return Err(ApiError::forbidden("Not authorized."));
+    }
+    Ok(())
+}
+
+/// Magnum's sentence for a create its template or driver refuses.
+fn plan_error(e: PlanError) -> ApiError {
+    match e {
+        PlanError::DevicemapperVolume => ApiError::bad_request(DEVICEMAPPER_VOLUME),
+        PlanError::MasterCount(sentence) => ApiError::BadRequest(sentence),
+        PlanError::MasterLbRequired => {
+            ApiError::bad_request("master_count must be 1 when master_lb_enabled is False")
         }
-        driver
-            .validate_master_size(self.master_count)
-            .map_err(ApiError::BadRequest)?;
-        let master_lb_enabled = self.master_lb_enabled.unwrap_or(spec.master_lb_enabled);
-        if self.master_count > 1 && !master_lb_enabled {
-            return Err(ApiError::bad_request(
-                "master_count must be 1 when master_lb_enabled is False",
-            ));
-        }
-        if spec.hidden && !ctx.is_admin {
-            return Err(ApiError::forbidden("Not authorized."));
-        }
-        let labels = effective_labels(self.labels, &spec.labels, self.merge_labels);
-        let master_flavor_id = self
-            .master_flavor_id
-            .or_else(|| spec.master_flavor_id.clone());
-        let flavor_id = self.flavor_id.or_else(|| spec.flavor_id.clone());
-        let nodegroups = default_nodegroups(
-            &ctx.project_id,
-            &labels,
-            &spec.image_id,
-            master_flavor_id.clone(),
-            flavor_id.clone(),
-            docker_volume_size,
-            self.master_count,
-            self.node_count,
-        );
-        if let Some(max) = nodegroups
-            .iter()
-            .filter_map(|n| n.max_node_count)
-            .find(|m| *m > node_limit)
-        {
-            return Err(ApiError::bad_request(format!(
-                "The max_node_count label ({max}) is more than the {node_limit} nodes a node group may have."
-            )));
-        }
-        Ok(NewCluster {
-            uuid: ClusterId::new(),
-            project_id: ctx.project_id.clone(),
-            user_id: ctx.user_id.clone(),
-            name: self.name,
-            cluster_template_id: template.uuid,
-            keypair: self.keypair.or_else(|| spec.keypair_id.clone()),
-            docker_volume_size,
-            labels,
-            master_flavor_id,
-            flavor_id,
-            create_timeout: self.create_timeout,
-            discovery_url: self.discovery_url,
-            fixed_network: self.fixed_network.or_else(|| spec.fixed_network.clone()),
-            fixed_subnet: self.fixed_subnet.or_else(|| spec.fixed_subnet.clone()),
-            floating_ip_enabled: self.floating_ip_enabled.unwrap_or(spec.floating_ip_enabled),
-            master_lb_enabled,
-            nodegroups,
-            status: ClusterStatus::CreateInProgress,
-            registry: RegistryMeta::default(),
-        })
+        PlanError::MaxNodeCountLabel { max, limit } => ApiError::bad_request(format!(
+            "The max_node_count label ({max}) is more than the {limit} nodes a node group may have."
+        )),
     }
 }
 
@@ -369,11 +267,11 @@ fn create_writes(
     driver: &str,
 ) -> Vec<Write> {
     let now = Utc::now();
-    let provisional = provisional::cluster(new, now);
+    let provisional = new.provisional(now);
     let provisional_ngs: Vec<NodeGroup> = new
         .nodegroups
         .iter()
-        .map(|n| provisional::nodegroup(n, new.uuid, now))
+        .map(|n| n.provisional(new.uuid, now))
         .collect();
     let event = events::cluster_event(
         &state.settings.default.host,
@@ -383,7 +281,7 @@ fn create_writes(
         &provisional_ngs,
         Some(&initiator(ctx)),
     );
-    let mut job = state.job(Operation::ClusterCreate, new.uuid, driver, json!({}));
+    let mut job = state.job(JobPayload::ClusterCreate {}, new.uuid, driver);
     if new.create_timeout > 0 {
         job.deadline_at = Some(now + chrono::Duration::minutes(i64::from(new.create_timeout)));
     }
@@ -408,32 +306,24 @@ async fn list(
     ctx: RequestContext,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let detail = req.path().trim_end_matches('/').ends_with("/detail");
-    let params = query_params(&req, PAGE_PARAMS)?;
-    let page = page_request(&params, CLUSTER_SORT_KEYS, state.settings.api.max_limit)?;
-    let (rule, all_rule) = if detail {
-        ("cluster:detail", "cluster:detail_all_projects")
-    } else {
-        ("cluster:get_all", "cluster:get_all_all_projects")
-    };
-    ctx.authorize_own(rule)?;
-    if ctx.is_admin {
-        ctx.authorize_own(all_rule)?;
-    }
-    let not_found = |e: StoreError| match e {
-        StoreError::NotFound => ApiError::not_found(format!(
-            "Cluster {} could not be found.",
-            page.marker.map(|m| m.to_string()).unwrap_or_default()
-        )),
-        e => e.into(),
-    };
+    let query = ListQuery::parse(
+        &req,
+        &ctx,
+        PAGE_PARAMS,
+        CLUSTER_SORT_KEYS,
+        state.settings.api.max_limit,
+        &LIST_RULES,
+    )?;
+    let page = &query.page;
+    let not_found =
+        query.store_error(|m| ApiError::not_found(format!("Cluster {m} could not be found.")));
     // One statement whatever the page size: the page with what its view needs from the node
     // groups (and, for the detail view, the templates) in correlated subqueries.
     let base = app_url(&req);
-    if detail {
+    if query.detail {
         let clusters = state
             .store
-            .list_clusters_with_groups(&ctx.scope(), &page)
+            .list_clusters_with_groups(&ctx.scope(), page)
             .await
             .map_err(not_found)?;
         let last = clusters.last().map(|c| c.cluster.uuid.to_string());
@@ -441,19 +331,24 @@ async fn list(
             .into_iter()
             .map(|c| ClusterView::new(&base, &ctx, c))
             .collect();
-        let next = next_page(&req, "clusters/detail", &page, items.len(), last, &[]);
         let n = items.len();
-        DETAIL_PAGE.respond(
-            &ClusterDetailCollection {
+        respond_page(
+            &DETAIL_PAGE,
+            &req,
+            "clusters/detail",
+            page,
+            n,
+            last,
+            &[],
+            |next| ClusterDetailCollection {
                 clusters: items,
                 next,
             },
-            n,
         )
     } else {
         let clusters = state
             .store
-            .list_cluster_summaries(&ctx.scope(), &page)
+            .list_cluster_summaries(&ctx.scope(), page)
             .await
             .map_err(not_found)?;
         let last = clusters.last().map(|c| c.uuid.to_string());
@@ -461,17 +356,27 @@ async fn list(
             .into_iter()
             .map(|c| ClusterSummaryView::new(&base, &ctx, c))
             .collect();
-        let next = next_page(&req, "clusters", &page, items.len(), last, &[]);
         let n = items.len();
-        SUMMARY_PAGE.respond(
-            &ClusterCollection {
+        respond_page(
+            &SUMMARY_PAGE,
+            &req,
+            "clusters",
+            page,
+            n,
+            last,
+            &[],
+            |next| ClusterCollection {
                 clusters: items,
                 next,
             },
-            n,
         )
     }
 }
+
+const LIST_RULES: ListRules = ListRules {
+    summary: ["cluster:get_all", "cluster:get_all_all_projects"],
+    detail: ["cluster:detail", "cluster:detail_all_projects"],
+};
 
 /// Bodies of `GET /v1/clusters/detail` and `GET /v1/clusters` pages, sized from the last one.
 static DETAIL_PAGE: PageBody = PageBody::new(1200);
@@ -724,14 +629,17 @@ impl WorkerResize<'_> {
         let mut w = self.worker;
         let old = w.node_count;
         w.node_count = self.count;
-        w.status = ClusterStatus::UpdateInProgress;
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
+        w.begin(Verb::Update);
+        next.begin(Verb::Update);
         let job = state.job(
-            Operation::ClusterUpdate,
+            JobPayload::ClusterUpdate {
+                nodegroup: w.uuid,
+                old_node_count: old,
+                node_count: self.count,
+                rollback: self.rollback,
+            },
             self.cluster.uuid,
             driver,
-            json!({"nodegroup": w.uuid.to_string(), "old_node_count": old, "node_count": self.count, "rollback": self.rollback}),
         );
         let event_ngs: Vec<NodeGroup> = self
             .nodegroups
@@ -801,14 +709,10 @@ pub(crate) async fn delete_attempt(
         return Ok(Attempt::Done(()));
     }
     let mut next = c.clone();
-    next.registry.mark_deleting(crate::store::sql::now());
-    next.status = ClusterStatus::DeleteInProgress;
-    next.status_reason = None;
-    let writes = if next.registry.finalizers.is_empty() {
+    let writes = if next.begin_delete(crate::store::sql::now()) {
         delete_writes(state, ctx, &next).await?
     } else {
         // The registry's finalizers hold the teardown back until the last one is removed.
-        next.status_reason = Some(next.registry.waiting_reason());
         let ngs = nodegroups_of(state, c).await?;
         vec![
             Write::update_cluster(&next),
@@ -845,12 +749,7 @@ pub(crate) async fn delete_writes(
     let template = template_of(state, next).await?;
     let driver = driver_for(state, &template)?;
     let ngs = nodegroups_of(state, next).await?;
-    let job = state.job(
-        Operation::ClusterDelete,
-        next.uuid,
-        driver.name(),
-        json!({}),
-    );
+    let job = state.job(JobPayload::ClusterDelete {}, next.uuid, driver.name());
     Ok(vec![
         Write::update_cluster(next),
         // Re-checked under the row lock: a federation created or joined meanwhile wins.
@@ -867,270 +766,4 @@ pub(crate) async fn delete_writes(
             Some(&initiator(ctx)),
         )),
     ])
-}
-
-/// Finds the node group an action names (uuid, name or integer id), else the default worker.
-fn pick_nodegroup<'a>(
-    ngs: &'a [NodeGroup],
-    ident: Option<&str>,
-) -> Result<&'a NodeGroup, ApiError> {
-    match ident {
-        None => ngs
-            .iter()
-            .find(|n| n.is_default && !n.is_master())
-            .ok_or_else(|| ApiError::not_found("The cluster has no default worker node group.")),
-        Some(id) => {
-            let as_uuid =
-                crate::domain::ids::parse_uuid_like(id).map(|u| u.hyphenated().to_string());
-            ngs.iter()
-                .find(|n| Some(n.uuid.to_string()) == as_uuid)
-                .or_else(|| ngs.iter().find(|n| n.name == id))
-                .or_else(|| ngs.iter().find(|n| n.id.to_string() == id))
-                .ok_or_else(|| ApiError::not_found(format!("Nodegroup {id} could not be found.")))
-        }
-    }
-}
-
-#[tracing::instrument(name = "clusters.resize", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
-async fn resize(
-    req: HttpRequest,
-    ctx: RequestContext,
-    state: web::Data<AppState>,
-    path: web::Path<String>,
-    body: Bytes,
-) -> Result<HttpResponse, ApiError> {
-    if ctx.version < CLUSTER_RESIZE {
-        return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
-    }
-    query_params(&req, &[])?;
-    let obj = json_object(&req, &body, "resize")?;
-    let ClusterResize {
-        node_count,
-        nodes_to_remove,
-        nodegroup,
-    } = Fields::new("resize", obj)
-        .with_node_limit(state.node_limit())
-        .try_into()?;
-    if nodes_to_remove.len() > state.node_limit() as usize {
-        return Err(ApiError::bad_request(format!(
-            "A resize may name at most {} nodes_to_remove.",
-            state.node_limit()
-        )));
-    }
-    if node_count == 0 && ctx.version < ZERO_NODE_COUNT {
-        return Err(zero_not_supported());
-    }
-    retry::until_committed(async || {
-        let c = lookup::cluster(&state, &ctx, &path, false).await?;
-        ctx.authorize("cluster:resize", &target(&c))?;
-        let ngs = nodegroups_of(&state, &c).await?;
-        let ng = pick_nodegroup(&ngs, nodegroup.as_deref())?.clone();
-        let template = template_of(&state, &c).await?;
-        let driver = driver_for(&state, &template)?;
-        check_resize(&c, &ng, node_count, driver.as_ref())?;
-        let mut next = c.clone();
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
-        let mut ng_next = ng.clone();
-        ng_next.node_count = node_count;
-        ng_next.status = ClusterStatus::UpdateInProgress;
-        ng_next.status_reason = None;
-        let job = state.job(
-            Operation::ClusterResize,
-            c.uuid,
-            driver.name(),
-            json!({"nodegroup": ng.uuid.to_string(), "old_node_count": ng.node_count, "node_count": node_count, "nodes_to_remove": nodes_to_remove}),
-        );
-        let event_ngs: Vec<NodeGroup> = ngs
-            .iter()
-            .map(|n| if n.id == ng.id { ng_next.clone() } else { n.clone() })
-            .collect();
-        let writes = vec![
-            Write::update_cluster(&next),
-            Write::update_nodegroup(&ng_next),
-            Write::job(job),
-            Write::event(events::cluster_event(
-                &state.settings.default.host,
-                Action::Update,
-                Outcome::Pending,
-                &next,
-                &event_ngs,
-                Some(&initiator(&ctx)),
-            )),
-        ];
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
-    })
-    .await
-}
-
-/// Whether node group `ng` of `c` may go to `node_count` now: a master group only where the
-/// driver resizes masters (to a size it accepts), a worker group within its bounds, the
-/// cluster complete or in (or after) an update.
-fn check_resize(
-    c: &Cluster,
-    ng: &NodeGroup,
-    node_count: i32,
-    driver: &dyn crate::drivers::Driver,
-) -> Result<(), ApiError> {
-    if ng.is_master() {
-        if !driver.capabilities().master_resize {
-            return Err(ApiError::bad_request(
-                "Resizing the master nodegroup is not supported by this driver.",
-            ));
-        }
-        driver
-            .validate_master_size(node_count)
-            .map_err(ApiError::BadRequest)?;
-    } else if node_count < ng.min_node_count || ng.max_node_count.is_some_and(|m| node_count > m) {
-        return Err(ApiError::bad_request(format!(
-            "Resizing {} outside the allowed range: min_node_count = {}, max_node_count = {}",
-            ng.name,
-            ng.min_node_count,
-            ng.max_node_count
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "None".into())
-        )));
-    }
-    let resizable = c.status.is_complete_like()
-        || matches!(
-            c.status,
-            ClusterStatus::UpdateFailed | ClusterStatus::UpdateInProgress
-        );
-    if !resizable {
-        return Err(not_in_state("Resizing", c));
-    }
-    Ok(())
-}
-
-#[tracing::instrument(name = "clusters.upgrade", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
-async fn upgrade(
-    req: HttpRequest,
-    ctx: RequestContext,
-    state: web::Data<AppState>,
-    path: web::Path<String>,
-    body: Bytes,
-) -> Result<HttpResponse, ApiError> {
-    if ctx.version < CLUSTER_RESIZE {
-        return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
-    }
-    if ctx.version < CLUSTER_UPGRADE {
-        return Err(ApiError::bad_request(
-            "Cluster upgrade is not supported in the provided microversion.",
-        ));
-    }
-    query_params(&req, &[])?;
-    let obj = json_object(&req, &body, "upgrade")?;
-    let request: ClusterUpgrade = Fields::new("upgrade", obj).try_into()?;
-    if ctx.is_admin {
-        ctx.authorize_own("cluster:upgrade_all_projects")?;
-    }
-    retry::until_committed(async || {
-        let c = lookup::cluster(&state, &ctx, &path, true).await?;
-        ctx.authorize("cluster:upgrade", &target(&c))?;
-        let new_template = lookup::template(&state, &ctx, &request.template_ident).await?;
-        let ngs = nodegroups_of(&state, &c).await?;
-        let ng = pick_nodegroup(&ngs, request.nodegroup.as_deref())?;
-        if !ng.is_default && new_template.uuid != c.cluster_template_id {
-            return Err(ApiError::conflict(format!(
-                "Cluster Template is not valid for upgrade: Nodegroup {} can be upgraded only to match cluster's template ({}).",
-                ng.name, c.cluster_template_id
-            )));
-        }
-        if !c.status.is_complete_like() {
-            return Err(ApiError::bad_request(format!(
-                "Upgrading a cluster when status is \"{}\" is not supported.",
-                c.status
-            )));
-        }
-        let template = template_of(&state, &c).await?;
-        let driver = driver_for(&state, &template)?;
-        if !driver.capabilities().upgrade {
-            return Err(ApiError::bad_request(
-                "Cluster upgrade is not supported by this driver.",
-            ));
-        }
-        let plan = UpgradePlan {
-            cluster: &c,
-            nodegroups: &ngs,
-            target: ng,
-            template: &new_template,
-            request: &request,
-        };
-        let writes = plan.writes(&state, &ctx, driver.name());
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
-    })
-    .await
-}
-
-/// An accepted upgrade of a cluster (or of one node group) to a template.
-struct UpgradePlan<'a> {
-    cluster: &'a Cluster,
-    nodegroups: &'a [NodeGroup],
-    /// The node group named by the request (the default worker group when none is named).
-    target: &'a NodeGroup,
-    template: &'a ClusterTemplate,
-    request: &'a ClusterUpgrade,
-}
-
-impl UpgradePlan<'_> {
-    /// The cluster (its template when a default group is upgraded) and the upgraded node
-    /// groups go `UPDATE_IN_PROGRESS` with the new image, with the upgrade job and its event.
-    fn writes(&self, state: &AppState, ctx: &RequestContext, driver: &str) -> Vec<Write> {
-        let (c, ng, new_template) = (self.cluster, self.target, self.template);
-        let mut next = c.clone();
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
-        if ng.is_default {
-            next.cluster_template_id = new_template.uuid;
-        }
-        let all = self.request.nodegroup.is_none();
-        let targets: Vec<NodeGroup> = self
-            .nodegroups
-            .iter()
-            .map(|n| {
-                let mut n = n.clone();
-                if all || n.id == ng.id {
-                    n.status = ClusterStatus::UpdateInProgress;
-                    n.image_id = Some(new_template.spec.image_id.clone());
-                }
-                n
-            })
-            .collect();
-        let job = state.job(
-            Operation::ClusterUpgrade,
-            c.uuid,
-            driver,
-            json!({
-                "old_template": c.cluster_template_id.to_string(),
-                "template": new_template.uuid.to_string(),
-                "max_batch_size": self.request.max_batch_size,
-                "nodegroup": self.request.nodegroup.as_ref().map(|_| ng.uuid.to_string()),
-            }),
-        );
-        let mut writes = vec![Write::update_cluster(&next)];
-        for n in targets
-            .iter()
-            .filter(|n| self.nodegroups.iter().find(|o| o.id == n.id) != Some(*n))
-        {
-            writes.push(Write::update_nodegroup(n));
-        }
-        writes.push(Write::job(job));
-        writes.push(Write::event(events::cluster_event(
-            &state.settings.default.host,
-            Action::Update,
-            Outcome::Pending,
-            &next,
-            &targets,
-            Some(&initiator(ctx)),
-        )));
-        writes
-    }
 }

@@ -4,7 +4,6 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::json;
 
 use super::body::query_params;
 use super::error::ApiError;
@@ -13,7 +12,7 @@ use super::microversion::CREDENTIAL_ROTATION;
 use super::views::AcceptedView;
 use crate::api::AppState;
 use crate::api::RequestContext;
-use crate::domain::job::Operation;
+use crate::domain::job::JobPayload;
 use crate::store::Write;
 
 /// The routes under `/v1/credentials`, relative to the scope [`super::routes`] mounts them in.
@@ -54,11 +53,11 @@ async fn rotate(
         ));
     }
     // The renewed client certificate's row uuid, fixed now: a retried job does not renew twice.
+    let client = Some(uuid::Uuid::new_v4());
     let job = state.job(
-        Operation::CredentialRotate,
+        JobPayload::CredentialRotate { client },
         c.uuid,
         driver.name(),
-        json!({ "client": uuid::Uuid::new_v4().to_string() }),
     );
     state.store.commit(&[Write::job(job)]).await?;
     Ok(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))

@@ -16,7 +16,7 @@ use super::error::ApiError;
 use super::initiator;
 use super::links::app_url;
 use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
-use super::pagination::{next_page, page_request, PageBody, PAGE_PARAMS};
+use super::pagination::{respond_page, ListQuery, ListRules, PageBody, PAGE_PARAMS};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::{
@@ -28,10 +28,10 @@ use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
 use crate::domain::federation::{dedup_members, member_diff, Federation, NewFederation, DNS_ZONE};
 use crate::domain::ids::parse_uuid_like;
-use crate::domain::job::Operation;
+use crate::domain::job::JobPayload;
 use crate::domain::labels::label_value;
 use crate::domain::names::FederationName;
-use crate::domain::status::{ClusterStatus, FederationStatus};
+use crate::domain::status::{ClusterStatus, FederationStatus, Verb};
 use crate::domain::{ClusterId, FederationId, Ident};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, FEDERATION_SORT_KEYS};
@@ -334,7 +334,7 @@ async fn create(
             member_ids: members,
             properties,
         };
-        let provisional = provisional_federation(&new, Utc::now());
+        let provisional = new.provisional(Utc::now());
         let writes = create_writes(
             &state,
             &ctx,
@@ -353,25 +353,6 @@ async fn create(
     .await
 }
 
-/// The row a create will store, for the event committed with it.
-fn provisional_federation(new: &NewFederation, now: chrono::DateTime<Utc>) -> Federation {
-    Federation {
-        id: 0,
-        uuid: new.uuid,
-        project_id: new.project_id.clone(),
-        user_id: new.user_id.clone(),
-        name: new.name.to_string(),
-        hostcluster_id: new.hostcluster_id,
-        member_ids: new.member_ids.clone(),
-        status: FederationStatus::CreateInProgress,
-        status_reason: None,
-        properties: new.properties.clone(),
-        version: 0,
-        created_at: now,
-        updated_at: None,
-    }
-}
-
 /// What a federation create commits: guards on the host and the members (none may be deleted
 /// meanwhile), the row, the create job (due within the create timeout) and the event.
 fn create_writes(
@@ -383,7 +364,7 @@ fn create_writes(
     provisional: &Federation,
     driver: &str,
 ) -> Vec<Write> {
-    let mut job = state.job(Operation::FederationCreate, new.uuid, driver, json!({}));
+    let mut job = state.job(JobPayload::FederationCreate {}, new.uuid, driver);
     job.deadline_at =
         Some(provisional.created_at + chrono::Duration::minutes(CREATE_TIMEOUT_MINUTES));
     let mut writes = membership.guards(&new.member_ids, Some(host));
@@ -409,53 +390,63 @@ async fn list(
     ctx: RequestContext,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let detail = req.path().trim_end_matches('/').ends_with("/detail");
-    let params = query_params(&req, PAGE_PARAMS)?;
-    let page = page_request(&params, FEDERATION_SORT_KEYS, state.settings.api.max_limit)?;
-    let (rule, all_rule) = if detail {
-        ("federation:detail", "federation:detail_all_projects")
-    } else {
-        ("federation:get_all", "federation:get_all_all_projects")
-    };
-    ctx.authorize_own(rule)?;
-    if ctx.is_admin {
-        ctx.authorize_own(all_rule)?;
-    }
-    let feds = match state.store.list_federations(&ctx.scope(), &page).await {
-        Ok(f) => f,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::not_found(format!(
-                "Federation {} could not be found.",
-                page.marker.map(|m| m.to_string()).unwrap_or_default()
-            )))
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let query = ListQuery::parse(
+        &req,
+        &ctx,
+        PAGE_PARAMS,
+        FEDERATION_SORT_KEYS,
+        state.settings.api.max_limit,
+        &LIST_RULES,
+    )?;
+    let page = &query.page;
+    let feds =
+        state
+            .store
+            .list_federations(&ctx.scope(), page)
+            .await
+            .map_err(query.store_error(|m| {
+                ApiError::not_found(format!("Federation {m} could not be found."))
+            }))?;
     let base = app_url(&req);
-    let path = if detail {
-        "federations/detail"
-    } else {
-        "federations"
-    };
     let last = feds.last().map(|f| f.uuid.to_string());
-    let next = next_page(&req, path, &page, feds.len(), last, &[]);
-    if detail {
+    let n = feds.len();
+    if query.detail {
         let federations = feds
             .iter()
             .map(|f| FederationView::new(&base, &ctx, f))
             .collect();
-        DETAIL_PAGE.respond(
-            &FederationDetailCollection { federations, next },
-            feds.len(),
+        respond_page(
+            &DETAIL_PAGE,
+            &req,
+            "federations/detail",
+            page,
+            n,
+            last,
+            &[],
+            |next| FederationDetailCollection { federations, next },
         )
     } else {
         let federations = feds
             .iter()
             .map(|f| FederationSummaryView::new(&base, &ctx, f))
             .collect();
-        SUMMARY_PAGE.respond(&FederationCollection { federations, next }, feds.len())
+        respond_page(
+            &SUMMARY_PAGE,
+            &req,
+            "federations",
+            page,
+            n,
+            last,
+            &[],
+            |next| FederationCollection { federations, next },
+        )
     }
 }
+
+const LIST_RULES: ListRules = ListRules {
+    summary: ["federation:get_all", "federation:get_all_all_projects"],
+    detail: ["federation:detail", "federation:detail_all_projects"],
+};
 
 /// Bodies of `GET /v1/federations/detail` and `GET /v1/federations` pages.
 static DETAIL_PAGE: PageBody = PageBody::new(800);
@@ -682,13 +673,14 @@ async fn update(
         let mut next = f.clone();
         next.member_ids = members;
         next.properties = properties;
-        next.status = FederationStatus::UpdateInProgress;
-        next.status_reason = None;
+        next.begin(Verb::Update);
         let job = state.job(
-            Operation::FederationUpdate,
+            JobPayload::FederationUpdate {
+                joined: joined.clone(),
+                unjoined: unjoined.clone(),
+            },
             f.uuid,
             driver,
-            json!({"joined": joined, "unjoined": unjoined}),
         );
         let event = events::federation_event(
             &state.settings.default.host,
@@ -729,9 +721,8 @@ async fn delete(
         }
         let driver = job_driver(&state, &f).await?;
         let mut next = f.clone();
-        next.status = FederationStatus::DeleteInProgress;
-        next.status_reason = None;
-        let job = state.job(Operation::FederationDelete, f.uuid, driver, json!({}));
+        next.begin(Verb::Delete);
+        let job = state.job(JobPayload::FederationDelete {}, f.uuid, driver);
         let writes = vec![
             Write::update_federation(&next),
             Write::job(job),

@@ -3,6 +3,7 @@
 
 pub mod body;
 pub mod certificates;
+pub mod cluster_actions;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod context;
@@ -41,7 +42,7 @@ use tracing::Instrument;
 use crate::notify::events::Initiator;
 pub use context::{RequestContext, RequestId};
 use error::ApiError;
-pub use state::AppState;
+pub use state::{AppState, StateParts};
 
 pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
 

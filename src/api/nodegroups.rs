@@ -12,16 +12,16 @@ use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, labels_value, query_params, Fields};
 use super::error::ApiError;
+use super::initiator;
 use super::links::app_url;
 use super::lookup::{self, cluster_target as target, driver_for, owner_target, template_of};
 use super::microversion::NODEGROUPS;
-use super::pagination::{next_page, page_request, PageBody};
+use super::pagination::{respond_page, ListQuery, ListRules, PageBody};
 use super::patch::{self, PatchRules};
 use super::retry::{self, Attempt};
 use super::views::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
 };
-use super::{initiator, provisional};
 use crate::api::pyliteral::parse_request_literal;
 use crate::api::AppState;
 use crate::api::RequestContext;
@@ -30,9 +30,9 @@ use crate::domain::cluster::{
     nodegroup_labels, parse_taints, Cluster, NewNodeGroup, NodeGroup, NodeGroupOfCluster, Taint,
     ROLE_MASTER, ROLE_WORKER,
 };
-use crate::domain::job::Operation;
+use crate::domain::job::JobPayload;
 use crate::domain::labels::Labels;
-use crate::domain::status::ClusterStatus;
+use crate::domain::status::{ClusterStatus, Verb};
 use crate::domain::{Ident, NodeGroupId};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, NODEGROUP_SORT_KEYS};
@@ -208,9 +208,8 @@ fn check_node_metadata(
     parse_taints(taints).map_err(|expl| invalid_input("node_taints", name, &expl))
 }
 
-fn job(state: &AppState, op: Operation, c: &Cluster, driver: &str, ng: &NodeGroupId) -> Write {
-    let job = state.job(op, c.uuid, driver, json!({"nodegroup": ng.to_string()}));
-    Write::job(job)
+fn job(state: &AppState, payload: JobPayload, c: &Cluster, driver: &str) -> Write {
+    Write::job(state.job(payload, c.uuid, driver))
 }
 
 #[tracing::instrument(name = "nodegroups.list", skip_all, fields(project = %ctx.project_id, cluster = %path.as_str()))]
@@ -221,49 +220,67 @@ async fn list(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     require_version(&ctx)?;
-    let detail = req.path().trim_end_matches('/').ends_with("/detail");
-    let params = query_params(&req, LIST_PARAMS)?;
-    let page = page_request(&params, NODEGROUP_SORT_KEYS, state.settings.api.max_limit)?;
-    let role = params.get("role").map(String::as_str);
-    ctx.authorize_own("nodegroup:get_all")?;
-    if ctx.is_admin {
-        ctx.authorize_own("nodegroup:get_all_all_projects")?;
-    }
+    let query = ListQuery::parse(
+        &req,
+        &ctx,
+        LIST_PARAMS,
+        NODEGROUP_SORT_KEYS,
+        state.settings.api.max_limit,
+        &LIST_RULES,
+    )?;
+    let page = &query.page;
+    let role = query.params.get("role").map(String::as_str);
     let c = lookup::cluster(&state, &ctx, &path, ctx.is_admin).await?;
     ctx.authorize("nodegroup:get_all", &target(&c))?;
-    let ngs = match state
+    let ngs = state
         .store
-        .list_nodegroups(&c.uuid, &ctx.scope(), role, &page)
+        .list_nodegroups(&c.uuid, &ctx.scope(), role, page)
         .await
-    {
-        Ok(n) => n,
-        Err(StoreError::NotFound) => {
-            return Err(not_found(
-                &page.marker.map(|m| m.to_string()).unwrap_or_default(),
-            ))
-        }
-        Err(e) => return Err(e.into()),
-    };
+        .map_err(query.store_error(not_found))?;
     let mut collection = format!("clusters/{}/nodegroups", c.uuid);
-    if detail {
+    if query.detail {
         collection.push_str("/detail");
     }
     let last = ngs.last().map(|n| n.uuid.to_string());
     // The role filter carries over to the next page.
     let filter: Vec<(&str, &str)> = role.iter().map(|r| ("role", *r)).collect();
-    let next = next_page(&req, &collection, &page, ngs.len(), last, &filter);
-    if detail {
+    let n = ngs.len();
+    if query.detail {
         let base = app_url(&req);
         let nodegroups = ngs
             .iter()
             .map(|ng| NodeGroupView::new(&base, ng, &c.labels))
             .collect();
-        DETAIL_PAGE.respond(&NodeGroupDetailCollection { nodegroups, next }, ngs.len())
+        respond_page(
+            &DETAIL_PAGE,
+            &req,
+            &collection,
+            page,
+            n,
+            last,
+            &filter,
+            |next| NodeGroupDetailCollection { nodegroups, next },
+        )
     } else {
         let nodegroups = ngs.iter().map(NodeGroupSummaryView::from).collect();
-        SUMMARY_PAGE.respond(&NodeGroupCollection { nodegroups, next }, ngs.len())
+        respond_page(
+            &SUMMARY_PAGE,
+            &req,
+            &collection,
+            page,
+            n,
+            last,
+            &filter,
+            |next| NodeGroupCollection { nodegroups, next },
+        )
     }
 }
+
+/// Both views of a node group list take the same rules.
+const LIST_RULES: ListRules = ListRules {
+    summary: ["nodegroup:get_all", "nodegroup:get_all_all_projects"],
+    detail: ["nodegroup:get_all", "nodegroup:get_all_all_projects"],
+};
 
 /// Bodies of node group pages, with and without details.
 static DETAIL_PAGE: PageBody = PageBody::new(900);
@@ -480,13 +497,12 @@ fn create_writes(
     driver: &str,
 ) -> Vec<Write> {
     let mut next = c.clone();
-    next.status = ClusterStatus::UpdateInProgress;
-    next.status_reason = None;
+    next.begin(Verb::Update);
     let event = events::nodegroup_event(
         &state.settings.default.host,
         Action::Create,
         Outcome::Pending,
-        &provisional::nodegroup(new, c.uuid, Utc::now()),
+        &new.provisional(c.uuid, Utc::now()),
         Some(&initiator(ctx)),
     );
     vec![
@@ -495,7 +511,14 @@ fn create_writes(
             cluster_uuid: c.uuid,
             nodegroup: Box::new(new.clone()),
         },
-        job(state, Operation::NodegroupCreate, c, driver, &new.uuid),
+        job(
+            state,
+            JobPayload::NodegroupCreate {
+                nodegroup: new.uuid,
+            },
+            c,
+            driver,
+        ),
         Write::event(event),
     ]
 }
@@ -574,20 +597,17 @@ async fn update(
         cluster_accepts(&c, false)?;
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
-        next_ng.status = ClusterStatus::UpdateInProgress;
-        next_ng.status_reason = None;
+        next_ng.begin(Verb::Update);
         let mut next = c.clone();
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
+        next.begin(Verb::Update);
         let writes = vec![
             Write::update_cluster(&next),
             Write::update_nodegroup(&next_ng),
             job(
                 &state,
-                Operation::NodegroupUpdate,
+                JobPayload::NodegroupUpdate { nodegroup: ng.uuid },
                 &c,
                 driver.name(),
-                &ng.uuid,
             ),
             Write::event(events::nodegroup_event(
                 &state.settings.default.host,
@@ -640,20 +660,17 @@ async fn delete(
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
         let mut next_ng = ng.clone();
-        next_ng.status = ClusterStatus::DeleteInProgress;
-        next_ng.status_reason = None;
+        next_ng.begin(Verb::Delete);
         let mut next = c.clone();
-        next.status = ClusterStatus::UpdateInProgress;
-        next.status_reason = None;
+        next.begin(Verb::Update);
         let writes = vec![
             Write::update_cluster(&next),
             Write::update_nodegroup(&next_ng),
             job(
                 &state,
-                Operation::NodegroupDelete,
+                JobPayload::NodegroupDelete { nodegroup: ng.uuid },
                 &c,
                 driver.name(),
-                &ng.uuid,
             ),
             Write::event(events::nodegroup_event(
                 &state.settings.default.host,

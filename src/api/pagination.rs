@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 
 use actix_web::HttpRequest;
 
+use super::body::query_params;
+use super::context::RequestContext;
 use super::error::ApiError;
 use super::links::app_url;
 use crate::domain::ids::parse_uuid_like;
-use crate::store::{PageRequest, SortDir};
+use crate::store::{PageRequest, SortDir, StoreError};
 
 pub const PAGE_PARAMS: &[&str] = &["marker", "limit", "sort_key", "sort_dir"];
 
@@ -100,6 +102,78 @@ pub fn next_page(
         }
     }
     Some(next)
+}
+
+/// The policy rules of a list: the view's own rule, then the one an administrator (whose list
+/// spans every project) needs as well; one pair for the summary view, one for `/detail`.
+pub struct ListRules {
+    pub summary: [&'static str; 2],
+    pub detail: [&'static str; 2],
+}
+
+/// What every `/v1` list reads before its store call: its query parameters, whether the
+/// detail view was asked for, and the page, after the list's policy rules allowed it.
+pub struct ListQuery {
+    pub detail: bool,
+    pub params: BTreeMap<String, String>,
+    pub page: PageRequest,
+}
+
+impl ListQuery {
+    /// Parses the query (`allowed` parameters; the page's sort keys and most items) and
+    /// checks the list's rules.
+    pub fn parse(
+        req: &HttpRequest,
+        ctx: &RequestContext,
+        allowed: &[&str],
+        sort_keys: &[(&str, bool)],
+        max_limit: u32,
+        rules: &ListRules,
+    ) -> Result<ListQuery, ApiError> {
+        let detail = req.path().trim_end_matches('/').ends_with("/detail");
+        let params = query_params(req, allowed)?;
+        let page = page_request(&params, sort_keys, max_limit)?;
+        let [rule, all_rule] = if detail { rules.detail } else { rules.summary };
+        ctx.authorize_own(rule)?;
+        if ctx.is_admin {
+            ctx.authorize_own(all_rule)?;
+        }
+        Ok(ListQuery {
+            detail,
+            params,
+            page,
+        })
+    }
+
+    /// The list's store error as the client sees it: a marker that names nothing is the 404
+    /// `missing` words for it (Magnum's `... could not be found.`).
+    pub fn store_error(
+        &self,
+        missing: impl Fn(&str) -> ApiError,
+    ) -> impl Fn(StoreError) -> ApiError {
+        let marker = self.page.marker.map(|m| m.to_string()).unwrap_or_default();
+        move |e| match e {
+            StoreError::NotFound => missing(&marker),
+            e => e.into(),
+        }
+    }
+}
+
+/// The end of every `/v1` list: the `next` link when the page is full (carrying `extra` query
+/// parameters over), and the body `body` makes of it, written by `sizer`.
+#[allow(clippy::too_many_arguments)]
+pub fn respond_page<T: serde::Serialize>(
+    sizer: &PageBody,
+    req: &HttpRequest,
+    path: &str,
+    page: &PageRequest,
+    items: usize,
+    last: Option<String>,
+    extra: &[(&str, &str)],
+    body: impl FnOnce(Option<String>) -> T,
+) -> Result<actix_web::HttpResponse, ApiError> {
+    let next = next_page(req, path, page, items, last, extra);
+    sizer.respond(&body(next), items)
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! The state every handler shares: settings, store, policy, authenticator, drivers and
-//! certificates, assembled once at start-up.
+//! certificates. `startup.rs` builds the parts from the settings; this only holds them.
 
 use std::sync::Arc;
 
 use crate::auth::policy::Enforcer;
-use crate::auth::token::TokenVerifier;
 use crate::auth::Authenticator;
-use crate::config::{split_list, AuthStrategy, Settings};
+use crate::config::Settings;
 use crate::domain::template::TemplateRules;
 use crate::drivers::DriverRegistry;
 use crate::store::Store;
@@ -32,12 +31,11 @@ impl AppState {
     /// handler makes its jobs here.
     pub fn job(
         &self,
-        operation: crate::domain::job::Operation,
+        payload: crate::domain::job::JobPayload,
         resource: impl Into<crate::domain::job::JobResource>,
         driver: impl Into<String>,
-        payload: serde_json::Value,
     ) -> crate::domain::job::NewJob {
-        let mut job = crate::domain::job::NewJob::new(operation, resource, driver, payload);
+        let mut job = crate::domain::job::NewJob::new(payload, resource, driver);
         job.max_attempts = self.settings.conductor.max_attempts;
         job
     }
@@ -47,55 +45,28 @@ impl AppState {
         self.settings.cluster.max_node_count
     }
 
-    /// Validates the policy, auth and driver settings and assembles the state around a store.
-    pub fn new(settings: Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
-        let enforcer = match &settings.oslo_policy.policy_file {
-            Some(path) => Enforcer::from_file(path)
-                .map_err(|e| anyhow::anyhow!("[oslo_policy] policy_file: {e}"))?,
-            None => Enforcer::with_defaults(),
-        };
-        let authenticator = match settings.default.auth_strategy {
-            AuthStrategy::Noauth => Authenticator::Noauth(settings.noauth.clone()),
-            AuthStrategy::Jwt => Authenticator::Jwt(Box::new(
-                TokenVerifier::from_settings(&settings.jwt).map_err(|e| anyhow::anyhow!("{e}"))?,
-            )),
-            AuthStrategy::Keystone => Authenticator::Keystone(Arc::new(
-                crate::auth::keystone::KeystoneAuth::from_settings(&settings.keystone_authtoken)
-                    .map_err(|e| anyhow::anyhow!(e))?,
-            )),
-        };
-        let mut drivers = DriverRegistry::build(&settings.drivers, &settings.fake_driver)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        // The kubernetes driver works once it has a management cluster to talk to.
-        if drivers.is_available("kubernetes") && !settings.kubernetes_driver.kubeconfig.is_empty() {
-            let kubernetes = crate::drivers::kubernetes::KubernetesDriver::new(
-                settings.kubernetes_driver.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!(e))?
-            .with_node_limit(settings.cluster.max_node_count);
-            drivers.insert(Arc::new(kubernetes));
-        }
-        let template_rules = TemplateRules {
-            allowed_network_drivers: split_list(
-                &settings.cluster_template.kubernetes_allowed_network_drivers,
-            ),
-            default_network_driver: settings
-                .cluster_template
-                .kubernetes_default_network_driver
-                .clone(),
-        };
-        let certificates = crate::certificates::Certificates::from_settings(&settings)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        Ok(AppState {
-            certificates,
+    /// The state around a store, from the parts start-up built ([`crate::startup::api_state`]).
+    pub fn new(settings: Settings, store: Arc<dyn Store>, parts: StateParts) -> AppState {
+        AppState {
+            certificates: parts.certificates,
             links: super::links::LinkBase::from_settings(&settings),
             settings: Arc::new(settings),
             registry_feed: super::kube::feed::RegistryFeed::new(store.clone()),
             store,
-            enforcer: Arc::new(enforcer),
-            authenticator: Arc::new(authenticator),
-            drivers,
-            template_rules,
-        })
+            enforcer: Arc::new(parts.enforcer),
+            authenticator: Arc::new(parts.authenticator),
+            drivers: parts.drivers,
+            template_rules: parts.template_rules,
+        }
     }
+}
+
+/// What start-up builds from the settings for the API: the policy, the authenticator, the
+/// template rules, and the drivers and certificates it shares with an in-process conductor.
+pub struct StateParts {
+    pub enforcer: Enforcer,
+    pub authenticator: Authenticator,
+    pub template_rules: TemplateRules,
+    pub drivers: DriverRegistry,
+    pub certificates: crate::certificates::Certificates,
 }

@@ -4,12 +4,10 @@
 //! skipped when a retry finds it done (the new rows carry uuids fixed by the request), so a
 //! job that dies between the step and the driver loses nothing and makes nothing twice.
 
-use serde_json::Value;
-
 use super::Conductor;
 use crate::certificates::{self, KeyPairKind, StoredKeyPair};
 use crate::domain::cluster::Cluster;
-use crate::domain::job::{Job, Operation};
+use crate::domain::job::{Job, JobPayload, Operation};
 use crate::drivers::{CaMaterial, CertKeyPair, DriverError};
 use crate::store::Write;
 
@@ -84,11 +82,12 @@ impl Conductor {
     /// (the job's `rotation`, else its own uuid), so a retry finds the work done.
     async fn rotate_cluster_pki(&self, job: &Job, cluster: &Cluster) -> Result<(), DriverError> {
         let uuid = cluster.uuid;
-        let rotation = job
-            .payload
-            .get("rotation")
-            .and_then(Value::as_str)
-            .map_or_else(|| job.uuid.to_string(), str::to_string);
+        let rotation = match &job.payload {
+            JobPayload::CaRotate {
+                rotation: Some(rotation),
+            } => rotation.to_string(),
+            _ => job.uuid.to_string(),
+        };
         let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
         if certificates::find(&rows, KeyPairKind::Ca).map(|r| r.uuid.as_str())
             == Some(rotation.as_str())
@@ -113,11 +112,12 @@ impl Conductor {
     /// CA (the renewal's id is the job's `client`, else its own uuid).
     async fn renew_client(&self, job: &Job, cluster: &Cluster) -> Result<(), DriverError> {
         let uuid = cluster.uuid;
-        let renewal = job
-            .payload
-            .get("client")
-            .and_then(Value::as_str)
-            .map_or_else(|| job.uuid.to_string(), str::to_string);
+        let renewal = match &job.payload {
+            JobPayload::CredentialRotate {
+                client: Some(client),
+            } => client.to_string(),
+            _ => job.uuid.to_string(),
+        };
         let rows = self.store.get_keypairs(&uuid).await.map_err(transient)?;
         let client = certificates::find(&rows, KeyPairKind::Client);
         let Some(ca) = certificates::find(&rows, KeyPairKind::Ca) else {

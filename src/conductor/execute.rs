@@ -1,19 +1,15 @@
 //! Working one job: claim, call the driver, commit the result with its notification.
 
 use chrono::Utc;
-use serde_json::Value;
 use tracing::Instrument;
 
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, JobResource, NextStep, Operation};
-use crate::domain::status::{FederationStatus, Verb};
-use crate::domain::{ClusterId, TemplateId};
-use crate::drivers::{
-    ClusterContext, ClusterObservation, DriverError, FederationContext, FederationProgress,
-    MemberChange, Phase, Progress, Resize,
-};
+use crate::domain::job::{Job, JobPayload, JobResource, NextStep, Operation};
+use crate::domain::status::Verb;
+use crate::domain::NodeGroupId;
+use crate::drivers::{ClusterContext, ClusterObservation, DriverError, Phase, Progress, Resize};
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::{StoreError, StoreResult, Write};
 
@@ -87,35 +83,8 @@ pub(crate) fn action_of(verb: Verb) -> Action {
     }
 }
 
-fn payload_str<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
-    payload.get(key).and_then(Value::as_str)
-}
-
-/// The strings listed under `key` (a resize's `nodes_to_remove`).
-fn payload_strings(payload: &Value, key: &str) -> Vec<String> {
-    payload_items(payload, key, |s| Some(s.to_string()))
-}
-
-/// The cluster uuids listed under `key` (a federation job's `joined` or `unjoined`).
-fn payload_clusters(payload: &Value, key: &str) -> Vec<ClusterId> {
-    payload_items(payload, key, |s| s.parse().ok())
-}
-
-/// The strings of the array under `key` that `parse` accepts.
-fn payload_items<T>(payload: &Value, key: &str, parse: impl Fn(&str) -> Option<T>) -> Vec<T> {
-    payload
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().and_then(&parse))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Now, as the store keeps timestamps.
-fn now() -> chrono::DateTime<Utc> {
+pub(super) fn now() -> chrono::DateTime<Utc> {
     crate::store::sql::now()
 }
 
@@ -254,7 +223,7 @@ impl Conductor {
     }
 
     /// Whether another job waits for the same resource.
-    async fn others_pending(&self, job: &Job) -> StoreResult<bool> {
+    pub(super) async fn others_pending(&self, job: &Job) -> StoreResult<bool> {
         self.store.other_pending_job(&job.resource, job.id).await
     }
 
@@ -267,20 +236,20 @@ impl Conductor {
     }
 
     /// The federation a federation job works on, if it still exists.
-    async fn find_federation_of(&self, job: &Job) -> StoreResult<Option<Federation>> {
+    pub(super) async fn find_federation_of(&self, job: &Job) -> StoreResult<Option<Federation>> {
         match job.resource {
             JobResource::Federation(id) => self.store.find_federation(&id).await,
             JobResource::Cluster(_) => Ok(None),
         }
     }
 
-    fn deadline_passed(job: &Job) -> bool {
+    pub(super) fn deadline_passed(job: &Job) -> bool {
         job.deadline_passed(Utc::now())
     }
 
     /// A failed attempt that [`Job::next_step`] retries: the job goes back to the queue with
     /// the error, to run again at `run_after`.
-    fn retry(
+    pub(super) fn retry(
         &self,
         job: &Job,
         run_after: chrono::DateTime<Utc>,
@@ -383,63 +352,67 @@ impl Conductor {
                 job.driver
             ))
         })?;
-        let nodegroup = |key: &str| -> Result<NodeGroup, DriverError> {
-            let uuid = payload_str(&job.payload, key).unwrap_or_default();
+        let nodegroup = |uuid: &NodeGroupId| -> Result<NodeGroup, DriverError> {
             ctx.nodegroups
                 .iter()
-                .find(|n| n.uuid.to_string() == uuid)
+                .find(|n| n.uuid == *uuid)
                 .cloned()
                 .ok_or_else(|| {
                     DriverError::Permanent(format!("The node group {uuid} no longer exists."))
                 })
         };
-        match job.operation {
-            Operation::ClusterCreate => driver.create_cluster(ctx).await,
-            Operation::ClusterUpdate => driver.update_cluster(ctx).await,
-            Operation::ClusterResize => {
-                let ng = nodegroup("nodegroup")?;
+        match &job.payload {
+            JobPayload::ClusterCreate {} => driver.create_cluster(ctx).await,
+            JobPayload::ClusterUpdate { .. } => driver.update_cluster(ctx).await,
+            JobPayload::ClusterResize {
+                nodegroup: uuid,
+                nodes_to_remove,
+                ..
+            } => {
+                let ng = nodegroup(uuid)?;
                 let resize = Resize {
                     nodegroup: ng.uuid.to_string(),
                     node_count: ng.node_count,
-                    nodes_to_remove: payload_strings(&job.payload, "nodes_to_remove"),
+                    nodes_to_remove: nodes_to_remove.clone(),
                 };
                 driver.resize_cluster(ctx, &resize).await
             }
-            Operation::ClusterUpgrade => {
-                let max_batch = job
-                    .payload
-                    .get("max_batch_size")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1) as i32;
-                let ng = payload_str(&job.payload, "nodegroup").map(String::from);
+            JobPayload::ClusterUpgrade {
+                max_batch_size,
+                nodegroup: ng,
+                ..
+            } => {
+                let ng = ng.map(|u| u.to_string());
                 driver
-                    .upgrade_cluster(ctx, &ctx.template, max_batch, ng.as_deref())
+                    .upgrade_cluster(ctx, &ctx.template, *max_batch_size, ng.as_deref())
                     .await
             }
-            Operation::ClusterDelete => driver.delete_cluster(ctx).await,
-            Operation::NodegroupCreate => {
-                driver.create_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            JobPayload::ClusterDelete {} => driver.delete_cluster(ctx).await,
+            JobPayload::NodegroupCreate { nodegroup: uuid } => {
+                driver.create_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            Operation::NodegroupUpdate => {
-                driver.update_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            JobPayload::NodegroupUpdate { nodegroup: uuid } => {
+                driver.update_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            Operation::NodegroupDelete => {
-                driver.delete_nodegroup(ctx, &nodegroup("nodegroup")?).await
+            JobPayload::NodegroupDelete { nodegroup: uuid } => {
+                driver.delete_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            Operation::CaRotate => driver.rotate_ca(ctx).await,
-            Operation::CredentialRotate => driver
+            JobPayload::CaRotate { .. } => driver.rotate_ca(ctx).await,
+            JobPayload::CredentialRotate { .. } => driver
                 .rotate_credential(ctx)
                 .await
                 .map(|()| Progress::Done(ClusterObservation::phase(Phase::Complete))),
-            other => Err(DriverError::Permanent(format!(
+            other @ (JobPayload::FederationCreate {}
+            | JobPayload::FederationUpdate { .. }
+            | JobPayload::FederationDelete {}) => Err(DriverError::Permanent(format!(
                 "{} is not a cluster operation.",
-                other.as_str()
+                other.operation().as_str()
             ))),
         }
     }
 
     /// Ends the job this conductor holds the lease of.
-    fn finish(&self, job: &Job, failed: bool, error: Option<String>) -> Write {
+    pub(super) fn finish(&self, job: &Job, failed: bool, error: Option<String>) -> Write {
         Write::FinishJob {
             id: job.id,
             owner: self.owner.clone(),
@@ -599,12 +572,8 @@ impl Conductor {
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
         apply_observation(&mut c, &mut ngs, obs);
-        if job.operation == Operation::NodegroupDelete {
-            let target = payload_str(&job.payload, "nodegroup");
-            if let Some(ng) = ngs
-                .iter_mut()
-                .find(|n| Some(n.uuid.to_string().as_str()) == target)
-            {
+        if let JobPayload::NodegroupDelete { nodegroup } = &job.payload {
+            if let Some(ng) = ngs.iter_mut().find(|n| n.uuid == *nodegroup) {
                 ng.status = Verb::Delete.complete();
             }
         }
@@ -628,20 +597,25 @@ impl Conductor {
         let verb = verb_of(job.operation);
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
-        if let (Some(uuid), Some(old)) = (
-            payload_str(&job.payload, "nodegroup"),
-            job.payload.get("old_node_count").and_then(Value::as_i64),
-        ) {
-            if let Some(ng) = ngs.iter_mut().find(|n| n.uuid.to_string() == uuid) {
-                ng.node_count = i32::try_from(old).unwrap_or(ng.node_count);
+        match &job.payload {
+            JobPayload::ClusterUpdate {
+                nodegroup,
+                old_node_count,
+                ..
             }
-        }
-        if job.operation == Operation::ClusterUpgrade {
-            if let Some(old) = payload_str(&job.payload, "old_template")
-                .and_then(|t| uuid::Uuid::try_parse(t).ok())
-            {
-                c.cluster_template_id = TemplateId(old);
+            | JobPayload::ClusterResize {
+                nodegroup,
+                old_node_count,
+                ..
+            } => {
+                if let Some(ng) = ngs.iter_mut().find(|n| n.uuid == *nodegroup) {
+                    ng.node_count = *old_node_count;
+                }
             }
+            JobPayload::ClusterUpgrade { old_template, .. } => {
+                c.cluster_template_id = *old_template;
+            }
+            _ => {}
         }
         fail(&mut c, &mut ngs, verb, reason);
         let mut writes = cluster_writes(ctx, &c, &ngs);
@@ -655,238 +629,5 @@ impl Conductor {
         )));
         writes.push(self.finish(job, true, Some(reason.to_string())));
         writes
-    }
-
-    pub(crate) async fn federation_context(
-        &self,
-        f: &Federation,
-        extra_members: &[ClusterId],
-    ) -> StoreResult<FederationContext> {
-        let host = match self.store.find_cluster(&f.hostcluster_id).await? {
-            Some(c) => Some(self.context(c, 1).await?),
-            None => None,
-        };
-        let mut uuids = f.member_ids.clone();
-        for m in extra_members {
-            if !uuids.contains(m) {
-                uuids.push(*m);
-            }
-        }
-        let members = self.store.clusters_by_uuid(&uuids).await?;
-        Ok(FederationContext {
-            federation: f.clone(),
-            host,
-            members,
-        })
-    }
-
-    async fn execute_federation(&self, job: &Job) -> StoreResult<Outcome> {
-        let op = job.operation;
-        let resource = job.resource.to_string();
-        let change = MemberChange {
-            joined: payload_clusters(&job.payload, "joined"),
-            unjoined: payload_clusters(&job.payload, "unjoined"),
-        };
-        let Some(f) = self.find_federation_of(job).await? else {
-            self.store
-                .commit(&[Write::FinishJob {
-                    id: job.id,
-                    owner: self.owner.clone(),
-                    failed: false,
-                    error: Some("the federation no longer exists".into()),
-                }])
-                .await?;
-            return Ok(Outcome::Skipped {
-                operation: op,
-                resource,
-            });
-        };
-        // The job applies exactly its own change: the clusters it joins and unjoins are in its
-        // context whatever later requests did to the row's member list since.
-        let own: Vec<ClusterId> = change
-            .joined
-            .iter()
-            .chain(&change.unjoined)
-            .copied()
-            .collect();
-        let ctx = self.federation_context(&f, &own).await?;
-        let result = self.call_federation_driver(job, &ctx, &change).await;
-        let mut current = f;
-        for _ in 0..5 {
-            let others_pending = self.others_pending(job).await?;
-            let (writes, outcome) =
-                self.federation_result_writes(job, &current, &change, &result, others_pending);
-            match self.store.commit(&writes).await {
-                Ok(()) => return Ok(outcome),
-                Err(StoreError::Stale) => {
-                    if !self
-                        .store
-                        .renew_lease(job.id, &self.owner, self.lease())
-                        .await?
-                    {
-                        return Ok(Outcome::LostLease {
-                            operation: op,
-                            resource,
-                        });
-                    }
-                    match self.find_federation_of(job).await? {
-                        Some(f) => current = f,
-                        None => {
-                            return Ok(Outcome::Skipped {
-                                operation: op,
-                                resource,
-                            })
-                        }
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::Stale)
-    }
-
-    /// Runs a federation job's operation on its driver (unless its deadline has passed).
-    async fn call_federation_driver(
-        &self,
-        job: &Job,
-        ctx: &FederationContext,
-        change: &MemberChange,
-    ) -> Result<FederationProgress, DriverError> {
-        let op = job.operation;
-        if Self::deadline_passed(job) {
-            return Err(DriverError::Permanent(
-                "The federation operation timed out.".into(),
-            ));
-        }
-        let d = match self.drivers.get(&job.driver) {
-            None => {
-                return Err(DriverError::Permanent(format!(
-                    "The cluster driver '{}' is not available in this conductor.",
-                    job.driver
-                )))
-            }
-            Some(d) if !d.capabilities().federation => {
-                return Err(DriverError::Permanent(format!(
-                    "The cluster driver '{}' does not support federations.",
-                    job.driver
-                )))
-            }
-            Some(d) => d,
-        };
-        let span = tracing::info_span!("driver", driver = %job.driver, operation = op.as_str());
-        match op {
-            Operation::FederationCreate => d.create_federation(ctx).instrument(span).await,
-            Operation::FederationUpdate => d.update_federation(ctx, change).instrument(span).await,
-            _ => d.delete_federation(ctx).instrument(span).await,
-        }
-    }
-
-    /// What a federation job's attempt commits: with another job waiting, only its own end;
-    /// otherwise the federation is deleted, completed (with the driver's note), left in
-    /// progress, retried or failed, and the event carries the job's own member change.
-    fn federation_result_writes(
-        &self,
-        job: &Job,
-        f: &Federation,
-        change: &MemberChange,
-        result: &Result<FederationProgress, DriverError>,
-        others_pending: bool,
-    ) -> (Vec<Write>, Outcome) {
-        let operation = job.operation;
-        let resource = job.resource.to_string();
-        let verb = verb_of(operation);
-        let change = (operation == Operation::FederationUpdate)
-            .then_some((change.joined.as_slice(), change.unjoined.as_slice()));
-        let superseded = others_pending && !matches!(result, Err(DriverError::Transient(_)));
-        let (next, event_outcome, failure) = match result {
-            _ if superseded => {
-                let error = result.as_ref().err().map(|e| e.to_string());
-                let writes = vec![self.finish(job, error.is_some(), error)];
-                return (
-                    writes,
-                    Outcome::Completed {
-                        operation,
-                        resource,
-                    },
-                );
-            }
-            Ok(FederationProgress::Started) => {
-                let writes = vec![self.finish(job, false, None)];
-                return (
-                    writes,
-                    Outcome::Started {
-                        operation,
-                        resource,
-                    },
-                );
-            }
-            Ok(_) if verb == Verb::Delete => {
-                let mut gone = f.clone();
-                gone.status = FederationStatus::DeleteComplete;
-                let event = events::federation_event(
-                    &self.host,
-                    Action::Delete,
-                    EventOutcome::Success,
-                    &gone,
-                    None,
-                    None,
-                );
-                let writes = vec![
-                    Write::DeleteFederation { id: f.id },
-                    Write::event(event),
-                    self.finish(job, false, None),
-                ];
-                return (
-                    writes,
-                    Outcome::Completed {
-                        operation,
-                        resource,
-                    },
-                );
-            }
-            Ok(done) => {
-                let mut next = f.clone();
-                next.status = verb.federation_complete();
-                next.status_reason = match done {
-                    FederationProgress::DoneWithNote(note) => Some(note.clone()),
-                    _ => None,
-                };
-                (next, EventOutcome::Success, None)
-            }
-            Err(e) => match job.next_step(e.failure(), now()) {
-                NextStep::Retry { run_after } => return self.retry(job, run_after, e),
-                NextStep::Fail { reason } => {
-                    let mut next = f.clone();
-                    next.status = verb.federation_failed();
-                    next.status_reason = Some(reason.clone());
-                    (next, EventOutcome::Failure, Some(reason))
-                }
-            },
-        };
-        let event = events::federation_event(
-            &self.host,
-            action_of(verb),
-            event_outcome,
-            &next,
-            change,
-            None,
-        );
-        let writes = vec![
-            Write::update_federation(&next),
-            Write::event(event),
-            self.finish(job, failure.is_some(), failure.clone()),
-        ];
-        let outcome = match failure {
-            Some(reason) => Outcome::Failed {
-                operation,
-                resource,
-                reason,
-            },
-            None => Outcome::Completed {
-                operation,
-                resource,
-            },
-        };
-        (writes, outcome)
     }
 }

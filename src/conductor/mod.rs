@@ -8,6 +8,7 @@
 
 mod certificates;
 mod execute;
+mod federation;
 mod probe;
 mod sync;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::labels::Labels;
 use super::names::ClusterName;
 use super::registry::RegistryMeta;
-use super::status::{ClusterStatus, HealthStatus};
+use super::status::{ClusterStatus, HealthStatus, Verb};
 use super::{ClusterId, NodeGroupId, TemplateId};
 
 pub const ROLE_MASTER: &str = "master";
@@ -77,6 +77,120 @@ pub struct NewCluster {
     pub registry: RegistryMeta,
 }
 
+/// A cluster create request, parsed: what the client chose; the template fills the rest
+/// ([`ClusterRequest::plan`]).
+#[derive(Debug, Clone)]
+pub struct ClusterRequest {
+    pub name: ClusterName,
+    pub keypair: Option<String>,
+    pub node_count: i32,
+    pub master_count: i32,
+    pub docker_volume_size: Option<i32>,
+    pub labels: Option<Labels>,
+    pub merge_labels: bool,
+    pub master_flavor_id: Option<String>,
+    pub flavor_id: Option<String>,
+    pub fixed_network: Option<String>,
+    pub fixed_subnet: Option<String>,
+    pub floating_ip_enabled: Option<bool>,
+    pub master_lb_enabled: Option<bool>,
+    pub create_timeout: i32,
+    pub discovery_url: Option<String>,
+}
+
+/// Why a create request cannot become a cluster with its template (the API words each as
+/// Magnum does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    /// The template's storage driver is devicemapper and the volume is under 3 GB.
+    DevicemapperVolume,
+    /// The driver refused the number of masters (its own sentence).
+    MasterCount(String),
+    /// Several masters need a load balancer in front of them.
+    MasterLbRequired,
+    /// A node group's `max_node_count` label is above the service's limit.
+    MaxNodeCountLabel { max: i32, limit: i32 },
+}
+
+/// Who a new cluster belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner<'a> {
+    pub project_id: &'a str,
+    pub user_id: &'a str,
+}
+
+impl ClusterRequest {
+    /// The cluster to insert: the request over the template's defaults, checked against the
+    /// template, the driver's answer about the master count, and the node limit.
+    pub fn plan(
+        self,
+        owner: Owner<'_>,
+        template: &super::template::ClusterTemplate,
+        masters_allowed: impl FnOnce(i32) -> Result<(), String>,
+        node_limit: i32,
+    ) -> Result<NewCluster, PlanError> {
+        let spec = &template.spec;
+        let docker_volume_size = self.docker_volume_size.or(spec.docker_volume_size);
+        if !super::template::devicemapper_volume_ok(
+            spec.docker_storage_driver.as_deref(),
+            docker_volume_size,
+        ) {
+            return Err(PlanError::DevicemapperVolume);
+        }
+        masters_allowed(self.master_count).map_err(PlanError::MasterCount)?;
+        let master_lb_enabled = self.master_lb_enabled.unwrap_or(spec.master_lb_enabled);
+        if self.master_count > 1 && !master_lb_enabled {
+            return Err(PlanError::MasterLbRequired);
+        }
+        let labels = effective_labels(self.labels, &spec.labels, self.merge_labels);
+        let master_flavor_id = self
+            .master_flavor_id
+            .or_else(|| spec.master_flavor_id.clone());
+        let flavor_id = self.flavor_id.or_else(|| spec.flavor_id.clone());
+        let nodegroups = default_nodegroups(
+            owner.project_id,
+            &labels,
+            &spec.image_id,
+            master_flavor_id.clone(),
+            flavor_id.clone(),
+            docker_volume_size,
+            self.master_count,
+            self.node_count,
+        );
+        if let Some(max) = nodegroups
+            .iter()
+            .filter_map(|n| n.max_node_count)
+            .find(|m| *m > node_limit)
+        {
+            return Err(PlanError::MaxNodeCountLabel {
+                max,
+                limit: node_limit,
+            });
+        }
+        Ok(NewCluster {
+            uuid: ClusterId::new(),
+            project_id: owner.project_id.to_string(),
+            user_id: owner.user_id.to_string(),
+            name: self.name,
+            cluster_template_id: template.uuid,
+            keypair: self.keypair.or_else(|| spec.keypair_id.clone()),
+            docker_volume_size,
+            labels,
+            master_flavor_id,
+            flavor_id,
+            create_timeout: self.create_timeout,
+            discovery_url: self.discovery_url,
+            fixed_network: self.fixed_network.or_else(|| spec.fixed_network.clone()),
+            fixed_subnet: self.fixed_subnet.or_else(|| spec.fixed_subnet.clone()),
+            floating_ip_enabled: self.floating_ip_enabled.unwrap_or(spec.floating_ip_enabled),
+            master_lb_enabled,
+            nodegroups,
+            status: ClusterStatus::CreateInProgress,
+            registry: RegistryMeta::default(),
+        })
+    }
+}
+
 /// A Kubernetes taint as node groups carry it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Taint {
@@ -118,6 +232,105 @@ pub struct NodeGroup {
 impl NodeGroup {
     pub fn is_master(&self) -> bool {
         self.role == ROLE_MASTER
+    }
+
+    /// Work on the node group was accepted: `*_IN_PROGRESS`, the last failure's reason gone.
+    pub fn begin(&mut self, verb: Verb) {
+        self.status = verb.in_progress();
+        self.status_reason = None;
+    }
+}
+
+impl Cluster {
+    /// Work on the cluster was accepted: `*_IN_PROGRESS`, the last failure's reason gone.
+    pub fn begin(&mut self, verb: Verb) {
+        self.status = verb.in_progress();
+        self.status_reason = None;
+    }
+
+    /// Its deletion was asked for at `now`: `DELETE_IN_PROGRESS` and marked as being deleted
+    /// (the registry's `deletionTimestamp`). `true` when the teardown may start; `false` while
+    /// registry finalizers hold it back, with a reason naming them.
+    pub fn begin_delete(&mut self, now: DateTime<Utc>) -> bool {
+        self.begin(Verb::Delete);
+        self.registry.mark_deleting(now);
+        if self.registry.deletion_waits() {
+            self.status_reason = Some(self.registry.waiting_reason());
+            return false;
+        }
+        true
+    }
+}
+
+impl NewCluster {
+    /// The row a create inserts, built before the commit so that the notification committed
+    /// with it carries what the row will hold.
+    pub fn provisional(&self, now: DateTime<Utc>) -> Cluster {
+        let n = self;
+        Cluster {
+            id: 0,
+            uuid: n.uuid,
+            project_id: n.project_id.clone(),
+            user_id: n.user_id.clone(),
+            name: n.name.to_string(),
+            cluster_template_id: n.cluster_template_id,
+            keypair: n.keypair.clone(),
+            docker_volume_size: n.docker_volume_size,
+            labels: n.labels.clone(),
+            master_flavor_id: n.master_flavor_id.clone(),
+            flavor_id: n.flavor_id.clone(),
+            stack_id: None,
+            api_address: n.registry.api_address(),
+            status: n.status,
+            status_reason: None,
+            health_status: None,
+            health_status_reason: BTreeMap::new(),
+            create_timeout: Some(n.create_timeout),
+            discovery_url: n.discovery_url.clone(),
+            coe_version: None,
+            container_version: None,
+            fixed_network: n.fixed_network.clone(),
+            fixed_subnet: n.fixed_subnet.clone(),
+            floating_ip_enabled: n.floating_ip_enabled,
+            master_lb_enabled: n.master_lb_enabled,
+            version: 0,
+            created_at: now,
+            updated_at: None,
+            registry: n.registry.clone(),
+        }
+    }
+}
+
+impl NewNodeGroup {
+    /// The row an insert into `cluster` makes, built before the commit (see
+    /// [`NewCluster::provisional`]).
+    pub fn provisional(&self, cluster: ClusterId, now: DateTime<Utc>) -> NodeGroup {
+        let n = self;
+        NodeGroup {
+            id: 0,
+            uuid: n.uuid,
+            name: n.name.to_string(),
+            cluster_id: cluster,
+            project_id: n.project_id.clone(),
+            docker_volume_size: n.docker_volume_size,
+            labels: n.labels.clone(),
+            flavor_id: n.flavor_id.clone(),
+            image_id: n.image_id.clone(),
+            node_addresses: vec![],
+            node_count: n.node_count,
+            role: n.role.clone(),
+            min_node_count: n.min_node_count,
+            max_node_count: n.max_node_count,
+            is_default: n.is_default,
+            stack_id: None,
+            status: n.status,
+            status_reason: None,
+            version: None,
+            node_labels: n.node_labels.clone(),
+            node_taints: n.node_taints.clone(),
+            created_at: now,
+            updated_at: None,
+        }
     }
 }
 

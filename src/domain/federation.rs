@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::names::FederationName;
-use super::status::FederationStatus;
+use super::status::{FederationStatus, Verb};
 use super::{ClusterId, FederationId};
 
 /// The property every federation needs (the DNS zone of its federated services).
@@ -43,7 +43,34 @@ pub struct NewFederation {
     pub properties: BTreeMap<String, String>,
 }
 
+impl NewFederation {
+    /// The row a create will store, for the event committed with it.
+    pub fn provisional(&self, now: DateTime<Utc>) -> Federation {
+        Federation {
+            id: 0,
+            uuid: self.uuid,
+            project_id: self.project_id.clone(),
+            user_id: self.user_id.clone(),
+            name: self.name.to_string(),
+            hostcluster_id: self.hostcluster_id,
+            member_ids: self.member_ids.clone(),
+            status: FederationStatus::CreateInProgress,
+            status_reason: None,
+            properties: self.properties.clone(),
+            version: 0,
+            created_at: now,
+            updated_at: None,
+        }
+    }
+}
+
 impl Federation {
+    /// Work on the federation was accepted: `*_IN_PROGRESS`, the last failure's reason gone.
+    pub fn begin(&mut self, verb: Verb) {
+        self.status = verb.federation_in_progress();
+        self.status_reason = None;
+    }
+
     /// Joins, unjoins and property edits are accepted unless the federation is being created
     /// or deleted (while `UPDATE_IN_PROGRESS` they queue behind the running update).
     pub fn accepts_changes(&self) -> bool {

@@ -2,9 +2,10 @@
 //! it under a lease, calls the driver and moves the resource's status on.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ClusterId, FederationId, Id, JobId};
+use super::{ClusterId, FederationId, Id, JobId, NodeGroupId, TemplateId};
 
 macro_rules! operations {
     ($($variant:ident = $text:literal),+ $(,)?) => {
@@ -90,14 +91,140 @@ impl std::fmt::Display for JobResource {
     }
 }
 
+/// What a job is asked to do: its operation and the operation's arguments, the one contract
+/// between the API (which writes it) and the conductor (which matches on it).
+///
+/// Serde tags it by operation (`{"operation": "cluster.resize", "arguments": {...}}`); a job
+/// row keeps the tag in its `operation` column and the arguments in its `payload` column, so
+/// [`JobPayload::stored`] and [`JobPayload::from_stored`] split and join the two. The arguments
+/// are the JSON objects earlier releases wrote by hand, field for field, so jobs queued before
+/// an upgrade are read by the new conductor (`tests/integration/conductor.rs` inserts rows in
+/// that format on both backends).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "operation", content = "arguments")]
+pub enum JobPayload {
+    #[serde(rename = "cluster.create")]
+    ClusterCreate {},
+    /// A worker node count set through `PATCH /v1/clusters/{id}` (`/node_count`).
+    #[serde(rename = "cluster.update")]
+    ClusterUpdate {
+        nodegroup: NodeGroupId,
+        old_node_count: i32,
+        node_count: i32,
+        #[serde(default)]
+        rollback: bool,
+    },
+    #[serde(rename = "cluster.resize")]
+    ClusterResize {
+        nodegroup: NodeGroupId,
+        old_node_count: i32,
+        node_count: i32,
+        #[serde(default)]
+        nodes_to_remove: Vec<String>,
+    },
+    #[serde(rename = "cluster.upgrade")]
+    ClusterUpgrade {
+        /// Put back when the upgrade fails for good.
+        old_template: TemplateId,
+        template: TemplateId,
+        #[serde(default = "one")]
+        max_batch_size: i32,
+        /// The one node group upgraded, or every one when absent.
+        #[serde(default)]
+        nodegroup: Option<NodeGroupId>,
+    },
+    #[serde(rename = "cluster.delete")]
+    ClusterDelete {},
+    #[serde(rename = "nodegroup.create")]
+    NodegroupCreate { nodegroup: NodeGroupId },
+    #[serde(rename = "nodegroup.update")]
+    NodegroupUpdate { nodegroup: NodeGroupId },
+    #[serde(rename = "nodegroup.delete")]
+    NodegroupDelete { nodegroup: NodeGroupId },
+    #[serde(rename = "federation.create")]
+    FederationCreate {},
+    #[serde(rename = "federation.update")]
+    FederationUpdate {
+        #[serde(default)]
+        joined: Vec<ClusterId>,
+        #[serde(default)]
+        unjoined: Vec<ClusterId>,
+    },
+    #[serde(rename = "federation.delete")]
+    FederationDelete {},
+    /// The new CA's row uuid, fixed when the request is accepted so a retried job finds the
+    /// rotation done (absent: the job's own uuid).
+    #[serde(rename = "cluster.rotate_ca")]
+    CaRotate {
+        #[serde(default)]
+        rotation: Option<uuid::Uuid>,
+    },
+    /// The renewed client certificate's row uuid, fixed like a rotation's.
+    #[serde(rename = "cluster.rotate_credential")]
+    CredentialRotate {
+        #[serde(default)]
+        client: Option<uuid::Uuid>,
+    },
+}
+
+fn one() -> i32 {
+    1
+}
+
+impl JobPayload {
+    pub fn operation(&self) -> Operation {
+        match self {
+            JobPayload::ClusterCreate {} => Operation::ClusterCreate,
+            JobPayload::ClusterUpdate { .. } => Operation::ClusterUpdate,
+            JobPayload::ClusterResize { .. } => Operation::ClusterResize,
+            JobPayload::ClusterUpgrade { .. } => Operation::ClusterUpgrade,
+            JobPayload::ClusterDelete {} => Operation::ClusterDelete,
+            JobPayload::NodegroupCreate { .. } => Operation::NodegroupCreate,
+            JobPayload::NodegroupUpdate { .. } => Operation::NodegroupUpdate,
+            JobPayload::NodegroupDelete { .. } => Operation::NodegroupDelete,
+            JobPayload::FederationCreate {} => Operation::FederationCreate,
+            JobPayload::FederationUpdate { .. } => Operation::FederationUpdate,
+            JobPayload::FederationDelete {} => Operation::FederationDelete,
+            JobPayload::CaRotate { .. } => Operation::CaRotate,
+            JobPayload::CredentialRotate { .. } => Operation::CredentialRotate,
+        }
+    }
+
+    /// The node group the job works on, for the operations that name one.
+    pub fn nodegroup(&self) -> Option<NodeGroupId> {
+        match self {
+            JobPayload::ClusterUpdate { nodegroup, .. }
+            | JobPayload::ClusterResize { nodegroup, .. }
+            | JobPayload::NodegroupCreate { nodegroup }
+            | JobPayload::NodegroupUpdate { nodegroup }
+            | JobPayload::NodegroupDelete { nodegroup } => Some(*nodegroup),
+            JobPayload::ClusterUpgrade { nodegroup, .. } => *nodegroup,
+            _ => None,
+        }
+    }
+
+    /// The `payload` column's value: the arguments without the tag.
+    pub fn stored(&self) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut tagged)) => tagged.remove("arguments").unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// The payload of a stored job: its `operation` column and its `payload` column.
+    pub fn from_stored(operation: Operation, arguments: Value) -> Result<JobPayload, String> {
+        let tagged = serde_json::json!({"operation": operation.as_str(), "arguments": arguments});
+        serde_json::from_value(tagged).map_err(|e| format!("{}: {e}", operation.as_str()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
     pub uuid: JobId,
-    pub operation: Operation,
     pub resource: JobResource,
     pub driver: String,
-    /// Operation arguments (e.g. the old and new node counts, the member diff).
-    pub payload: Value,
+    /// The operation and its arguments (e.g. the old and new node counts, the member diff).
+    pub payload: JobPayload,
     /// After this, the job fails instead of retrying (the cluster's `create_timeout`).
     pub deadline_at: Option<DateTime<Utc>>,
     pub max_attempts: i32,
@@ -105,14 +232,12 @@ pub struct NewJob {
 
 impl NewJob {
     pub fn new(
-        operation: Operation,
+        payload: JobPayload,
         resource: impl Into<JobResource>,
         driver: impl Into<String>,
-        payload: Value,
     ) -> NewJob {
         NewJob {
             uuid: JobId::new(),
-            operation,
             resource: resource.into(),
             driver: driver.into(),
             payload,
@@ -120,16 +245,21 @@ impl NewJob {
             max_attempts: 5,
         }
     }
+
+    pub fn operation(&self) -> Operation {
+        self.payload.operation()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
     pub id: i64,
     pub uuid: JobId,
+    /// Always `payload.operation()`.
     pub operation: Operation,
     pub resource: JobResource,
     pub driver: String,
-    pub payload: Value,
+    pub payload: JobPayload,
     pub attempts: i32,
     pub max_attempts: i32,
     pub deadline_at: Option<DateTime<Utc>>,
@@ -194,6 +324,7 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn job(attempts: i32, max_attempts: i32, deadline_at: Option<DateTime<Utc>>) -> Job {
         Job {
@@ -202,7 +333,7 @@ mod tests {
             operation: Operation::ClusterCreate,
             resource: ClusterId::new().into(),
             driver: "fake".into(),
-            payload: Value::Null,
+            payload: JobPayload::ClusterCreate {},
             attempts,
             max_attempts,
             deadline_at,
@@ -268,6 +399,69 @@ mod tests {
         }
         assert_eq!(Operation::FederationUpdate.resource_type(), "federation");
         assert_eq!(Operation::CaRotate.resource_type(), "cluster");
+    }
+
+    #[test]
+    fn payloads_are_tagged_by_their_operation_and_stored_as_earlier_releases_wrote_them() {
+        let ng = "6a3c4a43-7c1d-4c0c-9b9e-0d2a3b4c5d6e";
+        let t = "0b0e8c8e-1d5e-4f7a-9a51-2c3d4e5f6a7b";
+        let stored = [
+            (Operation::ClusterCreate, json!({})),
+            (
+                Operation::ClusterUpdate,
+                json!({"nodegroup": ng, "old_node_count": 1, "node_count": 2, "rollback": true}),
+            ),
+            (
+                Operation::ClusterResize,
+                json!({"nodegroup": ng, "old_node_count": 3, "node_count": 1, "nodes_to_remove": ["n-1"]}),
+            ),
+            (
+                Operation::ClusterUpgrade,
+                json!({"old_template": t, "template": t, "max_batch_size": 2, "nodegroup": null}),
+            ),
+            (Operation::ClusterDelete, json!({})),
+            (Operation::NodegroupCreate, json!({"nodegroup": ng})),
+            (Operation::NodegroupUpdate, json!({"nodegroup": ng})),
+            (Operation::NodegroupDelete, json!({"nodegroup": ng})),
+            (Operation::FederationCreate, json!({})),
+            (
+                Operation::FederationUpdate,
+                json!({"joined": [t], "unjoined": []}),
+            ),
+            (Operation::FederationDelete, json!({})),
+            (Operation::CaRotate, json!({"rotation": t})),
+            (Operation::CredentialRotate, json!({"client": t})),
+        ];
+        for (operation, arguments) in stored {
+            let payload = JobPayload::from_stored(operation, arguments.clone()).expect("reads");
+            assert_eq!(payload.operation(), operation);
+            assert_eq!(payload.stored(), arguments, "{}", operation.as_str());
+            let tagged = serde_json::to_value(&payload).expect("serializes");
+            assert_eq!(tagged["operation"], operation.as_str());
+        }
+    }
+
+    #[test]
+    fn a_payload_missing_what_its_operation_needs_is_refused() {
+        let err = JobPayload::from_stored(Operation::ClusterResize, json!({})).expect_err("no ng");
+        assert!(
+            err.starts_with("cluster.resize: missing field `nodegroup`"),
+            "{err}"
+        );
+        let upgrade = JobPayload::from_stored(
+            Operation::ClusterUpgrade,
+            json!({"old_template": "0b0e8c8e-1d5e-4f7a-9a51-2c3d4e5f6a7b",
+                   "template": "0b0e8c8e-1d5e-4f7a-9a51-2c3d4e5f6a7b"}),
+        )
+        .expect("defaults");
+        assert!(matches!(
+            upgrade,
+            JobPayload::ClusterUpgrade {
+                max_batch_size: 1,
+                nodegroup: None,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -112,16 +112,11 @@ impl TemplateSpec {
                 ));
             }
         }
-        if self.docker_storage_driver.as_deref() == Some("devicemapper") {
-            match self.docker_volume_size {
-                Some(size) if size >= 3 => {}
-                _ => {
-                    return Err(
-                        "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper."
-                            .into(),
-                    )
-                }
-            }
+        if !devicemapper_volume_ok(
+            self.docker_storage_driver.as_deref(),
+            self.docker_volume_size,
+        ) {
+            return Err(DEVICEMAPPER_VOLUME.into());
         }
         Ok(())
     }
@@ -204,6 +199,15 @@ pub fn valid_dns_list(value: &str) -> bool {
     value
         .split(',')
         .all(|part| part.trim().parse::<std::net::Ipv4Addr>().is_ok())
+}
+
+/// Why a devicemapper volume is refused (Magnum's sentence).
+pub const DEVICEMAPPER_VOLUME: &str =
+    "Docker volume size must be at least 3 GB when docker_storage_driver is devicemapper.";
+
+/// Whether the Docker volume size suits the storage driver: devicemapper needs at least 3 GB.
+pub fn devicemapper_volume_ok(storage_driver: Option<&str>, volume_size: Option<i32>) -> bool {
+    storage_driver != Some("devicemapper") || volume_size.unwrap_or(0) >= 3
 }
 
 #[cfg(test)]

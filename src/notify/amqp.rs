@@ -513,7 +513,7 @@ impl AmqpPublisher {
     ) -> (Vec<(usize, String, PublisherConfirm)>, Option<String>) {
         let mut confirms = Vec::with_capacity(events.len() * self.settings.topics.len());
         for (i, event) in events.iter().enumerate() {
-            let body = match super::relay::envelope_bytes(event) {
+            let body = match super::envelope::envelope_bytes(event) {
                 Ok(b) => b,
                 Err(e) => {
                     results[i] = Delivery::Failed(format!("cannot serialise: {e}"));

@@ -4,5 +4,6 @@
 //! (`noop`).
 
 pub mod amqp;
+pub mod envelope;
 pub mod events;
 pub mod relay;

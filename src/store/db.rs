@@ -3,6 +3,7 @@
 //! table module writes its SQL once against these; the match on the backend happens here and
 //! nowhere else.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::domain::Id;
@@ -11,9 +12,11 @@ use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{Arguments, Encode, FromRow, Type};
 
-use super::batched::{self, Arg};
-use super::pg_pool::{Lease, PgConnections, PgTx};
-use super::{map_sqlx, postgres, sqlite, Dialect, StoreError, StoreResult, WaitObserver};
+use super::arg::Arg;
+use super::dialect::{pg_migrator, sqlite_constraint_name, sqlite_migrator};
+use super::pg::batched::{self, Batcher};
+use super::pg::pool::{bounded, leased, pg_err, pool_limit, PgConnections, PgTx};
+use super::{map_sqlx, Dialect, StoreError, StoreResult, WaitObserver};
 
 /// A value both backends can bind.
 pub(crate) trait Param<'q>:
@@ -35,11 +38,12 @@ pub(crate) trait Row:
 impl<T> Row for T where T: for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
 {}
 
-/// A connection pool of either backend; PostgreSQL's with its statement timeout, SQLite's
-/// with whom to tell how long a caller waited for a connection.
+/// A connection pool of either backend: PostgreSQL's with the queues of its shared reads
+/// ([`batched`]) beside it and its statement timeout, SQLite's with whom to tell how long a
+/// caller waited for a connection.
 #[derive(Debug, Clone)]
 pub(crate) enum Pool {
-    Pg(PgConnections, Duration),
+    Pg(PgConnections, Arc<Batcher>, Duration),
     Lite(SqlitePool, WaitObserver),
 }
 
@@ -67,48 +71,6 @@ impl<'c> From<&'c mut Tx> for Conn<'c> {
     }
 }
 
-fn pg_err(e: sqlx::Error) -> StoreError {
-    map_sqlx(e, postgres::constraint_name)
-}
-
-/// A PostgreSQL operation, given `limit` to finish: past it the caller gets
-/// [`StoreError::TimedOut`] at once (a partitioned network never answers; the server, told the
-/// same timeout, cancels the statement or ends the idle transaction on its side).
-async fn bounded<T>(
-    limit: Duration,
-    op: impl std::future::Future<Output = Result<T, sqlx::Error>>,
-) -> StoreResult<T> {
-    match tokio::time::timeout(limit, op).await {
-        Ok(done) => done.map_err(pg_err),
-        Err(_) => Err(StoreError::TimedOut(limit)),
-    }
-}
-
-/// The time a statement on the pool may take: waiting for a connection, then the statement.
-fn pool_limit(pool: &PgConnections, statement: Duration) -> Duration {
-    pool.acquire_timeout() + statement
-}
-
-/// Runs `op` on a leased connection, which goes back to the pool if `op` left it ready.
-async fn leased<T>(
-    pool: &PgConnections,
-    op: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
-) -> Result<T, sqlx::Error> {
-    let mut lease: Lease = pool.acquire().await?;
-    let done = op(lease.conn()).await;
-    lease.settle(&done);
-    done
-}
-
-/// Runs `op` on a leased connection of `pool`, bounded as any statement on the pool is.
-pub(super) async fn on_lease<T>(
-    pool: &PgConnections,
-    limit: Duration,
-    op: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
-) -> StoreResult<T> {
-    bounded(pool_limit(pool, limit), leased(pool, op)).await
-}
-
 /// An SQLite connection from the pool, the wait told to `on_wait`.
 async fn lite_conn(
     pool: &SqlitePool,
@@ -123,7 +85,7 @@ async fn lite_conn(
 }
 
 fn lite_err(e: sqlx::Error) -> StoreError {
-    map_sqlx(e, sqlite::constraint_name)
+    map_sqlx(e, sqlite_constraint_name)
 }
 
 impl Pool {
@@ -137,9 +99,9 @@ impl Pool {
     /// Open, idle and most connections.
     pub fn status(&self) -> super::PoolStatus {
         let (size, idle, max, shared) = match self {
-            Pool::Pg(p, _) => {
+            Pool::Pg(p, batcher, _) => {
                 let (size, idle, max) = p.status();
-                (size, idle, max, p.batcher().counts())
+                (size, idle, max, batcher.counts())
             }
             Pool::Lite(p, _) => (
                 p.size(),
@@ -171,7 +133,7 @@ impl Pool {
         args: Vec<Arg>,
     ) -> StoreResult<Vec<R>> {
         match self {
-            Pool::Pg(p, limit) => batched::fetch(p, *limit, text, args)
+            Pool::Pg(p, batcher, limit) => batched::fetch(p, batcher, *limit, text, args)
                 .await?
                 .iter()
                 .map(|row| R::from_row(row).map_err(pg_err))
@@ -190,7 +152,7 @@ impl Pool {
     /// the database lock instead of failing when a read transaction upgrades.
     pub async fn begin_write(&self) -> StoreResult<Tx> {
         match self {
-            Pool::Pg(p, limit) => bounded(pool_limit(p, *limit), async {
+            Pool::Pg(p, _, limit) => bounded(pool_limit(p, *limit), async {
                 PgTx::begin(p.acquire().await?).await
             })
             .await
@@ -208,7 +170,7 @@ impl Pool {
         match self {
             // Migrations may run long: on a connection of their own without the timeouts,
             // closed afterwards rather than returned to the pool.
-            Pool::Pg(p, _) => {
+            Pool::Pg(p, _, _) => {
                 let mut conn = p.connect_detached().await.map_err(pg_err)?;
                 for unbounded in [
                     "SET statement_timeout = 0",
@@ -219,10 +181,10 @@ impl Pool {
                         .await
                         .map_err(pg_err)?;
                 }
-                postgres::migrator().run_direct(&mut conn).await?;
+                pg_migrator().run_direct(&mut conn).await?;
                 sqlx::Connection::close(conn).await.map_err(pg_err)?;
             }
-            Pool::Lite(p, _) => sqlite::migrator().run(p).await?,
+            Pool::Lite(p, _) => sqlite_migrator().run(p).await?,
         }
         Ok(())
     }
@@ -327,7 +289,7 @@ impl<'q> Stmt<'q> {
             .args
             .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
         match (conn.into(), args) {
-            (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => {
+            (Conn::Pool(Pool::Pg(p, _, limit)), Args::Pg(a)) => {
                 bounded(
                     pool_limit(p, *limit),
                     leased(p, async |c| {
@@ -363,7 +325,7 @@ impl<'q> Stmt<'q> {
             .args
             .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
         match (conn.into(), args) {
-            (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => {
+            (Conn::Pool(Pool::Pg(p, _, limit)), Args::Pg(a)) => {
                 bounded(
                     pool_limit(p, *limit),
                     leased(p, async |c| {
@@ -405,7 +367,7 @@ impl<'q> Stmt<'q> {
             .args
             .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
         match (conn.into(), args) {
-            (Conn::Pool(Pool::Pg(p, limit)), Args::Pg(a)) => bounded(
+            (Conn::Pool(Pool::Pg(p, _, limit)), Args::Pg(a)) => bounded(
                 pool_limit(p, *limit),
                 leased(p, async |c| sqlx::query_with(self.sql, a).execute(c).await),
             )
@@ -460,98 +422,5 @@ impl<'q> Stmt<'q> {
             .into_iter()
             .map(|(v,)| v)
             .collect())
-    }
-}
-
-/// What differs between the backends' SQL, in one place.
-impl Dialect {
-    /// Row locks for read-then-write inside a transaction (SQLite has one writer at a time,
-    /// `BEGIN IMMEDIATE`: no row locks needed).
-    pub(crate) fn lock_rows(self) -> &'static str {
-        match self {
-            Dialect::Postgres => " FOR UPDATE",
-            Dialect::Sqlite => "",
-        }
-    }
-
-    /// Shared row locks: rows a transaction depends on stay as read until it commits.
-    pub(crate) fn share_rows(self) -> &'static str {
-        match self {
-            Dialect::Postgres => " FOR SHARE",
-            Dialect::Sqlite => "",
-        }
-    }
-
-    /// Claimers skip rows another claimer holds.
-    pub(crate) fn skip_locked(self) -> &'static str {
-        match self {
-            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        }
-    }
-
-    /// Whether `federation.member_ids` contains the cluster uuid in `$1`.
-    pub(crate) fn member_contains(self) -> &'static str {
-        match self {
-            Dialect::Postgres => "member_ids @> jsonb_build_array(CAST($1 AS TEXT))",
-            Dialect::Sqlite => {
-                "EXISTS (SELECT 1 FROM json_each(federation.member_ids) WHERE json_each.value = $1)"
-            }
-        }
-    }
-
-    /// `IN` a list of integer ids bound as one text parameter `param` ([`Dialect::id_list`]):
-    /// one statement and one plan for a list of any length.
-    pub(crate) fn in_id_list(self, param: &str) -> String {
-        match self {
-            Dialect::Postgres => format!("= ANY(CAST({param} AS BIGINT[]))"),
-            Dialect::Sqlite => format!("IN (SELECT value FROM json_each({param}))"),
-        }
-    }
-
-    /// The text to bind for [`Dialect::in_id_list`]: a PostgreSQL array literal or a JSON
-    /// array.
-    pub(crate) fn id_list(self, ids: &[i64]) -> String {
-        let (open, close) = match self {
-            Dialect::Postgres => ('{', '}'),
-            Dialect::Sqlite => ('[', ']'),
-        };
-        let mut text = String::with_capacity(2 + ids.len() * 8);
-        text.push(open);
-        for (i, id) in ids.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push_str(&id.to_string());
-        }
-        text.push(close);
-        text
-    }
-
-    /// Whether sqlx's migrations table exists.
-    pub(crate) fn migrations_table_exists(self) -> &'static str {
-        match self {
-            Dialect::Postgres => {
-                "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
-                 WHERE table_name = '_sqlx_migrations')"
-            }
-            Dialect::Sqlite => {
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' \
-                 AND name = '_sqlx_migrations')"
-            }
-        }
-    }
-
-    /// Both dialects' texts of one statement, built by `text` (for a `LazyLock`).
-    pub(crate) fn both(text: impl Fn(Dialect) -> String) -> [String; 2] {
-        [text(Dialect::Postgres), text(Dialect::Sqlite)]
-    }
-
-    /// This dialect's text from a pair built by [`Dialect::both`].
-    pub(crate) fn pick(self, texts: &[String; 2]) -> &str {
-        match self {
-            Dialect::Postgres => &texts[0],
-            Dialect::Sqlite => &texts[1],
-        }
     }
 }

@@ -8,16 +8,17 @@
 //! change is one transaction ([`Write`] sets, `write::commit`): a row, its job and its outbox
 //! event commit together.
 
-mod batched;
+mod arg;
 mod clusters;
 mod db;
+mod dialect;
 mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
 mod nodegroups;
 mod outbox;
-mod pg_pool;
+mod pg;
 mod postgres;
 mod quotas;
 mod registry;
@@ -44,7 +45,7 @@ pub use federations::FEDERATION_SORT_KEYS;
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
-pub use registry::{ClusterChange, RegistryEntry, RegistryPage};
+pub use registry::{ChangeKind, ClusterChange, RegistryEntry, RegistryPage};
 pub use rows::QuotaRow;
 pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use super::batched::Arg;
+use super::arg::Arg;
 use super::db::{Pool, Tx};
 use super::rows::{NodeGroupOfClusterRow, NodeGroupRow, NODEGROUP_COLUMNS};
 use super::sql;

@@ -6,7 +6,9 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::ConnectOptions;
 
 use super::db::Pool;
-use super::pg_pool::PgConnections;
+use super::dialect::pg_constraint_name as constraint_name;
+use super::pg::batched::Batcher;
+use super::pg::pool::PgConnections;
 use super::{map_sqlx, PoolSettings, SqlStore, StoreError, StoreResult};
 
 /// TCP keepalive on the server's side of every connection (sqlx 0.8 sets no socket option on
@@ -58,6 +60,7 @@ impl PgStore {
             .set_reusable(true);
         Ok(PgStore(SqlStore::new(Pool::Pg(
             pool,
+            std::sync::Arc::new(Batcher::default()),
             settings.statement_timeout,
         ))))
     }
@@ -79,13 +82,4 @@ impl From<PgStore> for SqlStore {
     fn from(store: PgStore) -> SqlStore {
         store.0
     }
-}
-
-pub(super) fn migrator() -> sqlx::migrate::Migrator {
-    sqlx::migrate!("./migrations")
-}
-
-/// PostgreSQL reports constraint names itself.
-pub(super) fn constraint_name(_message: &str) -> Option<String> {
-    None
 }

@@ -54,13 +54,40 @@ pub struct RegistryPage {
     pub limit: u32,
 }
 
+/// What a line of the change log records (the triggers of the registry migration write it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    /// The watch event type: `ADDED`, `MODIFIED` or `DELETED`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChangeKind::Added => "ADDED",
+            ChangeKind::Modified => "MODIFIED",
+            ChangeKind::Deleted => "DELETED",
+        }
+    }
+
+    fn parse(text: &str) -> Option<ChangeKind> {
+        match text {
+            "ADDED" => Some(ChangeKind::Added),
+            "MODIFIED" => Some(ChangeKind::Modified),
+            "DELETED" => Some(ChangeKind::Deleted),
+            _ => None,
+        }
+    }
+}
+
 /// One line of the change log.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClusterChange {
     pub resource_version: i64,
-    /// `ADDED`, `MODIFIED` or `DELETED`.
-    pub change: String,
-    pub cluster_uuid: String,
+    pub change: ChangeKind,
+    pub cluster_uuid: ClusterId,
     pub project_id: String,
     pub name: String,
     pub registry_labels: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
@@ -71,6 +98,21 @@ pub struct ClusterChange {
     pub prev_registry_labels: Option<sqlx::types::Json<std::collections::BTreeMap<String, String>>>,
     /// The object's deletion timestamp at the change.
     pub deletion_timestamp: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A change log line as stored.
+#[derive(sqlx::FromRow)]
+struct ChangeRow {
+    resource_version: i64,
+    change: String,
+    cluster_uuid: String,
+    project_id: String,
+    name: String,
+    registry_labels: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
+    registry_annotations: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
+    created_at: chrono::DateTime<chrono::Utc>,
+    prev_registry_labels: Option<sqlx::types::Json<std::collections::BTreeMap<String, String>>>,
+    deletion_timestamp: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -232,15 +274,33 @@ pub(super) async fn changes(
     after: i64,
     limit: u32,
 ) -> StoreResult<Vec<ClusterChange>> {
-    pool.sql(&CHANGES)
+    let rows: Vec<ChangeRow> = pool
+        .sql(&CHANGES)
         .bind(after)
         .bind(i64::from(limit))
         .fetch_all(pool)
-        .await
+        .await?;
+    rows.into_iter()
+        .map(|r| {
+            let change = ChangeKind::parse(&r.change).ok_or_else(|| {
+                super::StoreError::Corrupt(format!("cluster_change.change {}", r.change))
+            })?;
+            Ok(ClusterChange {
+                resource_version: r.resource_version,
+                change,
+                cluster_uuid: super::rows::uuid_of("cluster_change", &r.cluster_uuid)?,
+                project_id: r.project_id,
+                name: r.name,
+                registry_labels: r.registry_labels,
+                registry_annotations: r.registry_annotations,
+                created_at: r.created_at,
+                prev_registry_labels: r.prev_registry_labels,
+                deletion_timestamp: r.deletion_timestamp,
+            })
+        })
+        .collect()
 }
 
-/// The latest resourceVersion and the highest one pruned from the log.
-#[tracing::instrument(level = "debug", skip_all)]
 /// The projects that have clusters, in order (the `(project_id, name)` index read once per
 /// project), at most `limit`.
 #[tracing::instrument(level = "debug", skip_all, fields(limit = limit))]
@@ -253,6 +313,8 @@ pub(super) async fn projects(pool: &Pool, limit: u32) -> StoreResult<Vec<String>
     Ok(rows.into_iter().map(|(p,)| p).collect())
 }
 
+/// The latest resourceVersion and the highest one pruned from the log.
+#[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn bounds(pool: &Pool) -> StoreResult<(i64, i64)> {
     let (latest, pruned): (i64, i64) = pool
         .sql(

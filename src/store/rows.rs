@@ -10,7 +10,7 @@ use crate::domain::cluster::{
     Cluster, ClusterOwner, ClusterSummary, ClusterWithGroups, GroupFacts, NodeGroup, Taint,
 };
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, JobResource, Operation};
+use crate::domain::job::{Job, JobPayload, JobResource, Operation};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::labels::Labels;
 use crate::domain::registry::{
@@ -19,7 +19,7 @@ use crate::domain::registry::{
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus};
 use crate::domain::template::{ClusterTemplate, TemplateSpec};
 /// A uuid column read into the id type it holds.
-fn uuid_of<I: From<uuid::Uuid>>(table: &str, text: &str) -> StoreResult<I> {
+pub(crate) fn uuid_of<I: From<uuid::Uuid>>(table: &str, text: &str) -> StoreResult<I> {
     uuid::Uuid::try_parse(text)
         .map(I::from)
         .map_err(|_| StoreError::Corrupt(format!("{table}.uuid {text}")))
@@ -389,7 +389,8 @@ impl JobRow {
             operation,
             resource: JobResource::of(operation, resource),
             driver: self.driver,
-            payload: self.payload.0,
+            payload: JobPayload::from_stored(operation, self.payload.0)
+                .map_err(|e| StoreError::Corrupt(format!("job.payload {e}")))?,
             attempts: self.attempts,
             max_attempts: self.max_attempts,
             deadline_at: self.deadline_at,

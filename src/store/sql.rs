@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 
-use super::batched::Arg;
+use super::arg::Arg;
 use super::db::Pool;
 pub(crate) use super::db::Row;
 use super::{PageRequest, Scope, SortDir, StoreError, StoreResult};

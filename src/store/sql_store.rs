@@ -412,7 +412,7 @@ impl Store for SqlStore {
 
     fn outbox_wakeups(&self) -> OutboxWakeups {
         match &self.pool {
-            Pool::Pg(pool, _) => OutboxWakeups::listening(&self.signal, pool.connect_options()),
+            Pool::Pg(pool, _, _) => OutboxWakeups::listening(&self.signal, pool.connect_options()),
             Pool::Lite(..) => OutboxWakeups::in_process(&self.signal),
         }
     }
@@ -447,7 +447,7 @@ impl Store for SqlStore {
 
     fn registry_wakeups(&self) -> OutboxWakeups {
         match &self.pool {
-            Pool::Pg(pool, _) => OutboxWakeups::listening_on(
+            Pool::Pg(pool, _, _) => OutboxWakeups::listening_on(
                 registry::REGISTRY_CHANNEL,
                 &self.registry_signal,
                 pool.connect_options(),

@@ -7,37 +7,11 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::db::Pool;
+use super::dialect::sqlite_constraint_name as constraint_name;
 use super::{map_sqlx, SqlStore, StoreResult, WaitObserver};
 
 /// The store on SQLite: a [`SqlStore`] over an SQLite pool.
 pub struct SqliteStore(SqlStore);
-
-/// SQLite names no constraint in its errors; map the column lists of our unique constraints.
-const UNIQUE_COLUMNS: &[(&str, &str)] = &[
-    ("cluster_template.uuid", "uniq_cluster_template0uuid"),
-    ("cluster.uuid", "uniq_cluster0uuid"),
-    (
-        "cluster.project_id, cluster.name",
-        "uniq_cluster0project_id0name",
-    ),
-    ("nodegroup.uuid", "uniq_nodegroup0uuid"),
-    (
-        "nodegroup.cluster_id, nodegroup.name",
-        "uniq_nodegroup0cluster_id0name",
-    ),
-    ("federation.uuid", "uniq_federation0uuid"),
-    ("x509keypair.uuid", "uniq_x509keypair0uuid"),
-    (
-        "quotas.project_id, quotas.resource",
-        "uniq_quotas0project_id0resource",
-    ),
-    (
-        "magnum_service.host, magnum_service.binary",
-        "uniq_magnum_service0host0binary",
-    ),
-    ("job.uuid", "uniq_job0uuid"),
-    ("outbox.message_id", "uniq_outbox0message_id"),
-];
 
 /// Rows a connection's thread may hand over before the reader takes them: a full page of the
 /// largest `limit` the API accepts by default.
@@ -109,25 +83,4 @@ impl From<SqliteStore> for SqlStore {
     fn from(store: SqliteStore) -> SqlStore {
         store.0
     }
-}
-
-pub(super) fn migrator() -> sqlx::migrate::Migrator {
-    sqlx::migrate!("./migrations-sqlite")
-}
-
-/// SQLite names no constraint in its errors: the name from the message.
-pub(super) fn constraint_name(message: &str) -> Option<String> {
-    if let Some(cols) = message.strip_prefix("UNIQUE constraint failed: ") {
-        return UNIQUE_COLUMNS
-            .iter()
-            .find(|(c, _)| *c == cols.trim())
-            .map(|(_, name)| name.to_string());
-    }
-    if message.contains("FOREIGN KEY constraint failed") {
-        return Some("foreign_key".into());
-    }
-    if let Some(rest) = message.strip_prefix("CHECK constraint failed: ") {
-        return Some(rest.trim().to_string());
-    }
-    None
 }

@@ -21,14 +21,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fleetyard::auth::policy::{Credentials, Enforcer};
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Map, Value};
 
+use crate::helpers::jwt;
 use crate::helpers::{
-    at, drain, events_of, fixture, header_map, id, spawn_pki, template_body, uuid_of, Backend, Pki,
-    Resp, TestApp,
+    at, drain, events_of, fixture, id, spawn_pki, template_body, uuid_of, Backend, Pki, Resp,
+    TestApp,
 };
 
 // ================================================================================================
@@ -607,17 +607,7 @@ struct Callers {
 fn identity(app: &TestApp, auth: Auth, project: &str, user: &str, roles: &[&str]) -> HeaderMap {
     let h = match auth {
         Auth::Headers => app.as_identity(project, user, &roles.join(",")),
-        Auth::Jwt => {
-            let claims = json!({"sub": user, "project_id": project, "roles": roles,
-                                "aud": "fleetyard", "exp": chrono::Utc::now().timestamp() + 3600});
-            let token = jsonwebtoken::encode(
-                &Header::new(Algorithm::HS256),
-                &claims,
-                &EncodingKey::from_secret(JWT_SECRET.as_bytes()),
-            )
-            .expect("token signs");
-            header_map(&[("x-auth-token", &token)])
-        }
+        Auth::Jwt => jwt::token_header(&jwt::hs256(JWT_SECRET, user, project, roles)),
     };
     at(&h, "latest")
 }
@@ -639,14 +629,9 @@ fn callers(app: &TestApp, auth: Auth) -> Callers {
 }
 
 async fn spawn(backend: Backend, auth: Auth) -> Pki {
-    let key = std::env::temp_dir().join(format!("fy-matrix-{}", uuid::Uuid::new_v4().simple()));
     let mut pki = spawn_pki(backend, |s| {
         if auth == Auth::Jwt {
-            std::fs::write(&key, JWT_SECRET).expect("write secret");
-            s.default.auth_strategy = fleetyard::config::AuthStrategy::Jwt;
-            s.jwt.algorithms = "HS256".into();
-            s.jwt.key_file = Some(key);
-            s.jwt.audience = Some("fleetyard".into());
+            jwt::hs256_settings(s, JWT_SECRET);
         }
     })
     .await;

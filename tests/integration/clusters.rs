@@ -1134,9 +1134,9 @@ async fn rollback_is_a_query_parameter_from_1_3() {
     assert_eq!(r.status, 202, "{}", r.text);
     let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("update job");
-    assert_eq!(job.payload["rollback"], true);
-    assert_eq!(job.payload["node_count"], 2);
-    assert_eq!(job.payload["old_node_count"], 1);
+    assert_eq!(job.payload.stored()["rollback"], true);
+    assert_eq!(job.payload.stored()["node_count"], 2);
+    assert_eq!(job.payload.stored()["old_node_count"], 1);
 }
 
 #[tokio::test]
@@ -1262,8 +1262,8 @@ async fn resize_exists_from_1_7_and_moves_the_default_worker_group() {
     let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("resize job");
     assert_eq!(job.operation.as_str(), "cluster.resize");
-    assert_eq!(job.payload["nodes_to_remove"], json!(["n-1"]));
-    assert_eq!(job.payload["old_node_count"], 1);
+    assert_eq!(job.payload.stored()["nodes_to_remove"], json!(["n-1"]));
+    assert_eq!(job.payload.stored()["old_node_count"], 1);
     drain(&conductor(&app, instant())).await;
     let c = show(&app, &uuid).await;
     assert_eq!(
@@ -1413,8 +1413,8 @@ async fn upgrade_is_refused_at_1_7_and_works_from_1_8() {
     let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("upgrade job");
     assert_eq!(job.operation.as_str(), "cluster.upgrade");
-    assert_eq!(job.payload["max_batch_size"], 2);
-    assert_eq!(job.payload["template"], newer);
+    assert_eq!(job.payload.stored()["max_batch_size"], 2);
+    assert_eq!(job.payload.stored()["template"], newer);
     drain(&conductor(&app, instant())).await;
     let c = show(&app, &uuid).await;
     assert_eq!(c["status"], "UPDATE_COMPLETE");

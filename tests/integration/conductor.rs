@@ -9,7 +9,10 @@ use fleetyard::config::Settings;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::helpers::{conductor_from, merged, spawn_keeping, uuid_of, Api, Backend, TestApp};
+use crate::helpers::{
+    assert_status, cluster_as, conductor_from, drain, federation_body, id, make_federation_as,
+    merged, spawn_keeping, spawn_pki, template_as, uuid_of, Api, Backend, TestApp,
+};
 
 fn conductor_for(app: &TestApp, s: &Settings) -> Conductor {
     conductor_from(app, s)
@@ -374,4 +377,234 @@ async fn the_health_poll_records_health_of_complete_clusters() {
         0,
         "unchanged health is not rewritten"
     );
+}
+
+// ---- Jobs queued before an upgrade ------------------------------------------------------------
+
+/// Runs one statement on the test database (PostgreSQL or SQLite) outside the app.
+async fn raw_execute(url: &str, text: &str) {
+    use sqlx::Connection;
+    if url.starts_with("sqlite") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.expect("sqlite");
+        sqlx::raw_sql(text)
+            .execute(&mut c)
+            .await
+            .expect("statement");
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.expect("postgres");
+        sqlx::raw_sql(text)
+            .execute(&mut c)
+            .await
+            .expect("statement");
+    }
+}
+
+/// The operation and driver of the one pending job of `resource`.
+async fn raw_pending_job(url: &str, resource: &str) -> (String, String) {
+    use sqlx::Connection;
+    let text = format!(
+        "SELECT operation, driver FROM job WHERE resource_uuid = '{resource}' AND state = 'pending'"
+    );
+    let rows: Vec<(String, String)> = if url.starts_with("sqlite") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.expect("sqlite");
+        sqlx::query_as(&text).fetch_all(&mut c).await.expect("jobs")
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.expect("postgres");
+        sqlx::query_as(&text).fetch_all(&mut c).await.expect("jobs")
+    };
+    assert_eq!(rows.len(), 1, "one pending job of {resource}: {rows:?}");
+    rows.into_iter().next().expect("job")
+}
+
+/// Replaces the pending job the API just wrote for `resource` with a row as the previous
+/// release queued it: `payload` is the exact text that release's handlers wrote with `json!`.
+async fn queue_as_previous_release(app: &TestApp, resource: &str, operation: &str, payload: &str) {
+    let url = &app.db.url;
+    let (queued, driver) = raw_pending_job(url, resource).await;
+    assert_eq!(queued, operation);
+    let resource_type = operation.split('.').next().expect("type");
+    let at = "2020-01-01T00:00:00.000Z";
+    raw_execute(
+        url,
+        &format!("DELETE FROM job WHERE resource_uuid = '{resource}' AND state = 'pending'"),
+    )
+    .await;
+    raw_execute(
+        url,
+        &format!(
+            "INSERT INTO job (uuid, operation, resource_type, resource_uuid, driver, payload, \
+             state, attempts, max_attempts, run_after, created_at) VALUES ('{}', '{operation}', \
+             '{resource_type}', '{resource}', '{driver}', '{payload}', 'pending', 0, 5, '{at}', \
+             '{at}')",
+            uuid::Uuid::new_v4()
+        ),
+    )
+    .await;
+}
+
+/// Works every due job and expects each to complete.
+async fn drain_completed(c: &Conductor) {
+    for o in drain(c).await {
+        assert!(matches!(o, Outcome::Completed { .. }), "{o:?}");
+    }
+}
+
+async fn jobs_queued_by_the_previous_release_are_executed(backend: Backend) {
+    let pki = spawn_pki(backend, |_| {}).await;
+    let (app, c) = (&pki.app, &pki.conductor);
+    let h = app.headers.clone();
+    let api = app.with_headers(&h).at("latest");
+    let t = template_as(app, "legacy-tpl", json!({}), &h).await;
+
+    // cluster.create: `json!({})`.
+    let cluster = cluster_as(app, json!({"name": "legacy", "cluster_template_id": t}), &h).await;
+    queue_as_previous_release(app, &cluster, "cluster.create", "{}").await;
+    drain_completed(c).await;
+    assert_status(app, &cluster, "CREATE_COMPLETE", &h).await;
+    let ngs = api.list_nodegroups(&cluster, "").await;
+    let worker = ngs.body["nodegroups"]
+        .as_array()
+        .expect("nodegroups")
+        .iter()
+        .find(|n| n["role"] == "worker")
+        .map(uuid_of)
+        .expect("worker");
+
+    // cluster.resize: node group, old and new counts, nodes to remove.
+    let r = api
+        .resize_cluster(&cluster, &json!({"node_count": 3}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let resize = format!(
+        r#"{{"nodegroup": "{worker}", "old_node_count": 1, "node_count": 3, "nodes_to_remove": []}}"#
+    );
+    queue_as_previous_release(app, &cluster, "cluster.resize", &resize).await;
+    drain_completed(c).await;
+    assert_status(app, &cluster, "UPDATE_COMPLETE", &h).await;
+    assert_eq!(
+        api.get_nodegroup(&cluster, &worker).await.body["node_count"],
+        3
+    );
+
+    // cluster.update: a node count set by PATCH, with `rollback`.
+    let r = api
+        .patch_cluster(
+            &cluster,
+            &json!([{"op": "replace", "path": "/node_count", "value": 2}]),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let update = format!(
+        r#"{{"nodegroup": "{worker}", "old_node_count": 3, "node_count": 2, "rollback": false}}"#
+    );
+    queue_as_previous_release(app, &cluster, "cluster.update", &update).await;
+    drain_completed(c).await;
+    assert_status(app, &cluster, "UPDATE_COMPLETE", &h).await;
+    assert_eq!(
+        api.get_nodegroup(&cluster, &worker).await.body["node_count"],
+        2
+    );
+
+    // nodegroup.create and nodegroup.delete: the node group's uuid.
+    let r = api
+        .create_nodegroup(&cluster, &json!({"name": "extra", "node_count": 1}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let extra = uuid_of(&r.body);
+    let payload = format!(r#"{{"nodegroup": "{extra}"}}"#);
+    queue_as_previous_release(app, &cluster, "nodegroup.create", &payload).await;
+    drain_completed(c).await;
+    let shown = api.get_nodegroup(&cluster, &extra).await;
+    assert_eq!(shown.body["status"], "CREATE_COMPLETE", "{}", shown.text);
+    let r = api.delete_nodegroup(&cluster, &extra).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    queue_as_previous_release(app, &cluster, "nodegroup.delete", &payload).await;
+    drain_completed(c).await;
+    assert_eq!(api.get_nodegroup(&cluster, &extra).await.status, 404);
+
+    // cluster.upgrade: both templates, the batch size, no single node group.
+    let newer = template_as(app, "legacy-newer", json!({"image_id": "img-2"}), &h).await;
+    let r = api
+        .upgrade_cluster(&cluster, &json!({"cluster_template": newer}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let upgrade = format!(
+        r#"{{"old_template": "{t}", "template": "{newer}", "max_batch_size": 1, "nodegroup": null}}"#
+    );
+    queue_as_previous_release(app, &cluster, "cluster.upgrade", &upgrade).await;
+    drain_completed(c).await;
+    assert_status(app, &cluster, "UPDATE_COMPLETE", &h).await;
+
+    // cluster.rotate_ca: the new CA's row uuid, fixed by the request.
+    let r = api.rotate_ca(&cluster).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let rotation = uuid::Uuid::new_v4().to_string();
+    let payload = format!(r#"{{"rotation": "{rotation}"}}"#);
+    queue_as_previous_release(app, &cluster, "cluster.rotate_ca", &payload).await;
+    drain_completed(c).await;
+    assert_status(app, &cluster, "UPDATE_COMPLETE", &h).await;
+    let rows = app
+        .store
+        .get_keypairs(&id(&cluster))
+        .await
+        .expect("keypairs");
+    assert!(
+        rows.iter().any(|k| k.uuid == rotation),
+        "the CA row took the queued rotation's uuid: {:?}",
+        rows.iter().map(|k| &k.uuid).collect::<Vec<_>>()
+    );
+
+    // cluster.rotate_credential: the renewed client certificate's row uuid.
+    let r = api.rotate_credentials(&cluster).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let client = uuid::Uuid::new_v4().to_string();
+    let payload = format!(r#"{{"client": "{client}"}}"#);
+    queue_as_previous_release(app, &cluster, "cluster.rotate_credential", &payload).await;
+    drain_completed(c).await;
+    let rows = app
+        .store
+        .get_keypairs(&id(&cluster))
+        .await
+        .expect("keypairs");
+    assert!(
+        rows.iter().any(|k| k.uuid == client),
+        "the client row took the queued renewal's uuid"
+    );
+
+    // federation.create (`{}`) and federation.update: the members joined and unjoined.
+    let member = cluster_as(app, json!({"name": "member", "cluster_template_id": t}), &h).await;
+    drain_completed(c).await;
+    let fed = make_federation_as(app, &federation_body(&cluster), &h).await;
+    queue_as_previous_release(app, &fed, "federation.create", "{}").await;
+    drain_completed(c).await;
+    let r = api.join(&fed, &member).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let payload = format!(r#"{{"joined": ["{member}"], "unjoined": []}}"#);
+    queue_as_previous_release(app, &fed, "federation.update", &payload).await;
+    drain_completed(c).await;
+    let shown = api.get_federation(&fed).await;
+    assert_eq!(shown.body["status"], "UPDATE_COMPLETE", "{}", shown.text);
+    assert_eq!(shown.body["member_ids"], json!([member]));
+
+    // federation.delete and cluster.delete: `json!({})`.
+    let r = api.delete_federation(&fed).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    queue_as_previous_release(app, &fed, "federation.delete", "{}").await;
+    drain_completed(c).await;
+    assert_eq!(api.get_federation(&fed).await.status, 404);
+    let r = api.delete_cluster(&member).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    queue_as_previous_release(app, &member, "cluster.delete", "{}").await;
+    drain_completed(c).await;
+    assert_eq!(api.get_cluster(&member).await.status, 404);
+}
+
+#[tokio::test]
+async fn jobs_queued_by_the_previous_release_are_executed_on_postgres() {
+    jobs_queued_by_the_previous_release_are_executed(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn jobs_queued_by_the_previous_release_are_executed_on_sqlite() {
+    jobs_queued_by_the_previous_release_are_executed(Backend::Sqlite).await;
 }

@@ -6,11 +6,12 @@ use std::collections::HashSet;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jsonwebtoken::Algorithm;
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::helpers::jwt::{claims, mint, now, token_header};
 use crate::helpers::{
     header_map, spawn_app, spawn_jwt, spawn_with, template_body, Backend, Resp, TestApp,
 };
@@ -76,27 +77,6 @@ async fn send_raw(
         req = req.body(b.to_string());
     }
     app.send(req).await
-}
-
-fn now() -> i64 {
-    chrono::Utc::now().timestamp()
-}
-
-fn claims(sub: &str, project: &str, roles: &[&str]) -> Value {
-    json!({"sub": sub, "project_id": project, "roles": roles, "aud": "fleetyard", "exp": now() + 600})
-}
-
-fn mint(alg: Algorithm, secret: &str, claims: &Value) -> String {
-    jsonwebtoken::encode(
-        &Header::new(alg),
-        claims,
-        &EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .expect("token signs")
-}
-
-fn token_header(token: &str) -> HeaderMap {
-    header_map(&[("x-auth-token", token)])
 }
 
 fn self_and_bookmark(v: &Value) -> (String, String) {

@@ -47,7 +47,7 @@ async fn a_join_queued_before_a_replace_that_drops_the_member_still_applies_its_
     let updates: Vec<(Value, String, Option<String>)> = jobs
         .iter()
         .filter(|(j, _)| j.operation.as_str() == "federation.update")
-        .map(|(j, state)| (j.payload.clone(), state.clone(), j.last_error.clone()))
+        .map(|(j, state)| (j.payload.stored(), state.clone(), j.last_error.clone()))
         .collect();
     assert_eq!(
         updates,

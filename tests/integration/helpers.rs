@@ -6,17 +6,20 @@ mod api;
 mod db_proxy;
 pub mod endpoints;
 mod fleet;
+pub mod jwt;
 pub mod kubectl;
+mod stub;
 
 pub(crate) use api::{join_ops, unjoin_ops, Api, Caller, CLUSTERS, FEDERATIONS, QUOTAS};
 pub use db_proxy::{DbProxy, Link};
 pub use fleet::*;
+pub use stub::stub_server;
 
 use std::sync::Arc;
 
 /// The state the app is built from (tests that check start-up validation build one).
 pub use fleetyard::api::AppState;
-use fleetyard::config::{AuthStrategy, Settings};
+use fleetyard::config::Settings;
 use fleetyard::startup::Application;
 use fleetyard::store::Store;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -172,7 +175,7 @@ pub async fn spawn_with_state(
     let store = fleetyard::startup::open_store(&settings)
         .await
         .expect("store opens and migrates");
-    let mut state = AppState::new(settings, store.clone()).expect("valid state");
+    let mut state = fleetyard::startup::build_state(settings, store.clone()).expect("valid state");
     adjust(&mut state);
     let app = Application::build(state).expect("binds");
     let address = format!("{}://127.0.0.1:{}", app.scheme(), app.port());
@@ -197,17 +200,7 @@ pub async fn spawn_jwt(secret: &str) -> TestApp {
 /// An app on `backend` that takes HS256 JWTs signed with `secret` (audience `fleetyard`) and
 /// sends no identity headers of its own.
 pub async fn spawn_jwt_on(backend: Backend, secret: &str) -> TestApp {
-    let dir = std::env::temp_dir().join(format!("fy-jwt-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let key = dir.join("secret");
-    std::fs::write(&key, secret).expect("write secret");
-    let mut app = spawn_with(backend, |s| {
-        s.default.auth_strategy = AuthStrategy::Jwt;
-        s.jwt.algorithms = "HS256".into();
-        s.jwt.key_file = Some(key);
-        s.jwt.audience = Some("fleetyard".into());
-    })
-    .await;
+    let mut app = spawn_with(backend, |s| jwt::hs256_settings(s, secret)).await;
     app.headers.clear();
     app
 }

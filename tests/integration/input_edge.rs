@@ -4,14 +4,15 @@
 //! query, and identity values (JWT claims) longer than the id columns or holding control
 //! characters. Nothing is written.
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jsonwebtoken::Algorithm;
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{json, Value};
 
+use crate::helpers::jwt;
 use crate::helpers::{
-    at, complete_cluster_with, header_map, spawn_fleet_on, template_as, Backend, Fleet, TestApp,
+    at, complete_cluster_with, spawn_fleet_on, template_as, Backend, Fleet, TestApp,
 };
 
 const NUL_IN_BODY: &str =
@@ -140,17 +141,8 @@ async fn jwt_app(backend: Backend) -> TestApp {
 }
 
 fn token(claims: Value) -> HeaderMap {
-    let mut full = json!({"aud": "fleetyard", "exp": chrono::Utc::now().timestamp() + 600});
-    for (k, v) in claims.as_object().into_iter().flatten() {
-        full[k] = v.clone();
-    }
-    let t = jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &full,
-        &EncodingKey::from_secret(SECRET.as_bytes()),
-    )
-    .expect("token signs");
-    header_map(&[("x-auth-token", &t)])
+    let t = jwt::mint(Algorithm::HS256, SECRET, &jwt::with_defaults(claims));
+    jwt::token_header(&t)
 }
 
 #[rstest]

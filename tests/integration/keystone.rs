@@ -4,15 +4,16 @@
 //! runs the same behaviour against a real Keystone.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use actix_web::{web, HttpRequest, HttpResponse};
 use fleetyard::config::{AuthStrategy, Secret};
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use crate::helpers::{header_map, spawn_with, template_body, Backend, Resp, TestApp, QUOTAS};
+use crate::helpers::{
+    header_map, spawn_with, stub_server, template_body, Backend, Resp, TestApp, QUOTAS,
+};
 
 const SERVICE_TOKEN: &str = "service-token";
 
@@ -124,21 +125,8 @@ async fn dispatch(
 
 impl StubKeystone {
     async fn start() -> StubKeystone {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
-        let port = listener.local_addr().expect("address").port();
         let state = Arc::new(Mutex::new(StubState::default()));
-        let data = web::Data::new(state.clone());
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .default_service(web::to(dispatch))
-        })
-        .workers(1)
-        .disable_signals()
-        .listen(listener)
-        .expect("listen")
-        .run();
-        tokio::spawn(server);
+        let (port, _) = stub_server(web::Data::new(state.clone()), dispatch);
         StubKeystone {
             url: format!("http://127.0.0.1:{port}/v3"),
             state,

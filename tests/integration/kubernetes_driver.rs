@@ -24,7 +24,7 @@ use fleetyard::drivers::{
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::AppState;
+use fleetyard::startup::Backends;
 
 const NS: &str = "magnum-system";
 const CAPI: &str = "/apis/cluster.x-k8s.io/v1beta1";
@@ -1634,26 +1634,22 @@ async fn federation_delete_unjoins_every_member_and_removes_the_control_plane() 
 #[tokio::test]
 async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
     let env = env().await;
-    let db = env.dir.0.join("fleetyard.sqlite");
-    let store = fleetyard::store::connect(&format!("sqlite://{}", db.display()), 1)
-        .await
-        .expect("sqlite store");
     let mut settings = fleetyard::config::Settings::default();
-    let state = AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = Backends::build(&settings).expect("state");
     assert!(
         state.drivers.get("kubernetes").is_none(),
         "no kubeconfig, no driver"
     );
 
     settings.kubernetes_driver.kubeconfig = env.dir.0.join("kubeconfig").display().to_string();
-    let state = AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = Backends::build(&settings).expect("state");
     let driver = state.drivers.get("kubernetes").expect("registered");
     assert_eq!(driver.provides()[0].coe, "kubernetes");
     let caps = driver.capabilities();
     assert!(caps.federation && caps.master_resize && caps.upgrade && !caps.rotate_ca);
 
     settings.drivers.disabled_drivers = "kubernetes".into();
-    let state = AppState::new(settings.clone(), store.clone()).expect("state");
+    let state = Backends::build(&settings).expect("state");
     assert!(
         state.drivers.get("kubernetes").is_none(),
         "disabled by the operator"
@@ -1661,7 +1657,7 @@ async fn the_driver_is_registered_when_its_kubeconfig_is_configured() {
 
     settings.drivers.disabled_drivers = String::new();
     settings.kubernetes_driver.context = "elsewhere".into();
-    let err = AppState::new(settings, store).err().expect("bad context");
+    let err = Backends::build(&settings).err().expect("bad context");
     assert!(
         err.to_string().starts_with("[kubernetes_driver] context:"),
         "{err}"

@@ -189,6 +189,69 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
     ("mservices-list-resp.json", "get", "/v1/mservices", 200),
 ];
 
+/// Every api-ref request sample: the operation (method, path template) it is sent to.
+const REQUEST_SAMPLES: &[(&str, &str, &str)] = &[
+    (
+        "clustertemplate-create-req.json",
+        "post",
+        "/v1/clustertemplates",
+    ),
+    (
+        "clustertemplate-update-req.json",
+        "patch",
+        "/v1/clustertemplates/{clustertemplate_ident}",
+    ),
+    ("cluster-create-req.json", "post", "/v1/clusters"),
+    (
+        "cluster-update-req.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}",
+    ),
+    (
+        "cluster-resize-req.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/actions/resize",
+    ),
+    (
+        "cluster-upgrade-req.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/actions/upgrade",
+    ),
+    (
+        "nodegroup-create-req.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/nodegroups",
+    ),
+    (
+        "nodegroup-update-req.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+    ),
+    ("federation-create-req.json", "post", "/v1/federations"),
+    (
+        "federation-join-req.json",
+        "patch",
+        "/v1/federations/{federation_ident}",
+    ),
+    (
+        "federation-unjoin-req.json",
+        "patch",
+        "/v1/federations/{federation_ident}",
+    ),
+    (
+        "federation-update-req.json",
+        "patch",
+        "/v1/federations/{federation_ident}",
+    ),
+    ("certificate-sign-req.json", "post", "/v1/certificates"),
+    ("quota-create-req.json", "post", "/v1/quotas"),
+    (
+        "quota-update-req.json",
+        "patch",
+        "/v1/quotas/{project_id}/{resource}",
+    ),
+];
+
 /// The served document, and validators built from it.
 struct Spec {
     doc: Value,
@@ -267,6 +330,31 @@ impl Spec {
             );
             return Vec::new();
         };
+        self.validate(&schema, body, &format!("{method} {path} {status}"))
+    }
+
+    /// The request body schema of an operation.
+    #[track_caller]
+    fn request_schema(&self, method: &str, path: &str) -> Value {
+        let op = &self.doc["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} is not in the document");
+        let body = self.resolve(&op["requestBody"]);
+        body["content"]["application/json"]["schema"]
+            .as_object()
+            .map(|o| Value::Object(o.clone()))
+            .unwrap_or_else(|| panic!("{method} {path} documents no JSON request body"))
+    }
+
+    /// Why a request body does not match the operation's request schema (none when it does).
+    #[track_caller]
+    fn request_errors(&self, method: &str, path: &str, body: &Value) -> Vec<String> {
+        let schema = self.request_schema(method, path);
+        self.validate(&schema, body, &format!("{method} {path} request"))
+    }
+
+    /// Validates `body` against `schema`, the document's components embedded so that
+    /// `#/components/schemas/...` resolves locally.
+    fn validate(&self, schema: &Value, body: &Value, what: &str) -> Vec<String> {
         let mut root = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "components": self.doc["components"].clone(),
@@ -280,7 +368,7 @@ impl Spec {
             None => root["allOf"] = json!([schema]),
         }
         let validator = jsonschema::draft202012::new(&root)
-            .unwrap_or_else(|e| panic!("{method} {path} {status}: schema does not compile: {e}"));
+            .unwrap_or_else(|e| panic!("{what}: schema does not compile: {e}"));
         validator
             .iter_errors(body)
             .map(|e| format!("  {e} (at {})", e.instance_path()))
@@ -351,6 +439,81 @@ async fn every_api_ref_sample_response_matches_the_document() {
     for (name, method, path, status) in SAMPLE_OPERATIONS {
         spec.check(method, path, *status, &sample(name), name);
     }
+}
+
+/// The request samples are what the handlers accept (`api_ref.rs` sends each one and expects
+/// it answered as the sample shows), and each matches its operation's documented request
+/// schema here: the parser, the samples and the document describe one request.
+#[tokio::test]
+async fn every_api_ref_request_sample_matches_the_document() {
+    let app = crate::helpers::spawn_app().await;
+    let spec = Spec::fetch(&app).await;
+    let mapped: BTreeSet<&str> = REQUEST_SAMPLES.iter().map(|(s, ..)| *s).collect();
+    for entry in std::fs::read_dir(SAMPLES).expect("samples") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .to_string();
+        if name.ends_with("-req.json") {
+            assert!(
+                mapped.contains(name.as_str()),
+                "{name} is not mapped to an operation"
+            );
+        }
+    }
+    for (name, method, path) in REQUEST_SAMPLES {
+        let errors = spec.request_errors(method, path, &sample(name));
+        assert!(
+            errors.is_empty(),
+            "{name} does not match the request schema of {method} {path}:\n{}",
+            errors.join("\n")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_renamed_or_extra_request_field_fails_validation() {
+    let app = crate::helpers::spawn_app().await;
+    let spec = Spec::fetch(&app).await;
+    let (method, path) = ("post", "/v1/clusters");
+    let good = sample("cluster-create-req.json");
+    assert!(spec.request_errors(method, path, &good).is_empty());
+
+    let mut renamed = good.clone();
+    let obj = renamed.as_object_mut().expect("object");
+    let keypair = obj.remove("keypair").expect("the sample has a keypair");
+    obj.insert("key_pair".into(), keypair);
+    assert!(
+        !spec.request_errors(method, path, &renamed).is_empty(),
+        "renamed"
+    );
+
+    let mut missing = good.clone();
+    missing
+        .as_object_mut()
+        .expect("object")
+        .remove("cluster_template_id");
+    assert!(
+        !spec.request_errors(method, path, &missing).is_empty(),
+        "missing"
+    );
+
+    let mut nested = sample("nodegroup-create-req.json");
+    nested["node_taints"] = json!([{"key": "k", "effect": "NoSchedule", "efect": "x"}]);
+    assert!(
+        !spec
+            .request_errors("post", "/v1/clusters/{cluster_ident}/nodegroups", &nested)
+            .is_empty(),
+        "nested extra"
+    );
+    let patch = json!([{"op": "replace", "path": "/node_count", "value": 2, "from_": "x"}]);
+    assert!(
+        !spec
+            .request_errors("patch", "/v1/clusters/{cluster_ident}", &patch)
+            .is_empty(),
+        "extra patch member"
+    );
 }
 
 #[tokio::test]

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::helpers::jwt::hs256;
 use crate::helpers::kubectl::{kubectl_binary, Kubectl};
 use crate::helpers::{
     drain, federation_body, instant, join_ops, labelled_cluster_as, merged, spawn_jwt_on,
@@ -406,17 +406,6 @@ async fn a_cluster_registered_with_kubectl_joins_a_federation_the_fake_driver_co
     assert!(err.contains("federation"), "{err}");
 }
 
-pub(crate) fn jwt(secret: &str, sub: &str, project: &str, roles: &[&str]) -> String {
-    let claims = json!({"sub": sub, "project_id": project, "roles": roles, "aud": "fleetyard",
-                        "exp": chrono::Utc::now().timestamp() + 600});
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &claims,
-        &EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .expect("token")
-}
-
 /// A request with a bearer token (kubectl sends tokens only over HTTPS, which the test app does
 /// not terminate: these calls are what kubectl would send).
 async fn as_bearer(
@@ -440,9 +429,9 @@ async fn a_member_of_one_project_lists_gets_and_watches_nothing_of_another() {
     use reqwest::Method;
     let secret = "registry-isolation-secret";
     let app = spawn_jwt_on(Backend::Postgres, secret).await;
-    let a = jwt(secret, "ua", "proj-a", &["member", "reader"]);
-    let b = jwt(secret, "ub", "proj-b", &["member", "reader"]);
-    let admin = jwt(secret, "root", "proj-c", &["admin"]);
+    let a = hs256(secret, "ua", "proj-a", &["member", "reader"]);
+    let b = hs256(secret, "ub", "proj-b", &["member", "reader"]);
+    let admin = hs256(secret, "root", "proj-c", &["admin"]);
     let (b64, _) = ca_bundle();
     let base = "/apis/clusterregistry.k8s.io/v1alpha1";
     for (token, ns, name) in [(&a, "proj-a", "secret-a"), (&b, "proj-b", "mine-b")] {
@@ -993,7 +982,7 @@ async fn a_watch_on_one_api_process_sees_a_change_committed_by_another() {
     let store = fleetyard::startup::open_store(&settings)
         .await
         .expect("second store");
-    let state = crate::helpers::AppState::new(settings, store).expect("state");
+    let state = fleetyard::startup::build_state(settings, store).expect("state");
     let second = fleetyard::startup::Application::build(state).expect("binds");
     let second_address = format!("http://127.0.0.1:{}", second.port());
     tokio::spawn(second.run_until_stopped());

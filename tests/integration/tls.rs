@@ -17,9 +17,9 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 use crate::helpers::endpoints::Ca;
-use crate::helpers::{spawn_with, Backend, Resp, TestApp};
+use crate::helpers::jwt::hs256 as jwt;
 use crate::helpers::kubectl::kubectl_binary;
-use crate::registry_kubectl::jwt;
+use crate::helpers::{spawn_with, Backend, Resp, TestApp};
 
 const LOCALHOST: [u8; 4] = [127, 0, 0, 1];
 

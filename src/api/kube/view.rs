@@ -166,7 +166,7 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
 
 /// What a `DELETED` event shows of a cluster that is gone (or renamed away from its old name).
 pub fn deleted(ch: &ClusterChange) -> Cluster {
-    let uuid = uuid::Uuid::try_parse(&ch.cluster_uuid).unwrap_or_default();
+    let uuid = ch.cluster_uuid.0;
     Cluster {
         api_version: API_VERSION.into(),
         kind: KIND.into(),

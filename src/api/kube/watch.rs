@@ -25,7 +25,7 @@ use super::table::{self, TableRow};
 use super::view;
 use crate::api::AppState;
 use crate::domain::ClusterId;
-use crate::store::{ClusterChange, RegistryEntry};
+use crate::store::{ChangeKind, ClusterChange, RegistryEntry};
 
 pub const DEFAULT_WATCH: Duration = Duration::from_secs(1800);
 pub const MAX_WATCH: Duration = Duration::from_secs(3600);
@@ -316,9 +316,9 @@ impl Watch {
             .selectors
             .matches(&name, &ch.project_id, &ch.registry_labels.0);
         let before = ch.prev_registry_labels.as_ref().map(|p| &p.0);
-        let (kind, matched_before) = match ch.change.as_str() {
-            "ADDED" => ("ADDED", false),
-            "DELETED" => ("DELETED", true),
+        let (kind, matched_before) = match ch.change {
+            ChangeKind::Added => ("ADDED", false),
+            ChangeKind::Deleted => ("DELETED", true),
             _ => (
                 "MODIFIED",
                 before.map_or(now_matches, |p| {
@@ -338,7 +338,7 @@ impl Watch {
             (_, true, false) => "DELETED",
             (_, false, false) => return None,
         };
-        match current.filter(|e| e.cluster.uuid.to_string() == ch.cluster_uuid) {
+        match current.filter(|e| e.cluster.uuid == ch.cluster_uuid) {
             Some(e) => {
                 let mut shown = e.clone();
                 let r = &mut shown.cluster.registry;
@@ -387,8 +387,8 @@ impl Watch {
                 .collect();
             let wanted: Vec<ClusterId> = seen
                 .iter()
-                .filter(|c| c.change != "DELETED")
-                .filter_map(|c| c.cluster_uuid.parse().ok())
+                .filter(|c| c.change != ChangeKind::Deleted)
+                .map(|c| c.cluster_uuid)
                 .collect();
             let current: BTreeMap<String, RegistryEntry> = self
                 .store
@@ -398,7 +398,8 @@ impl Watch {
                 .map(|e| (e.cluster.uuid.to_string(), e))
                 .collect();
             for ch in seen {
-                let Some(line) = self.change_line(ch, current.get(&ch.cluster_uuid)) else {
+                let Some(line) = self.change_line(ch, current.get(&ch.cluster_uuid.to_string()))
+                else {
                     continue;
                 };
                 if !self.send(Some(line)).await {

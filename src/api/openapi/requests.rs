@@ -10,6 +10,24 @@ use utoipa::ToSchema;
 
 use crate::api::views::TaintView;
 
+/// Labels as a request may give them: an object whose values are strings, numbers or
+/// booleans (kept as their text), or that object written as JSON or Python-literal text.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LabelsRequest {
+    Object(BTreeMap<String, LabelValue>),
+    Text(String),
+}
+
+/// One label's value in a request.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LabelValue {
+    Text(String),
+    Number(f64),
+    Flag(bool),
+}
+
 /// `POST /v1/clustertemplates`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ClusterTemplateCreateRequest {
@@ -47,7 +65,7 @@ pub struct ClusterTemplateCreateRequest {
     pub hidden: Option<bool>,
     /// `vm` or `bm`.
     pub server_type: Option<String>,
-    pub labels: Option<BTreeMap<String, String>>,
+    pub labels: Option<LabelsRequest>,
     pub tags: Option<String>,
     /// The cluster driver; the configured default when absent.
     pub driver: Option<String>,
@@ -65,7 +83,7 @@ pub struct ClusterCreateRequest {
     pub node_count: Option<i32>,
     pub master_count: Option<i32>,
     pub docker_volume_size: Option<i32>,
-    pub labels: Option<BTreeMap<String, String>>,
+    pub labels: Option<LabelsRequest>,
     /// Merge `labels` into the template's instead of replacing them.
     pub merge_labels: Option<bool>,
     pub master_flavor_id: Option<String>,
@@ -109,9 +127,9 @@ pub struct NodeGroupCreateRequest {
     pub flavor_id: Option<String>,
     pub image_id: Option<String>,
     pub docker_volume_size: Option<i32>,
-    pub labels: Option<BTreeMap<String, String>>,
+    pub labels: Option<LabelsRequest>,
     pub merge_labels: Option<bool>,
-    pub node_labels: Option<BTreeMap<String, String>>,
+    pub node_labels: Option<LabelsRequest>,
     pub node_taints: Option<Vec<TaintView>>,
     /// Accepted for compatibility; a created group is never a default one.
     pub is_default: Option<bool>,

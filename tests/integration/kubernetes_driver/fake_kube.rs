@@ -14,11 +14,10 @@
 //! * faults can be injected: the next matching request gets a given status code.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use actix_web::dev::ServerHandle;
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
@@ -394,22 +393,8 @@ async fn dispatch(
 
 impl FakeKube {
     pub async fn start() -> FakeKube {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
-        let port = listener.local_addr().expect("address").port();
         let state = Arc::new(Mutex::new(State::default()));
-        let data = web::Data::new(state.clone());
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .default_service(web::to(dispatch))
-        })
-        .workers(1)
-        .disable_signals()
-        .listen(listener)
-        .expect("listen")
-        .run();
-        let handle = server.handle();
-        tokio::spawn(server);
+        let (port, handle) = crate::helpers::stub_server(web::Data::new(state.clone()), dispatch);
         FakeKube {
             url: format!("http://127.0.0.1:{port}"),
             state,

@@ -36,8 +36,8 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Executor};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::batched::Batcher;
-use super::WaitObserver;
+use crate::store::dialect::pg_constraint_name;
+use crate::store::{map_sqlx, StoreError, StoreResult, WaitObserver};
 
 /// A connection idle longer than this is pinged before it is handed out.
 const IDLE_BEFORE_PING: Duration = Duration::from_secs(2);
@@ -70,8 +70,6 @@ struct Inner {
     on_wait: WaitObserver,
     /// See [`PLAN_REFRESH`].
     plan_refresh: Duration,
-    /// Single-row reads waiting to share a statement.
-    batcher: Batcher,
 }
 
 struct Idle {
@@ -124,7 +122,6 @@ impl PgConnections {
                 open: AtomicU32::new(0),
                 on_wait,
                 plan_refresh: PLAN_REFRESH,
-                batcher: Batcher::default(),
             }),
         }
     }
@@ -143,11 +140,6 @@ impl PgConnections {
 
     pub fn connect_options(&self) -> &PgConnectOptions {
         &self.inner.options
-    }
-
-    /// The queues of single-row reads sharing statements ([`super::batched`]).
-    pub(crate) fn batcher(&self) -> &Batcher {
-        &self.inner.batcher
     }
 
     pub fn acquire_timeout(&self) -> Duration {
@@ -397,6 +389,51 @@ impl Drop for PgTx {
             });
         }
     }
+}
+
+// ---- Statements on the pool, bounded ----------------------------------------------------
+
+/// A PostgreSQL error as the store reports it.
+pub(crate) fn pg_err(e: sqlx::Error) -> StoreError {
+    map_sqlx(e, pg_constraint_name)
+}
+
+/// A PostgreSQL operation, given `limit` to finish: past it the caller gets
+/// [`StoreError::TimedOut`] at once (a partitioned network never answers; the server, told the
+/// same timeout, cancels the statement or ends the idle transaction on its side).
+pub(crate) async fn bounded<T>(
+    limit: Duration,
+    op: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+) -> StoreResult<T> {
+    match tokio::time::timeout(limit, op).await {
+        Ok(done) => done.map_err(pg_err),
+        Err(_) => Err(StoreError::TimedOut(limit)),
+    }
+}
+
+/// The time a statement on the pool may take: waiting for a connection, then the statement.
+pub(crate) fn pool_limit(pool: &PgConnections, statement: Duration) -> Duration {
+    pool.acquire_timeout() + statement
+}
+
+/// Runs `op` on a leased connection, which goes back to the pool if `op` left it ready.
+pub(crate) async fn leased<T>(
+    pool: &PgConnections,
+    op: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
+) -> Result<T, sqlx::Error> {
+    let mut lease: Lease = pool.acquire().await?;
+    let done = op(lease.conn()).await;
+    lease.settle(&done);
+    done
+}
+
+/// Runs `op` on a leased connection of `pool`, bounded as any statement on the pool is.
+pub(crate) async fn on_lease<T>(
+    pool: &PgConnections,
+    limit: Duration,
+    op: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, sqlx::Error>,
+) -> StoreResult<T> {
+    bounded(pool_limit(pool, limit), leased(pool, op)).await
 }
 
 #[cfg(test)]

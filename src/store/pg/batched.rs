@@ -23,27 +23,20 @@ use sqlx::Row as _;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::pg_pool::PgConnections;
-use super::{StoreError, StoreResult};
+use super::pool::{on_lease, PgConnections};
+use crate::store::arg::Arg;
+use crate::store::{StoreError, StoreResult};
 
 /// How many statements of one read may be out at once (one per core of a small machine).
 const RUNNING_PER_READ: usize = 2;
 /// The most callers one statement answers.
 pub(crate) const MOST_PER_STATEMENT: usize = 64;
 
-/// One argument of a read, as its parameter's type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Arg {
-    Text(String),
-    Int(i64),
-}
-
-impl Arg {
-    fn sql_type(&self) -> &'static str {
-        match self {
-            Arg::Text(_) => "text",
-            Arg::Int(_) => "int8",
-        }
+/// The PostgreSQL type of an argument's array in the batched form.
+fn sql_type(arg: &Arg) -> &'static str {
+    match arg {
+        Arg::Text(_) => "text",
+        Arg::Int(_) => "int8",
     }
 }
 
@@ -59,7 +52,7 @@ pub(crate) fn batch_text(single: &str, args: &[Arg]) -> String {
     let arrays: Vec<String> = args
         .iter()
         .enumerate()
-        .map(|(i, a)| format!("${}::{}[]", i + 1, a.sql_type()))
+        .map(|(i, a)| format!("${}::{}[]", i + 1, sql_type(a)))
         .collect();
     let names: Vec<String> = (1..=args.len()).map(|n| format!("p{n}")).collect();
     format!(
@@ -134,6 +127,7 @@ impl Batcher {
 /// a caller waits at most for two: the one out when it came, then its own.
 pub(crate) async fn fetch(
     conns: &PgConnections,
+    batcher: &Arc<Batcher>,
     limit: Duration,
     single: &'static str,
     args: Vec<Arg>,
@@ -141,7 +135,7 @@ pub(crate) async fn fetch(
     let key = single.as_ptr() as usize;
     let (reply, answer) = oneshot::channel();
     let start = {
-        let mut queues = conns.batcher().queues();
+        let mut queues = batcher.queues();
         let queue = queues.entry(key).or_insert_with(|| Queue {
             batch: Arc::from(batch_text(single, &args)),
             running: 0,
@@ -155,9 +149,10 @@ pub(crate) async fn fetch(
         start
     };
     if start {
-        let conns = conns.clone();
+        let (conns, batcher) = (conns.clone(), batcher.clone());
         tokio::spawn(
-            drain(conns, limit, single, key).instrument(tracing::debug_span!("store.batched_read")),
+            drain(conns, batcher, limit, single, key)
+                .instrument(tracing::debug_span!("store.batched_read")),
         );
     }
     // The statement out when this caller came, then its own: each bounded by the wait for a
@@ -172,7 +167,7 @@ pub(crate) async fn fetch(
 
 /// Gives back a running slot if a drain ends without emptying its queue (its task dropped).
 struct Slot<'a> {
-    conns: &'a PgConnections,
+    batcher: &'a Batcher,
     key: usize,
     held: bool,
 }
@@ -180,7 +175,7 @@ struct Slot<'a> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         if self.held {
-            if let Some(q) = self.conns.batcher().queues().get_mut(&self.key) {
+            if let Some(q) = self.batcher.queues().get_mut(&self.key) {
                 q.running = q.running.saturating_sub(1);
             }
         }
@@ -188,15 +183,21 @@ impl Drop for Slot<'_> {
 }
 
 /// Runs statements for the read's queue until nobody waits.
-async fn drain(conns: PgConnections, limit: Duration, single: &'static str, key: usize) {
+async fn drain(
+    conns: PgConnections,
+    batcher: Arc<Batcher>,
+    limit: Duration,
+    single: &'static str,
+    key: usize,
+) {
     let mut slot = Slot {
-        conns: &conns,
+        batcher: &batcher,
         key,
         held: true,
     };
     loop {
         let (batch, text) = {
-            let mut queues = conns.batcher().queues();
+            let mut queues = batcher.queues();
             let Some(queue) = queues.get_mut(&key) else {
                 slot.held = false;
                 return;
@@ -211,7 +212,7 @@ async fn drain(conns: PgConnections, limit: Duration, single: &'static str, key:
             let batch: Vec<Waiter> = queue.waiting.drain(..n).collect();
             (batch, queue.batch.clone())
         };
-        conns.batcher().counted(batch.len());
+        batcher.counted(batch.len());
         if batch.len() == 1 {
             if let Some(Waiter { args, reply }) = batch.into_iter().next() {
                 let rows = run(&conns, limit, single, args).await;
@@ -250,7 +251,7 @@ async fn run(
             Arg::Int(i) => q.bind(i),
         };
     }
-    super::db::on_lease(conns, limit, async |c| q.fetch_all(c).await).await
+    on_lease(conns, limit, async |c| q.fetch_all(c).await).await
 }
 
 /// Several callers' reads in one statement: their rows, in the callers' order.
@@ -262,10 +263,7 @@ async fn run_batch(
 ) -> StoreResult<Vec<Vec<PgRow>>> {
     let first = argsets.first().map(Vec::as_slice).unwrap_or_default();
     let same_shape = argsets.iter().all(|a| {
-        a.len() == first.len()
-            && a.iter()
-                .zip(first)
-                .all(|(x, y)| x.sql_type() == y.sql_type())
+        a.len() == first.len() && a.iter().zip(first).all(|(x, y)| sql_type(x) == sql_type(y))
     });
     if !same_shape {
         return Err(StoreError::Corrupt(
@@ -295,7 +293,7 @@ async fn run_batch(
             ),
         };
     }
-    let rows = super::db::on_lease(conns, limit, async |c| q.fetch_all(c).await).await?;
+    let rows = on_lease(conns, limit, async |c| q.fetch_all(c).await).await?;
     let mut per_caller: Vec<Vec<PgRow>> = (0..argsets.len()).map(|_| Vec::new()).collect();
     for row in rows {
         let index: i64 = row
