@@ -78,9 +78,21 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/healthcheck", web::head().to(healthcheck))
         // kube-apiserver's health endpoints, for what watches the Kubernetes-facing side:
         // ready and healthy while the database answers, live while the process serves.
-        .route("/healthz", web::get().to(kube_health))
-        .route("/readyz", web::get().to(kube_health))
-        .route("/livez", web::get().to(|| async { plain_ok() }))
+        .service(
+            web::resource("/healthz")
+                .route(web::get().to(kube_health))
+                .default_service(web::to(kube::edge::method_not_allowed)),
+        )
+        .service(
+            web::resource("/readyz")
+                .route(web::get().to(kube_health))
+                .default_service(web::to(kube::edge::method_not_allowed)),
+        )
+        .service(
+            web::resource("/livez")
+                .route(web::get().to(|| async { plain_ok() }))
+                .default_service(web::to(kube::edge::method_not_allowed)),
+        )
         .service(
             web::scope("/v1")
                 .wrap(from_fn(microversion::middleware))

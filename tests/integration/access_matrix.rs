@@ -212,6 +212,18 @@ static MATRIX: &[Row] = &[
         note: "not in the OpenAPI document",
         ..public("HEAD", "/healthcheck")
     },
+    Row {
+        note: "kube-apiserver's health endpoint, not in the OpenAPI document",
+        ..public("GET", "/healthz")
+    },
+    Row {
+        note: "kube-apiserver's health endpoint, not in the OpenAPI document",
+        ..public("GET", "/readyz")
+    },
+    Row {
+        note: "kube-apiserver's health endpoint, not in the OpenAPI document",
+        ..public("GET", "/livez")
+    },
     // ---- Cluster templates ----
     list("/v1/clustertemplates", CT),
     list("/v1/clustertemplates/detail", CT),
@@ -959,7 +971,9 @@ async fn assert_succeeded(s: &Scene<'_>, row: &Row, what: &str, r: &Resp, b: &Bi
         assert_eq!(r.text, "", "{what}");
         return;
     }
-    if row.method == "HEAD" || row.path == "/healthcheck" {
+    if row.method == "HEAD"
+        || matches!(row.path, "/healthcheck" | "/healthz" | "/readyz" | "/livez")
+    {
         return;
     }
     assert!(

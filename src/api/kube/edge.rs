@@ -129,9 +129,25 @@ pub async fn middleware(
     Ok(resp)
 }
 
-/// The answer for a path nothing serves: a `Status` under the Kubernetes-facing roots.
-pub async fn not_found() -> HttpResponse {
-    KubeError::path_not_found().error_response()
+/// A method a Kubernetes-facing path does not take: 405 in a `Status`.
+pub async fn method_not_allowed() -> HttpResponse {
+    KubeError::MethodNotAllowedHere.error_response()
+}
+
+/// The answer for a path nothing serves: a `Status` under the Kubernetes-facing roots,
+/// Magnum's framework 404 elsewhere (another method on `/`, say).
+pub async fn not_found(req: actix_web::HttpRequest) -> HttpResponse {
+    let first = req
+        .path()
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
+    if super::ROOTS.contains(&first) {
+        KubeError::path_not_found().error_response()
+    } else {
+        crate::api::not_found().await
+    }
 }
 
 impl KubeError {
