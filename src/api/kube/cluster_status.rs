@@ -33,8 +33,9 @@ enum How {
     Patch,
 }
 
-#[tracing::instrument(name = "registry.replace_status", skip_all, fields(namespace = %path.0, name = %path.1))]
-pub(super) async fn replace(
+/// `PUT` (replace) or `PATCH` of `clusters/status`.
+#[tracing::instrument(name = "registry.write_status", skip_all, fields(namespace = %path.0, name = %path.1))]
+pub(super) async fn write_status(
     req: HttpRequest,
     ctx: Result<RequestContext, ApiError>,
     state: web::Data<AppState>,
@@ -44,39 +45,12 @@ pub(super) async fn replace(
     let ctx = caller(ctx)?;
     let (namespace, name) = path.into_inner();
     let p = params(&req)?;
-    write(
-        &req,
-        &ctx,
-        &state,
-        (&namespace, &name),
-        &p,
-        &body,
-        How::Replace,
-    )
-    .await
-}
-
-#[tracing::instrument(name = "registry.patch_status", skip_all, fields(namespace = %path.0, name = %path.1))]
-pub(super) async fn patch(
-    req: HttpRequest,
-    ctx: Result<RequestContext, ApiError>,
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
-    body: Bytes,
-) -> Result<HttpResponse, KubeError> {
-    let ctx = caller(ctx)?;
-    let (namespace, name) = path.into_inner();
-    let p = params(&req)?;
-    write(
-        &req,
-        &ctx,
-        &state,
-        (&namespace, &name),
-        &p,
-        &body,
-        How::Patch,
-    )
-    .await
+    let how = if req.method() == actix_web::http::Method::PUT {
+        How::Replace
+    } else {
+        How::Patch
+    };
+    write(&req, &ctx, &state, (&namespace, &name), &p, &body, how).await
 }
 
 async fn write(

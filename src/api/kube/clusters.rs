@@ -67,8 +67,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             "{BASE}/namespaces/{{namespace}}/clusters/{{name}}/status"
         ))
         .route(web::get().to(get))
-        .route(web::put().to(super::cluster_status::replace))
-        .route(web::patch().to(super::cluster_status::patch))
+        .route(web::put().to(super::cluster_status::write_status))
+        .route(web::patch().to(super::cluster_status::write_status))
         .default_service(web::to(method_not_allowed)),
     )
     .service(
