@@ -5,6 +5,7 @@ ALTER TABLE cluster ADD COLUMN registry_owner_references TEXT NOT NULL DEFAULT '
 ALTER TABLE cluster ADD COLUMN deletion_timestamp TEXT;
 ALTER TABLE cluster ADD COLUMN deletion_grace_period_seconds BIGINT;
 ALTER TABLE cluster ADD COLUMN registry_conditions TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE cluster ADD COLUMN registry_generate_name TEXT;
 
 -- The labels an object had before a MODIFIED change (and a DELETED one's own), and the
 -- deletion timestamp it had.

@@ -13,7 +13,9 @@ ALTER TABLE cluster
     ADD COLUMN deletion_grace_period_seconds BIGINT,
     -- status.conditions written through the status subresource by outside controllers (every
     -- type but OK, which the service's health prober owns)
-    ADD COLUMN registry_conditions           JSONB NOT NULL DEFAULT '[]'::jsonb;
+    ADD COLUMN registry_conditions           JSONB NOT NULL DEFAULT '[]'::jsonb,
+    -- metadata.generateName of a cluster registered with one (kept as the client sent it)
+    ADD COLUMN registry_generate_name        TEXT;
 
 -- A DELETED or MODIFIED line of the change log keeps the labels the object had before the
 -- change, so that a label-selected watch sees an object leave its selector (DELETED) or enter

@@ -112,6 +112,8 @@ pub struct RegistryMeta {
     pub deletion_grace_period_seconds: Option<i64>,
     /// The conditions outside controllers wrote through the status subresource.
     pub conditions: Vec<Condition>,
+    /// `metadata.generateName` of a cluster registered with one; kept as it was at create.
+    pub generate_name: Option<String>,
 }
 
 impl Default for RegistryMeta {
@@ -129,6 +131,7 @@ impl Default for RegistryMeta {
             deletion_timestamp: None,
             deletion_grace_period_seconds: None,
             conditions: Vec::new(),
+            generate_name: None,
         }
     }
 }

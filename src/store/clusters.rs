@@ -287,9 +287,10 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
          create_timeout, discovery_url, fixed_network, fixed_subnet, \
          floating_ip_enabled, master_lb_enabled, version, created_at, status, api_address, \
          registry_labels, registry_annotations, generation, server_endpoints, ca_bundle, \
-         auth_info, registry_finalizers, registry_owner_references, registry_conditions) \
+         auth_info, registry_finalizers, registry_owner_references, registry_conditions, \
+         registry_generate_name) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)",
+         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)",
     )
     .bind_id(&c.uuid)
     .bind(&c.project_id)
@@ -319,6 +320,7 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
     .bind(Json(&c.registry.finalizers))
     .bind(Json(&c.registry.owner_references))
     .bind(Json(&c.registry.conditions))
+    .bind(&c.registry.generate_name)
     .execute(&mut *tx)
     .await?;
     for ng in &c.nodegroups {

@@ -44,7 +44,7 @@ pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
     floating_ip_enabled, master_lb_enabled, version, created_at, updated_at, registry_labels, \
     registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info, \
     registry_finalizers, registry_owner_references, deletion_timestamp, \
-    deletion_grace_period_seconds, registry_conditions";
+    deletion_grace_period_seconds, registry_conditions, registry_generate_name";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct ClusterRow {
@@ -88,6 +88,7 @@ pub(crate) struct ClusterRow {
     pub deletion_timestamp: Option<DateTime<Utc>>,
     pub deletion_grace_period_seconds: Option<i64>,
     pub registry_conditions: Json<Vec<Condition>>,
+    pub registry_generate_name: Option<String>,
 }
 
 impl ClusterRow {
@@ -134,6 +135,7 @@ impl ClusterRow {
                 deletion_timestamp: self.deletion_timestamp,
                 deletion_grace_period_seconds: self.deletion_grace_period_seconds,
                 conditions: self.registry_conditions.0,
+                generate_name: self.registry_generate_name,
             },
         })
     }

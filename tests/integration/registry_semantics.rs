@@ -983,3 +983,45 @@ async fn discovery_needs_a_caller_when_authentication_is_on() {
         assert_eq!(r.status, 200, "{path}: {}", r.text);
     }
 }
+
+#[rstest]
+#[tokio::test]
+async fn generate_name_is_kept_on_the_object(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let mut body = registered("", json!({"generateName": "edge-"}));
+    if let Some(m) = body["metadata"].as_object_mut() {
+        m.remove("name");
+    }
+    let made = create(&app, &body).await;
+    let name = made.body["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        name.starts_with("edge-") && name.len() > "edge-".len(),
+        "{}",
+        made.text
+    );
+    assert_eq!(
+        made.body["metadata"]["generateName"], "edge-",
+        "{}",
+        made.text
+    );
+    let shown = get(&app, &name).await;
+    assert_eq!(
+        shown.body["metadata"]["generateName"], "edge-",
+        "{}",
+        shown.text
+    );
+    // A later update neither drops nor changes it.
+    let r = merge(
+        &app,
+        &name,
+        json!({"metadata": {"generateName": "other-", "labels": {"a": "b"}}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["generateName"], "edge-", "{}", r.text);
+}

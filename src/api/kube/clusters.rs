@@ -701,6 +701,7 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
     let auth = spec.auth_info.unwrap_or_default();
     let finalizers = obj.metadata.finalizers;
     let owner_references = obj.metadata.owner_references;
+    let generate_name = Some(obj.metadata.generate_name).filter(|g| !g.is_empty());
     let mut annotations = obj.metadata.annotations;
     // The derived-name annotation is the service's; a client's copy of it is not stored.
     annotations.remove(NAME_ANNOTATION);
@@ -726,6 +727,7 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
             },
             finalizers,
             owner_references,
+            generate_name,
             ..RegistryMeta::default()
         },
         resource_version,

@@ -109,6 +109,7 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
     );
     metadata.generation = Some(r.generation);
     metadata.finalizers = r.finalizers.clone();
+    metadata.generate_name = r.generate_name.clone().unwrap_or_default();
     metadata.owner_references = r.owner_references.clone();
     metadata.deletion_timestamp = r.deletion_timestamp.map(kube_time);
     metadata.deletion_grace_period_seconds =
