@@ -86,7 +86,8 @@ envs:
           Keystone into .tox/keystone, Debian's nginx, chromium and chromium-driver when
           missing, and run tools/skyline_check.py: the horizon env's Keystone, Fleetyard and
           stand-in, Skyline's apiserver behind the nginx skyline-nginx-generator writes, and
-          headless Chromium on the console's Container Infra pages as a member; screenshots and
+          headless Chromium driving the console's Container Infra pages and forms as a member
+          (create, resize, delete; Skyline's own faults reported apart); screenshots and
           logs of a failed run under SKYLINE_CHECK_OUT (default target/skyline-check). Not part
           of `test`; args go to skyline_check.py
   oslo    build the fleetyard binary (or use $FLEETYARD_BIN), set up .tox/oslo with

@@ -8,12 +8,16 @@ skyline-apiserver under gunicorn with uvicorn workers on a unix socket, and Debi
 with the configuration `skyline-nginx-generator` writes from Keystone's catalog (the console's
 static files, /api/openstack/skyline/ to the apiserver, /api/openstack/regionone/magnum/ to
 Fleetyard). Project A's member makes a template and a cluster through the API; then headless
-Chromium logs in to the console as that member and checks the Container Infra pages: the
+Chromium logs in to the console as that member and drives the Container Infra pages: the
 cluster templates list and a template's details, the clusters list (CREATE_COMPLETE) and a
-cluster's details, all filled from Fleetyard's answers through nginx.
+cluster's details; the Create Cluster Template form; the Create Cluster form to
+CREATE_COMPLETE and the new cluster's details; the Resize row action; the Delete row actions
+on the cluster and on the template. Every effect is checked through Fleetyard's /v1 as well.
 
-Every step prints `ok - ...` or `FAIL - ...`; the last line is
-`skyline-check: N passed, N failed`. Screenshots and logs of a failed run go to --out.
+Every step prints `ok - ...` or `FAIL - ...`, or `KNOWN SKYLINE PROBLEM - ...` with its evidence
+where Skyline's console itself cannot do the step (counted apart; see docs/dashboards.rst); the
+last line is `skyline-check: N passed, N failed, N known Skyline problems`. Screenshots and
+logs of a failed run go to --out.
 
 Run it through `./tox.sh skyline`, or by hand:
 
@@ -47,7 +51,7 @@ from horizon_check import (  # noqa: E402
     kill_group,
     register_catalog,
 )
-from horizon_standin import StandIn  # noqa: E402
+from horizon_standin import FLAVORS, StandIn  # noqa: E402
 from keystone_check import (  # noqa: E402
     PASSWORD,
     REGION,
@@ -186,6 +190,176 @@ class Skyline:
         return "\n".join(parts)
 
 
+UI_TEMPLATE = "sky-ui-tpl"
+UI_CLUSTER = "sky-ui-cluster"
+
+
+class SkylineBroken(Exception):
+    """A step Skyline's console itself cannot do; the message carries the evidence."""
+
+
+def js_click(b: Browser, el: Any) -> None:
+    b.driver.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click();", el)
+
+
+def form_item(b: Browser, field: str) -> Any:
+    """The visible form item of the field `field` (the console renders each in #form-item-col-<field>)."""
+    items = b.find("[id='form-item-col-%s']" % field)
+    return items[-1] if items else None
+
+
+def form_input(b: Browser, field: str) -> Any:
+    item = form_item(b, field)
+    if item is None:
+        return None
+    inputs = [e for e in item.find_elements("css selector", "input") if e.is_displayed()]
+    return inputs[0] if inputs else None
+
+
+def xq(text: str) -> str:
+    return "'%s'" % text if "'" not in text else '"%s"' % text
+
+
+def type_into(b: Browser, el: Any, value: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    el.click()
+    el.send_keys(Keys.CONTROL, "a")
+    el.send_keys(Keys.BACKSPACE)
+    el.send_keys(value)
+
+
+def click_next(b: Browser) -> None:
+    """The step form's Next button ("Next: <step>")."""
+    el = b.wait("the Next button", lambda: next(iter(
+        b.xpath("//button[starts-with(normalize-space(),'Next')][not(@disabled)]")), None), timeout=20)
+    js_click(b, el)
+
+
+def pick_row(b: Browser, field: str, contains: str) -> None:
+    """Selects the row naming `contains` in the select-table of the form's field `field`."""
+    def row() -> Any:
+        item = form_item(b, field)
+        if item is None:
+            return None
+        return next((r for r in item.find_elements("css selector", "tr.ant-table-row")
+                     if r.is_displayed() and contains in r.text), None)
+
+    r = b.wait("a row '%s' in the '%s' table" % (contains, field), row, timeout=30)
+    pick = r.find_elements("css selector", "input[type=radio], input[type=checkbox]")
+    js_click(b, pick[0] if pick else r)
+    b.wait("the '%s' row selected" % contains, lambda: "ant-table-row-selected" in (row().get_attribute("class") or ""),
+           timeout=10)
+
+
+def row_action(b: Browser, name: str, action: str) -> None:
+    """Runs the row action `action` of the list row naming `name` (a button, or under More)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    def row() -> Any:
+        return next((r for r in b.find("tr.ant-table-row") if name in r.text.split("\n")
+                     or re.search(r"(^|\s)%s(\s|$)" % re.escape(name), r.text)), None)
+
+    r = b.wait("a row %s in the list" % name, row, timeout=30)
+    direct = [e for e in r.find_elements("xpath", ".//button[normalize-space()=%s]" % xq(action)) if e.is_displayed()]
+    if direct:
+        js_click(b, direct[0])
+        return
+    more = [e for e in r.find_elements("xpath", ".//*[self::button or self::a][contains(normalize-space(),'More')]")
+            if e.is_displayed()]
+    if not more:
+        raise CheckFailed("row %s has neither a '%s' button nor a More menu: %r" % (name, action, r.text))
+    ActionChains(b.driver).move_to_element(more[0]).perform()
+    js_click(b, more[0])
+    item = b.wait("'%s' in the row's More menu" % action, lambda: next(iter(b.xpath(
+        "//li[contains(@class,'ant-dropdown-menu-item')][normalize-space()=%s]" % xq(action))), None), timeout=15)
+    if "disabled" in (item.get_attribute("class") or ""):
+        raise CheckFailed("the row action '%s' is disabled for %s" % (action, name))
+    inner = item.find_elements("xpath", ".//*[self::button or self::a or self::span][normalize-space()=%s]" % xq(action))
+    js_click(b, inner[0] if inner else item)
+
+
+def modal_ok(b: Browser) -> None:
+    """Presses the primary button of the open modal (a form's OK or a confirm's Delete)."""
+    button = b.wait("the modal's primary button", lambda: next(iter(reversed(
+        b.find(".ant-modal .ant-btn-primary, .ant-modal-confirm .ant-btn-primary"))), None), timeout=20)
+    js_click(b, button)
+    b.wait("the modal to close", lambda: not b.find(".ant-modal .ant-btn-primary"), timeout=30)
+
+
+def console_bundle_excerpt(venv: Path, marker: str, length: int = 330) -> str:
+    for bundle in Path(venv).glob("lib/python3*/site-packages/skyline_console/static/container-infra.bundle.*.js"):
+        text = bundle.read_text(errors="replace")
+        at = text.find(marker)
+        if at >= 0:
+            return "%s: %s" % (bundle.name, text[at:at + length])
+    return "(not found in the console's bundle)"
+
+
+def ui_create_template(b: Browser, base: str) -> None:
+    b.driver.get(base + "/container-infra/cluster-template/create")
+    name = b.wait("the Create Cluster Template form", lambda: form_input(b, "name"))
+    type_into(b, name, UI_TEMPLATE)
+    from selenium.webdriver.common.keys import Keys
+
+    coe = b.wait("the COE select", lambda: form_input(b, "coe"))
+    coe.click()  # antd opens its select on a real mouse press
+    coe.send_keys("Kubernetes")
+    b.wait("the Kubernetes option", lambda: b.find(".ant-select-item-option[title='Kubernetes']"), timeout=15)
+    coe.send_keys(Keys.ENTER)
+    b.wait("Kubernetes chosen", lambda: "Kubernetes" in form_item(b, "coe").text, timeout=10)
+    click_next(b)
+    b.wait("the Node Spec step's Image table", lambda: form_item(b, "images"))
+    time.sleep(3)  # the image list loads
+    rows = [r.text for r in form_item(b, "images").find_elements("css selector", "tr.ant-table-row") if r.is_displayed()]
+    if rows:
+        raise CheckFailed("the Image table now lists %r: extend this check to finish the form" % rows)
+    raise SkylineBroken(
+        "the Image step (required) offers no image, so the form cannot go past Node Spec.\n"
+        "Glance lists one: GET /image/v2/images (the stand-in) -> fedora-coreos-40, os_distro fedora-coreos, "
+        "visibility public, owner admin; Magnum's Kubernetes driver wants os_distro fedora-coreos.\n"
+        "skyline-console 9.0.0 keeps only images the current project owns whose os_distro is exactly "
+        "'fedora' or 'coreos' (for kubernetes):\n  %s\n  %s"
+        % (console_bundle_excerpt(Path(sys.prefix), "get imageList()", 300),
+           console_bundle_excerpt(Path(sys.prefix), "get acceptedImageOs()", 240)))
+
+
+def ui_step(b: Browser, rep: Report, proxy: LoggingProxy, known: list[str], description: str, fn: Any) -> None:
+    """One console step: ok, FAIL (with the /v1 requests it made and the browser's console), or a
+    known Skyline problem (not a failure; printed with its evidence)."""
+    first = len(proxy.entries)
+    try:
+        fn()
+    except OutOfTime:
+        raise
+    except SkylineBroken as e:
+        known.append(description)
+        shot = b.shot(description[:50])
+        print("KNOWN SKYLINE PROBLEM - %s: %s\n    screenshot: %s" % (description, indent(str(e)).lstrip(), shot),
+              flush=True)
+        return
+    except Exception as e:
+        details = str(e) if isinstance(e, CheckFailed) else "%s: %s" % (type(e).__name__, e)
+        asked = proxy.entries[first:]
+        if asked:
+            details += "\nwhat the step asked Fleetyard:\n" + indent("\n".join(
+                "%s %s -> %d %s%s" % (x["method"], x["path"], x["status"],
+                                      ("request %s -> " % x["request"][:300]) if x["request"] else "",
+                                      x["answer"][:300]) for x in asked[-12:]))
+        try:
+            b.save_console()
+            errors = [line for line in b.console if line.startswith("SEVERE")]
+            if errors:
+                details += "\nbrowser console errors:\n" + indent("\n".join(errors[-8:]))
+        except Exception:
+            pass
+        rep.fail(description, details)
+        print("    screenshot: %s" % b.shot(description[:50]), flush=True)
+        return
+    rep.passed += 1
+    print("ok - %s" % description, flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", required=True, help="path of the fleetyard binary to test")
@@ -221,6 +395,7 @@ def main() -> int:
     standin = StandIn()
     browser: Browser | None = None
     state: dict[str, str] = {}
+    known: list[str] = []
     try:
         rep.check("keystone-manage db_sync, fernet_setup, credential_setup, bootstrap", ks.bootstrap)
         if rep.failed:
@@ -338,6 +513,176 @@ def main() -> int:
 
         step("Container Infra > Clusters lists sky-cluster (CREATE_COMPLETE); its details page", clusters)
 
+        # ---- the console's forms and actions, each effect checked through /v1 as well ----
+
+        def api_get(path: str) -> tuple[int, Any]:
+            status, _, body = http("GET", proxy.endpoint + path, hdr)
+            return status, body
+
+        def api_wait(what: str, path: str, done: Any, timeout: float = STATUS_TIMEOUT) -> Any:
+            deadline = time.monotonic() + timeout
+            last: Any = None
+            while time.monotonic() < deadline:
+                last = api_get(path)
+                if done(*last):
+                    return last[1]
+                time.sleep(1)
+            raise CheckFailed("GET /v1%s: %s not reached within %ds (last: %s)" % (path, what, timeout,
+                                                                                 str(last)[:400]))
+
+        def cluster_named(name: str) -> dict[str, Any] | None:
+            status, body = api_get("/clusters")
+            if status != 200:
+                raise CheckFailed("GET /v1/clusters: %d %s" % (status, body))
+            return next((c for c in body.get("clusters", []) if c.get("name") == name), None)
+
+        ui_step(b, rep, proxy, known, "console: Create Cluster Template form (name, COE, then the Node Spec "
+                "step's Image table)", lambda: ui_create_template(b, sky.base))
+
+        def create_cluster() -> None:
+            b.driver.get(sky.base + "/container-infra/clusters/create")
+            b.wait("the Create Cluster form", lambda: form_input(b, "name"))
+            type_into(b, form_input(b, "name"), UI_CLUSTER)
+            pick_row(b, "clusterTemplate", "sky-tpl")
+            pick_row(b, "keypair", "default")
+            click_next(b)
+            b.wait("the Node Spec step", lambda: form_item(b, "masterFlavor"))
+            pick_row(b, "masterFlavor", "m1.medium")
+            pick_row(b, "flavor", "m1.medium")
+            type_into(b, form_input(b, "node_count"), "2")
+            for _ in range(3):  # Networks, Management, Labels
+                if not b.xpath("//button[starts-with(normalize-space(),'Next')]"):
+                    break
+                click_next(b)
+                time.sleep(0.5)
+            before = b.shot("create-cluster-before-confirm")
+            posts = len(proxy.requests("POST", "/v1/clusters"))
+            confirm = b.wait("the Confirm button", lambda: next(iter(
+                b.xpath("//button[normalize-space()='Confirm'][not(@disabled)]")), None))
+            try:
+                from selenium.webdriver.common.action_chains import ActionChains
+
+                b.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", confirm)
+                ActionChains(b.driver).move_to_element(confirm).click().perform()  # a real click, as a user's
+            except Exception as e:  # something overlays the footer: the button's own click handler then
+                print("    Confirm: a pointer click failed (%s); clicking it by script" % str(e).splitlines()[0],
+                      flush=True)
+                js_click(b, confirm)
+            notes: list[str] = []
+            seen: list[str] = []
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(proxy.requests("POST", "/v1/clusters")) == posts:
+                seen.append(b.driver.current_url.replace(sky.base, ""))
+                notes += [n.text for n in b.find(".ant-notification-notice, .ant-message-notice") if n.text not in notes]
+                time.sleep(0.3)
+            if len(proxy.requests("POST", "/v1/clusters")) == posts:
+                b.save_console()
+                raise SkylineBroken(
+                    "Confirm on the last step (Labels) of a fully filled form sent no POST /v1/clusters within 20 s "
+                    "(nothing reached Fleetyard); the console said %r and went to %s.\n"
+                    "The form: name %s, template sky-tpl, keypair default, master and worker flavor m1.medium, "
+                    "1 master, 2 workers, defaults elsewhere (screenshot before Confirm: %s).\n"
+                    "Browser console errors: %s"
+                    % (notes, sorted(set(seen)), UI_CLUSTER, before,
+                       [line for line in b.console if line.startswith("SEVERE") and "system/users" not in line][-4:]))
+            made = b.wait("a cluster named %s in GET /v1/clusters" % UI_CLUSTER, lambda: cluster_named(UI_CLUSTER),
+                          timeout=60)
+            state["ui-cluster"] = made["uuid"]
+            body = api_wait("CREATE_COMPLETE", "/clusters/" + made["uuid"],
+                            lambda status, body: status == 200 and body.get("status") == "CREATE_COMPLETE")
+            medium = next(f["id"] for f in FLAVORS if f["name"] == "m1.medium")  # the console sends flavor ids
+            said = {"cluster_template_id": state.get("template"), "node_count": 2, "master_count": 1,
+                    "keypair": "default", "flavor_id": medium, "master_flavor_id": medium}
+            differ = {k: (v, body.get(k)) for k, v in said.items() if body.get(k) != v}
+            if differ:
+                raise CheckFailed("the console's cluster is not what the form said (field: (form, /v1)): %s" % differ)
+
+        ui_step(b, rep, proxy, known, "console: Create Cluster form (sky-tpl, keypair default, m1.medium, 2 "
+                "workers) -> CREATE_COMPLETE in /v1", create_cluster)
+
+        def show_cluster() -> None:
+            b.driver.get(sky.base + "/container-infra/clusters/detail/" + state["ui-cluster"])
+            b.wait("its details (name, template, CREATE_COMPLETE)",
+                   lambda: UI_CLUSTER in b.text() and "sky-tpl" in b.text()
+                   and re.search(r"CREATE_COMPLETE|Create Complete", b.text(), re.I))
+
+        if "ui-cluster" in state:
+            ui_step(b, rep, proxy, known, "console: the new cluster's details page", show_cluster)
+
+        # Resize and delete the console's cluster, or sky-cluster (made through the API) where the
+        # console could not make one.
+        target = (state["ui-cluster"], UI_CLUSTER) if "ui-cluster" in state else (state.get("cluster", "x"), "sky-cluster")
+
+        def resize() -> None:
+            b.driver.get(sky.base + "/container-infra/clusters")
+            row_action(b, target[1], "Resize")
+            box = b.wait("the Resize Cluster modal's Node Count", lambda: form_input(b, "node_count"))
+            type_into(b, box, "3")
+            asked = len(proxy.entries)
+            button = b.wait("the modal's primary button", lambda: next(iter(reversed(b.find(".ant-modal .ant-btn-primary"))),
+                                                                      None))
+            js_click(b, button)
+            sent = b.wait("POST .../actions/resize at Fleetyard", lambda: [
+                e for e in proxy.entries[asked:] if e["method"] == "POST" and e["path"].endswith("/actions/resize")],
+                timeout=30)[0]
+            if sent["status"] == 406 and not sent["microversion"]:
+                time.sleep(1)
+                b.save_console()
+                raise SkylineBroken(
+                    "the console sends the resize without an OpenStack-API-Version header, so at the default "
+                    "microversion 1.1; resize needs 1.7, and Magnum too answers 406 with an empty error entry "
+                    "(magnum-api-contract.md: below 1.7 both actions => 406).\n"
+                    "request: POST %s  body %s  (OpenStack-API-Version: none)\nanswer: %d %s\n"
+                    "browser console: %s"
+                    % (sent["path"], sent["request"], sent["status"], sent["answer"][:300],
+                       [line for line in b.console if "resize" in line or "Uncaught" in line][-4:]))
+            b.wait("the modal to close", lambda: not b.find(".ant-modal .ant-btn-primary"), timeout=30)
+            body = api_wait("UPDATE_COMPLETE with node_count 3", "/clusters/" + target[0],
+                            lambda status, body: status == 200 and body.get("status") == "UPDATE_COMPLETE"
+                            and body.get("node_count") == 3)
+            b.driver.get(sky.base + "/container-infra/clusters/detail/" + target[0])
+            b.wait("UPDATE_COMPLETE on its details page",
+                   lambda: re.search(r"UPDATE_COMPLETE|Update Complete", b.text(), re.I))
+            print("    /v1 after the resize: status %s, node_count %s" % (body["status"], body["node_count"]),
+                  flush=True)
+
+        ui_step(b, rep, proxy, known, "console: Resize Cluster (%s) to 3 nodes -> UPDATE_COMPLETE, node_count 3 in "
+                "/v1" % target[1], resize)
+
+        def delete_cluster() -> None:
+            b.driver.get(sky.base + "/container-infra/clusters")
+            row_action(b, target[1], "Delete")
+            modal_ok(b)
+            api_wait("404 (deleted)", "/clusters/" + target[0], lambda status, body: status == 404)
+            b.driver.get(sky.base + "/container-infra/clusters")
+            b.wait("%s gone from the list" % target[1],
+                   lambda: "Clusters" in b.text() and not re.search(r"(^|\s)%s(\s|$)" % re.escape(target[1]), b.text()))
+
+        ui_step(b, rep, proxy, known, "console: Delete the cluster %s -> 404 in /v1, gone from the list" % target[1],
+                delete_cluster)
+
+        def api_delete_cluster() -> None:
+            status, _, body = http("DELETE", proxy.endpoint + "/clusters/" + state["cluster"], hdr)
+            if status not in (204, 404):
+                raise CheckFailed("DELETE: %d %s" % (status, body))
+            api_wait("404 (deleted)", "/clusters/" + state["cluster"], lambda status, body: status == 404)
+
+        if "ui-cluster" in state:
+            rep.check("project A's member deletes sky-cluster through the API (so sky-tpl is unused)",
+                      api_delete_cluster)
+
+        def delete_template() -> None:
+            b.driver.get(sky.base + "/container-infra/cluster-template")
+            row_action(b, "sky-tpl", "Delete")
+            modal_ok(b)
+            api_wait("404 (deleted)", "/clustertemplates/" + state["template"], lambda status, body: status == 404,
+                     timeout=30)
+            b.driver.get(sky.base + "/container-infra/cluster-template")
+            b.wait("sky-tpl gone from the list", lambda: "Cluster Template" in b.text() and "sky-tpl" not in b.text())
+
+        ui_step(b, rep, proxy, known, "console: Delete the template sky-tpl -> 404 in /v1, gone from the list",
+                delete_template)
+
         magnum = [e for e in proxy.entries[first:] if e["path"].startswith("/v1/")]
         print("# Fleetyard answered the console through nginx: %s" % ", ".join(sorted({
             "%s %s %d" % (e["method"], re.sub(r"[0-9a-f-]{36}", "{id}", e["path"].split("?")[0]), e["status"])
@@ -372,7 +717,10 @@ def main() -> int:
         else:
             shutil.rmtree(out, ignore_errors=True)
         print("# whole check %.1f s" % (time.monotonic() - began), flush=True)
-        print("skyline-check: %d passed, %d failed" % (rep.passed, rep.failed), flush=True)
+        if known:
+            print("# known Skyline problems (not counted as failures): %s" % "; ".join(known), flush=True)
+        print("skyline-check: %d passed, %d failed, %d known Skyline problems" % (rep.passed, rep.failed, len(known)),
+              flush=True)
     return 1 if rep.failed else 0
 
 
