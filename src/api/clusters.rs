@@ -712,22 +712,8 @@ pub(crate) async fn delete_attempt(
     let writes = if next.begin_delete(crate::store::sql::now()) {
         delete_writes(state, ctx, &next).await?
     } else {
-        // The registry's finalizers hold the teardown back until the last one is removed.
         let ngs = nodegroups_of(state, c).await?;
-        vec![
-            Write::update_cluster(&next),
-            Write::RefuseIfFederated {
-                cluster_uuid: c.uuid,
-            },
-            Write::event(events::cluster_event(
-                &state.settings.default.host,
-                Action::Delete,
-                Outcome::Pending,
-                &next,
-                &ngs,
-                Some(&initiator(ctx)),
-            )),
-        ]
+        waiting_delete_writes(state, ctx, &next, &ngs)
     };
     match state.store.commit(&writes).await {
         Ok(()) => Ok(Attempt::Done(())),
@@ -736,6 +722,31 @@ pub(crate) async fn delete_attempt(
         Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The writes of a deletion the registry's finalizers hold back until the last one is removed:
+/// `next` marked (see [`Cluster::begin_delete`]) and the pending event; refused under the row
+/// lock when a federation was created or joined meanwhile.
+pub(crate) fn waiting_delete_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    next: &Cluster,
+    ngs: &[NodeGroup],
+) -> Vec<Write> {
+    vec![
+        Write::update_cluster(next),
+        Write::RefuseIfFederated {
+            cluster_uuid: next.uuid,
+        },
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Delete,
+            Outcome::Pending,
+            next,
+            ngs,
+            Some(&initiator(ctx)),
+        )),
+    ]
 }
 
 /// The writes that start the teardown of `next` (a cluster marked `DELETE_IN_PROGRESS`, at the

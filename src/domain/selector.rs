@@ -47,12 +47,16 @@ pub struct Requirement {
 
 impl Requirement {
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_value(labels.get(&self.key).map(String::as_str))
+    }
+
+    /// Whether an object whose label `self.key` is `value` (or absent) matches.
+    fn matches_value(&self, value: Option<&str>) -> bool {
         match &self.op {
-            Op::Equals(v) => value == Some(v),
-            Op::NotEquals(v) => value != Some(v),
-            Op::In(vs) => value.is_some_and(|x| vs.contains(x)),
-            Op::NotIn(vs) => !value.is_some_and(|x| vs.contains(x)),
+            Op::Equals(v) => value == Some(v.as_str()),
+            Op::NotEquals(v) => value != Some(v.as_str()),
+            Op::In(vs) => value.is_some_and(|x| vs.iter().any(|v| v == x)),
+            Op::NotIn(vs) => !value.is_some_and(|x| vs.iter().any(|v| v == x)),
             Op::Exists => value.is_some(),
             Op::DoesNotExist => value.is_none(),
             Op::GreaterThan(n) => value
@@ -328,6 +332,22 @@ impl LabelSelector {
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
+
+    /// Whether an object with `labels` and one more label, `key: value` (which wins over a
+    /// label of the same key), matches; nothing is copied.
+    pub fn matches_with(
+        &self,
+        labels: &BTreeMap<String, String>,
+        (key, value): (&str, &str),
+    ) -> bool {
+        self.requirements.iter().all(|r| {
+            r.matches_value(if r.key == key {
+                Some(value)
+            } else {
+                labels.get(&r.key).map(String::as_str)
+            })
+        })
+    }
 }
 
 /// A field selector on `metadata.name` / `metadata.namespace`.
@@ -423,6 +443,16 @@ mod tests {
 
     fn sel(s: &str) -> LabelSelector {
         LabelSelector::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn an_implied_label_is_matched_as_one_of_the_objects_labels() {
+        let own = labels(&[("env", "prod"), ("x-k8s.io/cluster-manager", "other")]);
+        let extra = ("x-k8s.io/cluster-manager", "fleetyard");
+        assert!(sel("x-k8s.io/cluster-manager=fleetyard,env=prod").matches_with(&own, extra));
+        assert!(!sel("x-k8s.io/cluster-manager=other").matches_with(&own, extra));
+        assert!(!sel("env=dev").matches_with(&own, extra));
+        assert!(sel("").matches_with(&own, extra));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::status::{
 };
 use super::table::{self, TableRow};
 use super::{list, patch, validation, view, watch};
-use crate::api::clusters::{delete_attempt, delete_writes};
+use crate::api::clusters::{delete_attempt, delete_writes, waiting_delete_writes};
 use crate::api::error::ApiError;
 use crate::api::lookup::cluster_target;
 use crate::api::retry::{self, Attempt};
@@ -285,12 +285,8 @@ impl Selectors {
             return false;
         }
         match self.implied {
-            Some((k, v)) if !self.labels.is_empty() => {
-                let mut all = labels.clone();
-                all.insert(k.to_string(), v.to_string());
-                self.labels.matches(&all)
-            }
-            _ => self.labels.matches(labels),
+            Some(extra) => self.labels.matches_with(labels, extra),
+            None => self.labels.matches(labels),
         }
     }
 }
@@ -1302,27 +1298,12 @@ async fn delete_entry(
         return Ok(Some(e.clone()));
     }
     if e.driver == EXTERNAL_DRIVER {
-        let writes = if e.cluster.registry.finalizers.is_empty() {
+        let mut next = e.cluster.clone();
+        let writes = if next.begin_delete(crate::store::sql::now()) {
             external_delete_writes(state, ctx, &e.cluster)
         } else {
-            let mut next = e.cluster.clone();
-            next.registry.mark_deleting(crate::store::sql::now());
-            next.status = ClusterStatus::DeleteInProgress;
-            next.status_reason = Some(next.registry.waiting_reason());
-            vec![
-                Write::RefuseIfFederated {
-                    cluster_uuid: e.cluster.uuid,
-                },
-                Write::update_cluster(&next),
-                Write::event(events::cluster_event(
-                    &state.settings.default.host,
-                    Action::Delete,
-                    Outcome::Pending,
-                    &next,
-                    &[],
-                    Some(&initiator(ctx)),
-                )),
-            ]
+            // A registered cluster has no node groups.
+            waiting_delete_writes(state, ctx, &next, &[])
         };
         return match state.store.commit(&writes).await {
             Ok(()) | Err(StoreError::Stale) => Ok(state
