@@ -18,7 +18,7 @@ use actix_web::{web, App};
 use anyhow::Context;
 use std::future::ready;
 
-use crate::api::wire::ErrorBodies;
+use crate::api::http::wire::ErrorBodies;
 use crate::api::{self, AppState, StateParts};
 use crate::auth::policy::Enforcer;
 use crate::auth::token::TokenVerifier;
@@ -216,7 +216,7 @@ pub struct Application {
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A TLS connection as the HTTP service gets it: the handshake done, under [`ErrorBodies`].
-/// A client speaking plain HTTP is answered 400 (see [`api::wire::refuse_plain_http`]); a
+/// A client speaking plain HTTP is answered 400 (see [`api::http::wire::refuse_plain_http`]); a
 /// failed or late handshake closes the connection (logged at debug).
 async fn accept_tls(
     acceptor: tokio_rustls::TlsAcceptor,
@@ -232,8 +232,8 @@ async fn accept_tls(
     let timed_out = || DispatchError::Io(std::io::ErrorKind::TimedOut.into());
     let mut first = [0_u8; 1];
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, io.peek(&mut first)).await {
-        Ok(Ok(1)) if !api::wire::is_tls_handshake(first[0]) => {
-            api::wire::refuse_plain_http(io).await;
+        Ok(Ok(1)) if !api::http::wire::is_tls_handshake(first[0]) => {
+            api::http::wire::refuse_plain_http(io).await;
             return Err(DispatchError::Io(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 "plain HTTP on the HTTPS port",
@@ -276,7 +276,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(crate::api::MAX_BODY_BYTES))
                 .configure(api::routes)
                 .wrap(cors_middleware(&cors))
-                .wrap(from_fn(api::keystone::challenge_middleware))
+                .wrap(from_fn(api::http::keystone::challenge_middleware))
                 .wrap(from_fn(api::request_middleware))
         };
         // HttpServer's defaults.
@@ -291,7 +291,7 @@ impl Application {
             };
         }
         // actix-web's HttpServer, assembled by hand so that each connection is wrapped in
-        // `api::wire::ErrorBodies` (over TLS, the TLS stream): the errors actix-http's
+        // `api::http::wire::ErrorBodies` (over TLS, the TLS stream): the errors actix-http's
         // dispatcher answers itself (a request head past its limits, one that is not HTTP)
         // get Magnum's body too.
         let builder = actix_server::Server::build().workers(workers);

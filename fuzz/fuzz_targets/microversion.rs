@@ -1,7 +1,7 @@
 //! `OpenStack-API-Version` header values.
 #![no_main]
 
-use fleetyard::api::microversion::negotiate;
+use fleetyard::api::http::microversion::negotiate;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

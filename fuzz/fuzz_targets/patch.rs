@@ -2,7 +2,7 @@
 //! rules of each resource kind, then applied to a cluster-like document.
 #![no_main]
 
-use fleetyard::api::patch::{apply, parse_patch, PatchRules};
+use fleetyard::api::v1::patch::{apply, parse_patch, PatchRules};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
 

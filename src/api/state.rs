@@ -21,7 +21,7 @@ pub struct AppState {
     /// The `[certificates]` key and policy (shared with the in-process conductor).
     pub certificates: crate::certificates::Certificates,
     /// How the links of answers start (`[api] public_endpoint`, proxy headers, or the request).
-    pub links: super::links::LinkBase,
+    pub links: crate::api::http::links::LinkBase,
     /// The cluster registry's change feed, started by the first watch.
     pub registry_feed: super::kube::feed::RegistryFeed,
 }
@@ -49,7 +49,7 @@ impl AppState {
     pub fn new(settings: Settings, store: Arc<dyn Store>, parts: StateParts) -> AppState {
         AppState {
             certificates: parts.certificates,
-            links: super::links::LinkBase::from_settings(&settings),
+            links: crate::api::http::links::LinkBase::from_settings(&settings),
             settings: Arc::new(settings),
             registry_feed: super::kube::feed::RegistryFeed::new(store.clone()),
             store,

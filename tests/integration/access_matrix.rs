@@ -1148,12 +1148,25 @@ fn shape(path: &str) -> String {
 
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-/// The routes registered in `src/api` (`web::resource("..")` followed by
+/// The routes registered in `src/api` and `src/api/v1` (`web::resource("..")` followed by
 /// `.route(web::get()..)`, and `.route("..", web::get()..)`), as (METHOD, path, file). The
 /// source is read with its whitespace removed, so a call split over lines reads the same.
 fn registered_routes() -> Vec<(String, String, String)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api");
-    let scopes = module_scopes(dir);
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api");
+    let mut out = routes_in(root, "", &BTreeMap::new());
+    let v1 = format!("{root}/v1");
+    out.extend(routes_in(&v1, "/v1", &module_scopes(&v1)));
+    out
+}
+
+/// The routes registered by the modules of one folder of `src/api`, whose `mod.rs` routes sit
+/// under `base`; `scopes` says in which scope each module's configure functions are mounted.
+fn routes_in(
+    dir: &str,
+    base: &'static str,
+    scopes: &BTreeMap<String, String>,
+) -> Vec<(String, String, String)> {
+    let folder = dir.rsplit("/src/").next().unwrap_or(dir).to_string();
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("src/api")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -1170,6 +1183,7 @@ fn registered_routes() -> Vec<(String, String, String)> {
             .file_name()
             .map(|f| f.to_string_lossy().to_string())
             .unwrap_or_default();
+        let shown = format!("{folder}/{file}");
         let mut marks: Vec<(usize, &str)> =
             ["web::scope(\"/v1\")", "web::resource(", ".route(", "pubfn"]
                 .iter()
@@ -1184,7 +1198,7 @@ fn registered_routes() -> Vec<(String, String, String)> {
             .get(&format!("{module}::configure"))
             .map(String::as_str);
         let mut prefix = match (file.as_str(), scoped) {
-            ("mod.rs", _) => "",
+            ("mod.rs", _) => base,
             (_, Some(scope)) => scope,
             (_, None) => "/v1",
         };
@@ -1203,7 +1217,7 @@ fn registered_routes() -> Vec<(String, String, String)> {
                         .map(|(m, _)| m.to_uppercase())
                         .filter(|m| METHODS.contains(&m.as_str()));
                     if let (Some(m), Some(p)) = (method, path) {
-                        out.push((m, format!("{prefix}{p}"), file.clone()));
+                        out.push((m, format!("{prefix}{p}"), shown.clone()));
                     }
                 }
                 "web::resource(" => resource = literal(rest).map(|(p, _)| p),
@@ -1221,12 +1235,12 @@ fn registered_routes() -> Vec<(String, String, String)> {
 }
 
 /// The `/v1` scope each configure function of a resource module is mounted in by
-/// `src/api/mod.rs` (`web::scope("/clusters").configure(clusters::configure)`), a scope whose
+/// `src/api/v1/mod.rs` (`web::scope("/clusters").configure(clusters::configure)`), a scope whose
 /// path starts with a parameter (`web::scope("/{cluster_ident}")`) nested in the scope before
 /// it: `module::function` to its full prefix.
 fn module_scopes(dir: &str) -> BTreeMap<String, String> {
     let text: String = std::fs::read_to_string(format!("{dir}/mod.rs"))
-        .expect("src/api/mod.rs")
+        .expect("src/api/v1/mod.rs")
         .split_whitespace()
         .collect();
     let mut out = BTreeMap::new();
@@ -1255,7 +1269,7 @@ fn module_scopes(dir: &str) -> BTreeMap<String, String> {
     }
     assert!(
         out.contains_key("clusters::configure") && out.contains_key("nodegroups::configure"),
-        "src/api/mod.rs mounts the clusters and node groups modules in scopes: {out:?}"
+        "src/api/v1/mod.rs mounts the clusters and node groups modules in scopes: {out:?}"
     );
     out
 }
@@ -1306,7 +1320,7 @@ async fn every_served_route_has_exactly_one_row() {
     for (m, p, file) in registered {
         served
             .entry((m, shape(&p)))
-            .or_insert_with(|| format!("src/api/{file}"));
+            .or_insert_with(|| format!("src/{file}"));
     }
     for ((m, p), source) in &served {
         if !rows.contains_key(&(m.clone(), p.clone())) {

@@ -16,9 +16,9 @@ use super::clusters::{
 use super::objects::{ClusterCondition, ClusterStatus};
 use super::status::{quote, Cause, KubeError, CLUSTERS, PATCH_OPTIONS, UPDATE_OPTIONS};
 use super::{patch, validation, view};
-use crate::api::error::ApiError;
-use crate::api::lookup::cluster_target;
-use crate::api::retry::{self, Attempt};
+use crate::api::http::error::ApiError;
+use crate::api::http::retry::{self, Attempt};
+use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
 use crate::domain::registry::{self, PROBER_CONDITION};
 use crate::store::RegistryEntry;

@@ -19,10 +19,10 @@ use super::status::{
 };
 use super::table::{self, TableRow};
 use super::{list, patch, validation, view, watch};
-use crate::api::clusters::{delete_attempt, delete_writes, waiting_delete_writes};
-use crate::api::error::ApiError;
-use crate::api::lookup::cluster_target;
-use crate::api::retry::{self, Attempt};
+use crate::api::http::error::ApiError;
+use crate::api::http::retry::{self, Attempt};
+use crate::api::v1::clusters::{delete_attempt, delete_writes, waiting_delete_writes};
+use crate::api::v1::lookup::cluster_target;
 use crate::api::{initiator, AppState, RequestContext};
 use crate::domain::cluster::{Cluster as Row, NewCluster};
 use crate::domain::names::ClusterName;
@@ -839,7 +839,7 @@ async fn register(
 ) -> Result<RegistryEntry, KubeError> {
     let new = new_cluster(ctx, namespace, d)?;
     let now = chrono::Utc::now();
-    let row = crate::api::provisional::cluster(&new, now);
+    let row = new.provisional(now);
     let writes = vec![
         Write::CheckClusterQuota {
             project_id: namespace.to_string(),
@@ -915,7 +915,7 @@ async fn create(
 /// What a dry-run create would have stored.
 fn preview(new: &NewCluster) -> RegistryEntry {
     RegistryEntry {
-        cluster: crate::api::provisional::cluster(new, crate::store::sql::now()),
+        cluster: new.provisional(crate::store::sql::now()),
         driver: EXTERNAL_DRIVER.into(),
         node_count: 0,
         ca_pem: new.registry.ca_bundle.clone(),

@@ -146,7 +146,7 @@ pub async fn not_found(req: actix_web::HttpRequest) -> HttpResponse {
     if super::ROOTS.contains(&first) {
         KubeError::path_not_found().error_response()
     } else {
-        crate::api::not_found().await
+        crate::api::v1::not_found().await
     }
 }
 

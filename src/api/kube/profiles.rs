@@ -16,7 +16,7 @@ use super::clusters::{
 use super::status::{KubeError, CLUSTERS, PROFILES};
 use super::table;
 use super::view;
-use crate::api::error::ApiError;
+use crate::api::http::error::ApiError;
 use crate::api::{AppState, RequestContext};
 use crate::domain::registry;
 use crate::domain::status::HealthStatus;

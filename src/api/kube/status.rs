@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::api::error::ApiError;
+use crate::api::http::error::ApiError;
 
 /// One served resource, as Status messages and details name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

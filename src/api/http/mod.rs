@@ -1,0 +1,15 @@
+//! What every request goes through, whichever face it is for: the request id, path rerouting
+//! and the root span (`request`), the request context (`context`, `keystone`), microversions,
+//! request bodies and query strings, Magnum's error body, pagination, links, the optimistic
+//! retry policy and the connection's own errors (`wire`).
+
+pub mod body;
+pub mod context;
+pub mod error;
+pub mod keystone;
+pub mod links;
+pub mod microversion;
+pub mod pagination;
+pub mod request;
+pub mod retry;
+pub mod wire;

@@ -1,0 +1,62 @@
+//! The Magnum v1 face: one module per resource (handlers and their `configure`), the views
+//! (`views/`), Magnum's JSON-Patch dialect and the Python literals python-magnumclient sends,
+//! the shared lookups, and the OpenAPI document of `/v1`.
+
+pub mod certificates;
+pub mod cluster_actions;
+pub mod cluster_templates;
+pub mod clusters;
+pub mod credentials;
+pub mod federations;
+pub mod lookup;
+pub mod mservices;
+pub mod nodegroups;
+pub mod openapi;
+pub mod patch;
+pub mod pyliteral;
+pub mod quotas;
+pub mod stats;
+pub mod versions;
+pub mod views;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse, ResponseError};
+
+use crate::api::http::error::ApiError;
+
+/// The routes under `/v1` (mounted by [`crate::api::routes`] behind the microversion
+/// middleware). Each collection is a scope of its own, matched by its static prefix: a request
+/// runs the patterns of its collection only (actix matches every dynamic pattern with a
+/// regular expression, in registration order). One cluster's routes, its node groups'
+/// included, are a scope of their own under `/v1/clusters`, so that the cluster's identifier is
+/// matched once and the rest of the path against static patterns (a node group by its
+/// identifier is the one further expression).
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("", web::get().to(versions::v1))
+        .route("/openapi.json", web::get().to(openapi::serve))
+        .service(
+            web::scope("/clusters")
+                .configure(clusters::configure)
+                .service(
+                    web::scope("/{cluster_ident}")
+                        .configure(clusters::configure_one)
+                        .configure(nodegroups::configure),
+                ),
+        )
+        .service(web::scope("/clustertemplates").configure(cluster_templates::configure))
+        .service(web::scope("/federations").configure(federations::configure))
+        .service(web::scope("/certificates").configure(certificates::configure))
+        .service(web::scope("/credentials").configure(credentials::configure))
+        .service(web::scope("/quotas").configure(quotas::configure))
+        .configure(stats::configure)
+        .configure(mservices::configure)
+        .default_service(web::to(not_found));
+}
+
+pub async fn not_found() -> HttpResponse {
+    ApiError::Framework(StatusCode::NOT_FOUND).error_response()
+}
+
+pub async fn method_not_allowed() -> HttpResponse {
+    ApiError::Framework(StatusCode::METHOD_NOT_ALLOWED).error_response()
+}
