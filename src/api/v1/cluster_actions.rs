@@ -23,8 +23,6 @@ use crate::domain::template::ClusterTemplate;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write};
 
-use super::clusters::{not_in_state, zero_not_supported};
-
 /// A resize body, parsed.
 struct ClusterResize {
     node_count: i32,
@@ -341,4 +339,19 @@ impl UpgradePlan<'_> {
         )));
         writes
     }
+}
+
+/// Magnum's 409 for an action (or an update) the cluster's status does not allow.
+pub(super) fn not_in_state(action: &str, c: &Cluster) -> ApiError {
+    ApiError::conflict(format!(
+        "{action} a cluster when status is \"{}\" is not supported.",
+        c.status
+    ))
+}
+
+/// Magnum's 400 for a node count of zero before microversion 1.10.
+pub(super) fn zero_not_supported() -> ApiError {
+    ApiError::bad_request(
+        "Resizing a nodegroup to zero is not supported in the provided microversion.",
+    )
 }

@@ -10,7 +10,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
-use super::cluster_actions::{resize, upgrade};
+use super::cluster_actions::{not_in_state, resize, upgrade, zero_not_supported};
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
 use super::patch::{self, PatchRules};
 use super::views::clusters::Counts;
@@ -117,19 +117,6 @@ const PATCH_RULES: PatchRules = PatchRules {
     non_removable: &["/cluster_template_id"],
     literal: &["/labels", "/health_status_reason"],
 };
-
-pub(super) fn not_in_state(action: &str, c: &Cluster) -> ApiError {
-    ApiError::conflict(format!(
-        "{action} a cluster when status is \"{}\" is not supported.",
-        c.status
-    ))
-}
-
-pub(super) fn zero_not_supported() -> ApiError {
-    ApiError::bad_request(
-        "Resizing a nodegroup to zero is not supported in the provided microversion.",
-    )
-}
 
 /// A cluster create body, parsed: the template it names and the request.
 struct ClusterCreate {
