@@ -653,6 +653,11 @@ async fn impersonation_by_a_non_admin_is_refused_with_the_apiservers_status(
         assert_eq!(r.status, 403, "{path}: {}", r.text);
         assert_eq!(r.body, refused, "{path}");
     }
+    // /v1 (the Magnum API) reads no impersonation headers: the member is served as itself.
+    let r = call(&app, &c.member, Method::GET, "/v1/clusters", None, &as_root).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["clusters"], json!([]), "{}", r.text);
+
     // Nothing was created under the refused impersonation.
     let r = call(
         &app,
