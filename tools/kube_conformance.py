@@ -57,6 +57,11 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
                              returns a profile for every cluster (both APIs)
   status-errors              ApiException.body is a metav1.Status (kind, status, reason,
                              code, message) for 404, 409 AlreadyExists, 422 Invalid, 400
+  auth-reviews               AuthorizationV1Api create_self_subject_access_review (allowed,
+                             with a reason; an unserved resource is not) and
+                             create_self_subject_rules_review; AuthenticationV1Api
+                             create_self_subject_review; an Impersonate-User header acts as
+                             that user
   watch-expired              (last) a resourceVersion older than the change log answers 410
                              (the client raises ApiException 410 from the ERROR event); the
                              log is pruned first as the service's pruner does (rows deleted
@@ -810,6 +815,44 @@ class Suite:
         expect_api_error(lambda: self.merge("no-such-cluster", {"metadata": {"labels": {"a": "b"}}}),
                          404, "NotFound", "patch a missing cluster")
 
+    def check_auth_reviews(self) -> None:
+        authz = client.AuthorizationV1Api(self.api)
+
+        def can_i(verb: str, resource: str, group: str, namespace: str = NS) -> Any:
+            review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+                resource_attributes=client.V1ResourceAttributes(
+                    namespace=namespace, verb=verb, group=group, resource=resource)))
+            return authz.create_self_subject_access_review(review).status
+
+        status = can_i("create", PLURAL, GROUP)
+        expect_eq(status.allowed, True, "the admin may create clusters in its namespace")
+        expect(bool(status.reason), "the answer has a reason", status)
+        expect_eq(can_i("patch", PLURAL + "/status", GROUP).allowed, True, "patch clusters/status")
+        expect_eq(can_i("get", "pods", "").allowed, False, "pods are not served")
+        rules = authz.create_self_subject_rules_review(client.V1SelfSubjectRulesReview(
+            spec=client.V1SelfSubjectRulesReviewSpec(namespace=NS))).status
+        expect_eq(rules.incomplete, False, "the rules are complete")
+        clusters = [r for r in rules.resource_rules if r.resources == [PLURAL] and r.api_groups == [GROUP]]
+        expect_eq(len(clusters), 1, "one rule for clusters")
+        expect("create" in clusters[0].verbs and "watch" in clusters[0].verbs, "clusters verbs", clusters[0].verbs)
+        expect(any(r.verbs == ["impersonate"] and r.resources == ["users"] for r in rules.resource_rules),
+               "the admin may impersonate users", rules.resource_rules)
+        authn = client.AuthenticationV1Api(self.api)
+        me = authn.create_self_subject_review(client.V1SelfSubjectReview()).status.user_info
+        expect_eq(me.username, "admin", "whoami: the [noauth] user")
+        expect_eq(me.groups, [NS, "system:authenticated"], "whoami: the project and system:authenticated")
+        # Impersonation, which the admin is allowed: the request acts as the impersonated user.
+        cfg = client.Configuration()
+        cfg.host = self.server.base
+        other = client.ApiClient(cfg, header_name="Impersonate-User", header_value="someone")
+        other.set_default_header("Impersonate-Group", "elsewhere")
+        them = client.AuthenticationV1Api(other).create_self_subject_review(client.V1SelfSubjectReview())
+        expect_eq(them.status.user_info.username, "someone", "whoami as the impersonated user")
+        expect_eq(them.status.user_info.groups, ["elsewhere", "system:authenticated"], "their project")
+        body = expect_api_error(lambda: client.CustomObjectsApi(other).list_namespaced_custom_object(
+            GROUP, VERSION, NS, PLURAL), 403, "Forbidden", "the impersonated user lists another project")
+        expect('User "someone"' in body.get("message", ""), "the refusal names the impersonated user", body)
+
     def check_watch_expired(self) -> None:
         check = "watch-expired"
         self.create(cluster("we-a", check))
@@ -871,6 +914,7 @@ CHECKS: list[tuple[str, Callable[[Suite], None]]] = [
     ("watch-resume", Suite.check_watch_resume),
     ("clusterprofiles", Suite.check_clusterprofiles),
     ("status-errors", Suite.check_status_errors),
+    ("auth-reviews", Suite.check_auth_reviews),
     ("watch-expired", Suite.check_watch_expired),  # last: it prunes the change log
 ]
 

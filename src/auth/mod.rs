@@ -1,8 +1,10 @@
 //! Who is calling and what they may do: JWT verification ([`token`]), Keystone tokens
 //! ([`keystone`]), the identity a request's headers give under the configured strategy
-//! ([`authenticator`]) and the oslo.policy-compatible rule engine ([`policy`]).
+//! ([`authenticator`]), the Kubernetes user information of a caller and the one
+//! `Impersonate-*` headers name ([`impersonation`]) and the oslo.policy-compatible rule engine ([`policy`]).
 
 pub mod authenticator;
+pub mod impersonation;
 pub mod keystone;
 pub mod policy;
 pub mod token;

@@ -31,6 +31,7 @@ mod openapi;
 mod quotas_stats_services;
 mod registry_kubectl;
 mod registry_kubectl_versions;
+mod registry_reviews;
 mod registry_schema;
 mod registry_semantics;
 mod store_contract;

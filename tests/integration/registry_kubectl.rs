@@ -1050,3 +1050,174 @@ fn urlencode(v: &str) -> String {
         .trim_start_matches("v=")
         .to_string()
 }
+
+/// The app on `backend` in no-auth mode whose configured identity is `user` in `project` with
+/// `roles` (what kubectl, sending no identity headers, is).
+async fn noauth_as(backend: Backend, project: &str, user: &str, roles: &str) -> TestApp {
+    spawn_with(backend, |s| {
+        s.noauth.project_id = project.into();
+        s.noauth.user_id = user.into();
+        s.noauth.roles = roles.into();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn kubectl_auth_can_i_answers_from_the_policy_for_a_member_and_a_reader() {
+    let Some(bin) = kubectl_binary() else { return };
+    let member = noauth_app(Backend::Sqlite).await;
+    let k = Kubectl::new(&bin, &member, "project-a", None);
+    let create = ["auth", "can-i", "create", "clusters.clusterregistry.k8s.io"];
+    let out = k.ok(&[&create[..], &["-n", "project-a"]].concat()).await;
+    assert_eq!(out.trim(), "yes");
+    let (ok, out, err) = k.run(&[&create[..], &["-n", "project-b"]].concat()).await;
+    assert!(!ok, "another project's namespace is a no:\n{out}\n{err}");
+    assert!(out.starts_with("no"), "{out}\n{err}");
+    let out = k
+        .ok(&[
+            "auth",
+            "can-i",
+            "patch",
+            "clusters",
+            "--subresource=status",
+            "-n",
+            "project-a",
+        ])
+        .await;
+    assert_eq!(out.trim(), "yes");
+    let out = k.ok(&["auth", "can-i", "list", "cr", "-A"]).await;
+    assert_eq!(out.trim(), "yes");
+
+    let reader = noauth_as(Backend::Sqlite, "project-a", "reader-a", "reader").await;
+    let k = Kubectl::new(&bin, &reader, "project-a", None);
+    let (ok, out, err) = k.run(&[&create[..], &["-n", "project-a"]].concat()).await;
+    assert!(!ok, "a reader may not create:\n{out}\n{err}");
+    assert!(
+        out.contains("no - policy rule \"registry:create\" does not allow it"),
+        "{out}\n{err}"
+    );
+    let out = k
+        .ok(&["auth", "can-i", "watch", "clusters.clusterregistry.k8s.io"])
+        .await;
+    assert_eq!(out.trim(), "yes");
+}
+
+#[tokio::test]
+async fn kubectl_auth_can_i_list_shows_the_namespaces_rules() {
+    let Some(bin) = kubectl_binary() else { return };
+    let app = noauth_as(Backend::Sqlite, "project-a", "reader-a", "reader").await;
+    let k = Kubectl::new(&bin, &app, "project-a", None);
+    let out = k.ok(&["auth", "can-i", "--list", "-n", "project-a"]).await;
+    let header = out.lines().next().unwrap_or_default();
+    for col in ["Resources", "Non-Resource URLs", "Resource Names", "Verbs"] {
+        assert!(header.contains(col), "{col} in {out}");
+    }
+    let row = |resource: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(resource))
+            .unwrap_or_else(|| panic!("no {resource} row in\n{out}"))
+            .to_string()
+    };
+    assert!(
+        row("clusters.clusterregistry.k8s.io").ends_with("[get list watch]"),
+        "{out}"
+    );
+    assert!(
+        row("clusters.clusterregistry.k8s.io/status").ends_with("[get]"),
+        "{out}"
+    );
+    assert!(
+        row("selfsubjectaccessreviews.authorization.k8s.io").ends_with("[create]"),
+        "{out}"
+    );
+    assert!(out.contains("[/apis/*]"), "{out}");
+    assert!(!out.contains("impersonate"), "{out}");
+}
+
+#[tokio::test]
+async fn kubectl_auth_whoami_shows_the_caller_and_an_admin_may_impersonate() {
+    let Some(bin) = kubectl_binary() else { return };
+    let app = noauth_app(Backend::Sqlite).await;
+    let k = Kubectl::new(&bin, &app, "project-a", None);
+    let out = k.ok(&["auth", "whoami", "-o", "json"]).await;
+    let v: Value = serde_json::from_str(&out).expect("whoami -o json is JSON");
+    assert_eq!(v["kind"], "SelfSubjectReview", "{out}");
+    assert_eq!(
+        v["status"]["userInfo"],
+        json!({"username": "user-a", "uid": "user-a",
+            "groups": ["project-a", "system:authenticated"],
+            "extra": {"alpha.kubernetes.io/identity/project/id": ["project-a"],
+                "alpha.kubernetes.io/identity/roles": ["member", "reader"]}}),
+        "{out}"
+    );
+    let table = k.ok(&["auth", "whoami"]).await;
+    assert!(table.contains("user-a"), "{table}");
+
+    // A member may not impersonate: kube-apiserver's refusal (whoami words any 403 its own way).
+    let err = k
+        .fails(&["auth", "whoami", "--as", "root", "--as-group", "project-x"])
+        .await;
+    assert!(err.contains("you do not have permission"), "{err}");
+    // client-go reports a refused discovery request as "unknown": with discovery cached, the
+    // list itself shows the Status's message.
+    k.ok(&["api-resources"]).await;
+    let err = k
+        .fails(&["get", "clusters", "--as", "root", "--as-group", "project-x"])
+        .await;
+    assert!(
+        err.contains(
+            "users \"root\" is forbidden: User \"user-a\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        ),
+        "{err}"
+    );
+
+    // An admin may: whoami and can-i answer for the impersonated user.
+    let admin = noauth_as(Backend::Sqlite, "admin-project", "root", "admin").await;
+    let k = Kubectl::new(&bin, &admin, "project-b", None);
+    let out = k
+        .ok(&[
+            "auth",
+            "whoami",
+            "--as",
+            "ub",
+            "--as-group",
+            "project-b",
+            "-o",
+            "json",
+        ])
+        .await;
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["status"]["userInfo"]["username"], "ub", "{out}");
+    assert_eq!(
+        v["status"]["userInfo"]["groups"],
+        json!(["project-b", "system:authenticated"]),
+        "{out}"
+    );
+    let out = k
+        .ok(&[
+            "auth",
+            "can-i",
+            "create",
+            "clusters.clusterregistry.k8s.io",
+            "-n",
+            "project-b",
+        ])
+        .await;
+    assert_eq!(out.trim(), "yes");
+    // Impersonated without roles, the same question is a no.
+    let (ok, out, _) = k
+        .run(&[
+            "auth",
+            "can-i",
+            "create",
+            "clusters.clusterregistry.k8s.io",
+            "-n",
+            "project-b",
+            "--as",
+            "ub",
+            "--as-group",
+            "project-b",
+        ])
+        .await;
+    assert!(!ok && out.starts_with("no"), "{out}");
+}

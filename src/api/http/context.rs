@@ -94,7 +94,39 @@ impl RequestContext {
     pub fn at_least(&self, major: u16, minor: u16) -> bool {
         self.version >= Version::new(major, minor)
     }
+
+    /// The caller's identity, as the auth strategy told it.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            user_id: self.user_id.clone(),
+            project_id: self.project_id.clone(),
+            domain_id: self.domain_id.clone(),
+            roles: self.roles.clone(),
+            system_scope: self.system_scope.clone(),
+            is_admin_project: self.is_admin_project,
+        }
+    }
+
+    /// The same request acting as `identity` (an impersonation the caller was allowed), its
+    /// admin flag decided by the policy as for any caller; 400 for an identity the service
+    /// cannot take.
+    pub fn acting_as(&self, identity: Identity) -> Result<RequestContext, ApiError> {
+        if let Some(why) = identity.refusal() {
+            return Err(ApiError::bad_request(why));
+        }
+        Ok(context(
+            self.request_id.clone(),
+            self.version,
+            identity,
+            self.enforcer.clone(),
+        ))
+    }
 }
+
+/// The context a request acts under when the Kubernetes face honoured its `Impersonate-*`
+/// headers: set in the request's extensions, it replaces the caller the auth strategy names.
+#[derive(Debug, Clone)]
+pub struct Impersonated(pub RequestContext);
 
 fn header<'a>(req: &'a HttpRequest, name: &str) -> Header<'a> {
     match req.headers().get(name).map(|v| v.to_str()) {
@@ -133,6 +165,21 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
     if let Some(why) = identity.refusal() {
         return Err(ApiError::bad_request(why));
     }
+    Ok(context(
+        request_id,
+        version,
+        identity,
+        state.enforcer.clone(),
+    ))
+}
+
+/// The context of `identity`, its admin flag decided by `enforcer`.
+fn context(
+    request_id: String,
+    version: Version,
+    identity: Identity,
+    enforcer: Arc<Enforcer>,
+) -> RequestContext {
     let mut creds = Credentials {
         user_id: Some(identity.user_id.clone()),
         // A system-scoped token has no project.
@@ -143,8 +190,8 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
         system_scope: identity.system_scope.clone(),
         is_admin_project: identity.is_admin_project,
     };
-    creds.is_admin = state.enforcer.is_admin(&creds);
-    Ok(RequestContext {
+    creds.is_admin = enforcer.is_admin(&creds);
+    RequestContext {
         request_id,
         user_id: identity.user_id,
         project_id: identity.project_id,
@@ -154,8 +201,8 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
         system_scope: identity.system_scope,
         is_admin_project: identity.is_admin_project,
         version,
-        enforcer: state.enforcer.clone(),
-    })
+        enforcer,
+    }
 }
 
 impl FromRequest for RequestContext {
@@ -166,6 +213,9 @@ impl FromRequest for RequestContext {
     >;
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
+        if let Some(Impersonated(ctx)) = req.extensions().get::<Impersonated>() {
+            return Either::Left(ready(Ok(ctx.clone())));
+        }
         let keystone = req.app_data::<web::Data<AppState>>().and_then(|state| {
             match state.authenticator.as_ref() {
                 Authenticator::Keystone(keystone) => Some(keystone.clone()),

@@ -23,7 +23,7 @@ use crate::api::{AppState, RequestContext};
 use crate::domain::registry::{self, PROBER_CONDITION};
 use crate::store::RegistryEntry;
 
-const RULE: &str = "registry:update_status";
+const RULE: &str = super::access::STATUS_UPDATE.rule;
 /// At most this many conditions a cluster keeps.
 const MAX_CONDITIONS: usize = 64;
 

@@ -12,6 +12,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::access::{self, namespace_target};
 use super::delete_options::Delete;
 use super::objects::{self, Cluster, ClusterList, ListMeta, API_VERSION, KIND, LIST_KIND};
 use super::status::{
@@ -205,14 +206,6 @@ impl Visible {
             Visible::All => true,
         }
     }
-}
-
-/// The target policy rules check for a namespace: the project it is.
-fn namespace_target(ctx: &RequestContext, namespace: &str) -> serde_json::Map<String, Value> {
-    let mut t = serde_json::Map::new();
-    t.insert("project_id".into(), Value::String(namespace.to_string()));
-    t.insert("user_id".into(), Value::String(ctx.user_id.clone()));
-    t
 }
 
 /// 403 unless the caller may `verb` in `namespace`: its own project, or any as an admin, and
@@ -541,9 +534,9 @@ pub(super) async fn authorized_entry(
 /// The rule and verb of a list, or of a watch (`watch=true`).
 pub(super) fn list_rule(p: &Params) -> (&'static str, &'static str) {
     if is_true(&p.watch) {
-        ("registry:watch", "watch")
+        access::WATCH.pair()
     } else {
-        ("registry:list", "list")
+        access::LIST.pair()
     }
 }
 
@@ -570,7 +563,7 @@ pub(super) async fn get(
         &ctx,
         &state,
         (&namespace, &name),
-        ("registry:get", "get"),
+        access::GET.pair(),
         &CLUSTERS,
     )
     .await?;
@@ -881,7 +874,8 @@ async fn create(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let namespace = path.into_inner();
-    authorize_namespace(&ctx, "registry:create", "create", &CLUSTERS, &namespace)?;
+    let (rule, verb) = access::CREATE.pair();
+    authorize_namespace(&ctx, rule, verb, &CLUSTERS, &namespace)?;
     let p = params(&req)?;
     let mut value = json_of(&req, &body)?;
     // kubectl's client-side apply re-creates exported objects (a file written by
@@ -1086,7 +1080,8 @@ async fn modify(
     body: &Bytes,
     how: Modify,
 ) -> Result<HttpResponse, KubeError> {
-    authorize_namespace(ctx, "registry:update", "update", &CLUSTERS, namespace)?;
+    let (rule, verb) = access::UPDATE.pair();
+    authorize_namespace(ctx, rule, verb, &CLUSTERS, namespace)?;
     let dry = dry_run(
         p,
         if how == Modify::Replace {
@@ -1102,7 +1097,8 @@ async fn modify(
             None if how == Modify::Apply => {
                 // Server-side apply creates what is missing.
                 let _ = req;
-                authorize_namespace(ctx, "registry:create", "create", &CLUSTERS, namespace)?;
+                let (rule, verb) = access::CREATE.pair();
+                authorize_namespace(ctx, rule, verb, &CLUSTERS, namespace)?;
                 let mut value = json_of(req, body)?;
                 strip_server_fields(&mut value, namespace)?;
                 let d = desired(&value, p, Some(name))?;
@@ -1115,7 +1111,7 @@ async fn modify(
             }
             None => return Err(KubeError::not_found(&CLUSTERS, name)),
         };
-        if !ctx.allowed("registry:update", &cluster_target(&e.cluster)) {
+        if !ctx.allowed(access::UPDATE.rule, &cluster_target(&e.cluster)) {
             return Err(KubeError::forbidden("update", &CLUSTERS, Some(namespace), &ctx.user_id));
         }
         let current = serde_json::to_value(view::cluster(&e))
@@ -1404,7 +1400,7 @@ async fn delete(
         &ctx,
         &state,
         (&namespace, &name),
-        ("registry:delete", "delete"),
+        access::DELETE.pair(),
         &CLUSTERS,
     )
     .await?;
@@ -1480,8 +1476,8 @@ async fn delete_collection(
     let namespace = path.into_inner();
     authorize_namespace(
         &ctx,
-        "registry:delete",
-        "deletecollection",
+        access::DELETE_COLLECTION.rule,
+        access::DELETE_COLLECTION.verb,
         &CLUSTERS,
         &namespace,
     )?;
@@ -1498,7 +1494,7 @@ async fn delete_collection(
     .await?;
     let mut gone = Vec::new();
     for e in &listed.items {
-        if !ctx.allowed("registry:delete", &cluster_target(&e.cluster)) {
+        if !ctx.allowed(access::DELETE.rule, &cluster_target(&e.cluster)) {
             continue;
         }
         let shown = if options.dry_run {

@@ -8,6 +8,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
+use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
 use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES};
 
 pub const AGGREGATED_V2: &str =
@@ -18,6 +19,8 @@ pub const AGGREGATED_V2BETA1: &str =
 /// What one served resource advertises.
 struct Served {
     resource: &'static Resource,
+    /// Namespaced (a project's), or cluster-scoped (the self reviews).
+    namespaced: bool,
     verbs: &'static [&'static str],
     short_names: &'static [&'static str],
     categories: &'static [&'static str],
@@ -28,9 +31,22 @@ struct Served {
 /// The verbs of a status subresource.
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
-const SERVED: [Served; 2] = [
+/// A cluster-scoped review: `create` only.
+const fn review(resource: &'static Resource) -> Served {
+    Served {
+        resource,
+        namespaced: false,
+        verbs: &["create"],
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+    }
+}
+
+const SERVED: [Served; 5] = [
     Served {
         resource: &CLUSTERS,
+        namespaced: true,
         verbs: &[
             "create",
             "delete",
@@ -47,11 +63,15 @@ const SERVED: [Served; 2] = [
     },
     Served {
         resource: &CLUSTER_PROFILES,
+        namespaced: true,
         verbs: &["get", "list", "watch"],
         short_names: &[],
         categories: &[],
         subresources: &[],
     },
+    review(&ACCESS_REVIEWS),
+    review(&RULES_REVIEWS),
+    review(&SUBJECT_REVIEWS),
 ];
 
 /// Which discovery document the `Accept` header asks for.
@@ -124,7 +144,7 @@ fn aggregated_resource(s: &Served) -> Value {
     let mut v = json!({
         "resource": r.plural,
         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
-        "scope": "Namespaced",
+        "scope": if s.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
         "verbs": s.verbs,
     });
@@ -208,7 +228,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             let mut v = json!({
                 "name": s.resource.plural,
                 "singularName": s.resource.singular,
-                "namespaced": true,
+                "namespaced": s.namespaced,
                 "kind": s.resource.kind,
                 "verbs": s.verbs,
             });
@@ -285,6 +305,19 @@ pub async fn core_v1(_req: HttpRequest) -> HttpResponse {
 
 fn not_found() -> HttpResponse {
     actix_web::ResponseError::error_response(&super::status::KubeError::path_not_found())
+}
+
+/// `GET /apis/<group>` of a group served beside the registry's (the reviews').
+pub async fn group(req: HttpRequest) -> HttpResponse {
+    group_document(req.path().trim_start_matches("/apis/"))
+}
+
+/// `GET /apis/<group>/<version>` of a group served beside the registry's (the reviews').
+pub async fn group_version(req: HttpRequest) -> HttpResponse {
+    match req.path().trim_start_matches("/apis/").split_once('/') {
+        Some((group, version)) => resource_list_response(group, version),
+        None => not_found(),
+    }
 }
 
 /// `GET /apis/clusterregistry.k8s.io`.
@@ -428,8 +461,44 @@ mod tests {
                  "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
                    "resource":"clusterprofiles","singularResource":"clusterprofile","scope":"Namespaced",
                    "responseKind":{"group":"multicluster.x-k8s.io","version":"v1alpha1","kind":"ClusterProfile"},
-                   "verbs":["get","list","watch"]}]}]}]})
+                   "verbs":["get","list","watch"]}]}]},
+                {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},
+                 "versions":[{"version":"v1","freshness":"Current","resources":[{
+                   "resource":"selfsubjectaccessreviews","singularResource":"selfsubjectaccessreview",
+                   "scope":"Cluster","verbs":["create"],
+                   "responseKind":{"group":"authorization.k8s.io","version":"v1","kind":"SelfSubjectAccessReview"}},
+                   {"resource":"selfsubjectrulesreviews","singularResource":"selfsubjectrulesreview",
+                   "scope":"Cluster","verbs":["create"],
+                   "responseKind":{"group":"authorization.k8s.io","version":"v1","kind":"SelfSubjectRulesReview"}}]}]},
+                {"metadata":{"name":"authentication.k8s.io","creationTimestamp":null},
+                 "versions":[{"version":"v1","freshness":"Current","resources":[{
+                   "resource":"selfsubjectreviews","singularResource":"selfsubjectreview",
+                   "scope":"Cluster","verbs":["create"],
+                   "responseKind":{"group":"authentication.k8s.io","version":"v1","kind":"SelfSubjectReview"}}]}]}]})
         );
+    }
+
+    #[actix_web::test]
+    async fn the_review_groups_have_their_documents() {
+        let get = |path: &str| TestRequest::get().uri(path).to_http_request();
+        let (code, _, v) = call(group(get("/apis/authorization.k8s.io"))).await;
+        assert_eq!(code, 200);
+        assert_eq!(
+            v,
+            json!({"kind":"APIGroup","apiVersion":"v1","name":"authorization.k8s.io",
+                "versions":[{"groupVersion":"authorization.k8s.io/v1","version":"v1"}],
+                "preferredVersion":{"groupVersion":"authorization.k8s.io/v1","version":"v1"}})
+        );
+        let (code, _, v) = call(group_version(get("/apis/authentication.k8s.io/v1"))).await;
+        assert_eq!(code, 200);
+        assert_eq!(
+            v,
+            json!({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"authentication.k8s.io/v1",
+                "resources":[{"name":"selfsubjectreviews","singularName":"selfsubjectreview",
+                "namespaced":false,"kind":"SelfSubjectReview","verbs":["create"]}]})
+        );
+        let (code, _, _) = call(group_version(get("/apis/authentication.k8s.io/v9"))).await;
+        assert_eq!(code, 404);
     }
 
     #[actix_web::test]

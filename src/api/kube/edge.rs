@@ -2,8 +2,9 @@
 //! discovery and OpenAPI documents need an authenticated caller when authentication is on
 //! (only `/version` and the health endpoints are public); a resource request that accepts only
 //! protobuf is a 406; every error is a `metav1.Status` (a path nothing serves, a body over the
-//! limit, a method a path does not take), never the Magnum error body of `/v1`; and a response
-//! asked for as `application/yaml` is YAML.
+//! limit, a method a path does not take), never the Magnum error body of `/v1`; a response
+//! asked for as `application/yaml` is YAML; and `Impersonate-*` headers are honoured or
+//! refused ([`super::impersonate`]) before anything else.
 
 use actix_web::body::{self, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -67,6 +68,9 @@ pub async fn middleware(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let path = req.path().to_string();
+    if let Err(e) = super::impersonate::apply(&mut req).await {
+        return Ok(req.into_response(e.error_response()));
+    }
     if is_document(&path) {
         if let Err(e) = req.extract::<RequestContext>().await {
             return Ok(req.into_response(KubeError::from(e).error_response()));

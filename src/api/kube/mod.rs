@@ -1,20 +1,26 @@
 //! The Kubernetes-facing APIs over the same cluster rows: `clusterregistry.k8s.io/v1alpha1`
 //! `Cluster` (read-write, namespaced by project) and `multicluster.x-k8s.io/v1alpha1`
 //! `ClusterProfile` (read-only), with what kubectl needs around them: Status errors,
-//! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks.
+//! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks;
+//! and the self reviews of `kubectl auth` ([`reviews`]) with impersonation ([`impersonate`]),
+//! both decided by one table ([`access`]).
 
+pub mod access;
 pub mod cluster_status;
 pub mod clusters;
 pub mod delete_options;
 pub mod discovery;
 pub mod edge;
 pub mod feed;
+pub mod impersonate;
 pub mod list;
 pub mod objects;
 pub mod openapi;
 pub mod openapi_v2;
 pub mod patch;
 pub mod profiles;
+pub mod protobuf;
+pub mod reviews;
 pub mod schema;
 pub mod status;
 pub mod table;
@@ -40,6 +46,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(configure_static)
                 .configure(clusters::configure)
                 .configure(profiles::configure)
+                .configure(reviews::configure)
                 .default_service(web::to(edge::not_found)),
         );
 }
@@ -67,6 +74,22 @@ pub fn configure_static(cfg: &mut web::ServiceConfig) {
         .route(
             "/apis/multicluster.x-k8s.io/v1alpha1",
             web::get().to(discovery::multicluster_v1alpha1),
+        )
+        .route(
+            "/apis/authorization.k8s.io",
+            web::get().to(discovery::group),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1",
+            web::get().to(discovery::group_version),
+        )
+        .route(
+            "/apis/authentication.k8s.io",
+            web::get().to(discovery::group),
+        )
+        .route(
+            "/apis/authentication.k8s.io/v1",
+            web::get().to(discovery::group_version),
         )
         .route("/openapi/v3", web::get().to(openapi::index))
         .route(
@@ -124,6 +147,10 @@ mod tests {
             ("/apis/clusterregistry.k8s.io/v1alpha1", 200),
             ("/apis/multicluster.x-k8s.io", 200),
             ("/apis/multicluster.x-k8s.io/v1alpha1", 200),
+            ("/apis/authorization.k8s.io", 200),
+            ("/apis/authorization.k8s.io/v1", 200),
+            ("/apis/authentication.k8s.io", 200),
+            ("/apis/authentication.k8s.io/v1", 200),
             ("/openapi/v3", 200),
             ("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1", 200),
             ("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1", 200),

@@ -9,6 +9,7 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::access::EXPORT;
 use super::clusters::{
     accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response,
     list_entries, list_rule, params, parse_limit, Selectors, Visible, MAX_PAGE,
@@ -230,7 +231,7 @@ async fn get(
         &ctx,
         &state,
         (&namespace, &name),
-        ("registry:get", "get"),
+        super::access::GET.pair(),
         &PROFILES,
     )
     .await?;
@@ -389,7 +390,7 @@ async fn kubeconfig_all(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
-    let visible = authorize_all(&ctx, "registry:export", "get", &CLUSTERS)?;
+    let visible = authorize_all(&ctx, EXPORT.rule, EXPORT.verb, &CLUSTERS)?;
     export(&req, &state, visible).await
 }
 
@@ -401,6 +402,6 @@ async fn kubeconfig_namespace(
     path: web::Path<String>,
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
-    authorize_namespace(&ctx, "registry:export", "get", &CLUSTERS, &path)?;
+    authorize_namespace(&ctx, EXPORT.rule, EXPORT.verb, &CLUSTERS, &path)?;
     export(&req, &state, Visible::Namespace(path.into_inner())).await
 }

@@ -266,4 +266,11 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         "Export a kubeconfig (servers and CAs, no credentials) for the clusters a label selector \
          picks.",
         [("GET", KUBECONFIG), ("GET", KUBECONFIG_ALL)];
+    "registry:impersonate" => ADMIN,
+        "Act as another user on the Kubernetes-facing paths (/api, /apis) with the \
+         Impersonate-User, Impersonate-Group, Impersonate-Uid and Impersonate-Extra-* headers. \
+         Evaluated against the impersonated user and project (user_id, project_id); the \
+         impersonated roles are whatever the headers say, so whoever passes this rule can act \
+         as an admin: keep it for admins. /v1 takes no impersonation headers.",
+        [("ANY", "/api/{path}"), ("ANY", "/apis/{path}")];
 };

@@ -1,0 +1,380 @@
+//! Who may do what on the Kubernetes face, in Kubernetes' words: one table from a verb on a
+//! resource (and subresource) to the policy rule that decides it. The handlers take their
+//! rule and verb from the constants here, and the access reviews
+//! (`SelfSubjectAccessReview`, `SelfSubjectRulesReview`: `kubectl auth can-i`) answer from the
+//! same table with [`decide`], so what a review says is what the handler does.
+//!
+//! A namespace is a project. In a namespace, a caller is allowed when it is an admin or the
+//! namespace is its own project, and the rule passes for that project (the handlers'
+//! `authorize_namespace`). Without a namespace (`-A`), a list or watch is allowed when the rule
+//! passes for the caller's own project (an admin then sees every project, anyone else their
+//! own); any other verb across namespaces only for an admin.
+
+use serde_json::{Map, Value};
+
+use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES};
+use crate::api::RequestContext;
+
+/// A verb and the policy rule that decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub rule: &'static str,
+    pub verb: &'static str,
+}
+
+impl Access {
+    /// `(rule, verb)`, as the handlers' helpers take them.
+    pub const fn pair(self) -> (&'static str, &'static str) {
+        (self.rule, self.verb)
+    }
+}
+
+const fn access(rule: &'static str, verb: &'static str) -> Access {
+    Access { rule, verb }
+}
+
+pub const GET: Access = access("registry:get", "get");
+pub const LIST: Access = access("registry:list", "list");
+pub const WATCH: Access = access("registry:watch", "watch");
+pub const CREATE: Access = access("registry:create", "create");
+/// A replace (PUT).
+pub const UPDATE: Access = access("registry:update", "update");
+/// A merge, JSON or apply patch; the handlers word a refusal as an `update`.
+pub const PATCH: Access = access("registry:update", "patch");
+pub const DELETE: Access = access("registry:delete", "delete");
+pub const DELETE_COLLECTION: Access = access("registry:delete", "deletecollection");
+pub const STATUS_UPDATE: Access = access("registry:update_status", "update");
+pub const STATUS_PATCH: Access = access("registry:update_status", "patch");
+/// The kubeconfig export (`GET …/kubeconfig`).
+pub const EXPORT: Access = access("registry:export", "get");
+/// `Impersonate-*` headers (users, groups, uids, userextras).
+pub const IMPERSONATE: Access = access("registry:impersonate", "impersonate");
+
+/// The kubeconfig export, a read of its own.
+pub const KUBECONFIG: Resource = Resource {
+    plural: "kubeconfig",
+    singular: "kubeconfig",
+    kind: "Config",
+    list_kind: "Config",
+    ..CLUSTERS
+};
+
+/// One row of the table: a verb on `resource` (`subresource` "" for the object itself).
+#[derive(Debug, Clone, Copy)]
+pub struct Grant {
+    pub resource: &'static Resource,
+    pub subresource: &'static str,
+    pub access: Access,
+}
+
+const fn grant(resource: &'static Resource, subresource: &'static str, access: Access) -> Grant {
+    Grant {
+        resource,
+        subresource,
+        access,
+    }
+}
+
+/// Every verb on every namespaced resource the registry serves, and the rule that decides it.
+pub static GRANTS: &[Grant] = &[
+    grant(&CLUSTERS, "", GET),
+    grant(&CLUSTERS, "", LIST),
+    grant(&CLUSTERS, "", WATCH),
+    grant(&CLUSTERS, "", CREATE),
+    grant(&CLUSTERS, "", UPDATE),
+    grant(&CLUSTERS, "", PATCH),
+    grant(&CLUSTERS, "", DELETE),
+    grant(&CLUSTERS, "", DELETE_COLLECTION),
+    grant(&CLUSTERS, "status", GET),
+    grant(&CLUSTERS, "status", STATUS_UPDATE),
+    grant(&CLUSTERS, "status", STATUS_PATCH),
+    grant(&CLUSTER_PROFILES, "", GET),
+    grant(&CLUSTER_PROFILES, "", LIST),
+    grant(&CLUSTER_PROFILES, "", WATCH),
+    grant(&KUBECONFIG, "", EXPORT),
+];
+
+/// Cluster-scoped resources every authenticated caller may use: the reviews themselves
+/// (create), and the namespaces it can see (get and list: its own project, or every project
+/// for an admin).
+pub static OPEN: &[(&str, &str, &str)] = &[
+    ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews", "create"),
+    ("authentication.k8s.io", "selfsubjectreviews", "create"),
+    ("", "namespaces", "get"),
+    ("", "namespaces", "list"),
+];
+
+/// The resources of impersonation (core group, cluster scope), decided by [`IMPERSONATE`].
+pub static IMPERSONATION: &[&str] = &["users", "groups", "uids", "userextras"];
+
+/// The paths any authenticated caller may GET: discovery, OpenAPI, version and health.
+pub static NON_RESOURCE_URLS: &[&str] = &[
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/healthz",
+    "/livez",
+    "/openapi",
+    "/openapi/*",
+    "/readyz",
+    "/version",
+    "/version/",
+];
+
+/// What a review asks about, as `ResourceAttributes` say it ("" for a field not given).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ask<'a> {
+    pub namespace: &'a str,
+    pub verb: &'a str,
+    pub group: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub name: &'a str,
+}
+
+/// The answer to one [`Ask`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    /// Whether the policy refused outright (as opposed to nothing being served there).
+    pub denied: bool,
+    pub reason: String,
+}
+
+/// The target policy rules check for a namespace: the project it is.
+pub fn namespace_target(ctx: &RequestContext, namespace: &str) -> Map<String, Value> {
+    let mut t = Map::new();
+    t.insert("project_id".into(), Value::String(namespace.to_string()));
+    t.insert("user_id".into(), Value::String(ctx.user_id.clone()));
+    t
+}
+
+/// The target of [`IMPERSONATE`]: the impersonated user and project.
+pub fn impersonation_target(user: &str, project: &str) -> Map<String, Value> {
+    let mut t = Map::new();
+    t.insert("project_id".into(), Value::String(project.to_string()));
+    t.insert("user_id".into(), Value::String(user.to_string()));
+    t
+}
+
+/// Whether `ctx` may use `access` in `namespace` ("" for every namespace), and why.
+fn decide_grant(ctx: &RequestContext, access: Access, namespace: &str) -> Decision {
+    let rule = access.rule;
+    if !namespace.is_empty() {
+        if !(ctx.is_admin || ctx.project_id == namespace) {
+            return Decision {
+                allowed: false,
+                denied: true,
+                reason: format!(
+                    "namespace {namespace:?} is not the caller's project {:?}",
+                    ctx.project_id
+                ),
+            };
+        }
+        let allowed = ctx.allowed(rule, &namespace_target(ctx, namespace));
+        return Decision {
+            allowed,
+            denied: !allowed,
+            reason: format!(
+                "policy rule {rule:?} {} it in project {namespace:?}",
+                if allowed { "allows" } else { "does not allow" }
+            ),
+        };
+    }
+    let allowed = ctx.allowed(rule, &ctx.own_target());
+    if !allowed {
+        return Decision {
+            allowed: false,
+            denied: true,
+            reason: format!("policy rule {rule:?} does not allow it"),
+        };
+    }
+    if ctx.is_admin {
+        return Decision {
+            allowed: true,
+            denied: false,
+            reason: format!("policy rule {rule:?} allows it in every project to an admin"),
+        };
+    }
+    if matches!(access.verb, "list" | "watch") || access == EXPORT {
+        return Decision {
+            allowed: true,
+            denied: false,
+            reason: format!(
+                "policy rule {rule:?} allows it; across namespaces it shows project {:?} only",
+                ctx.project_id
+            ),
+        };
+    }
+    Decision {
+        allowed: false,
+        denied: true,
+        reason: format!(
+            "only an admin may do this across namespaces; ask in namespace {:?}",
+            ctx.project_id
+        ),
+    }
+}
+
+fn matches(asked: &str, served: &str) -> bool {
+    asked == "*" || asked == served
+}
+
+/// Every (group, resource, subresource, verb) the face decides, and its decision for `ask`'s
+/// namespace and name.
+fn decisions<'a>(
+    ctx: &'a RequestContext,
+    ask: &'a Ask<'a>,
+) -> impl Iterator<Item = (String, &'static str, &'static str, Decision)> + 'a {
+    let grants = GRANTS.iter().map(move |g| {
+        let resource = if g.subresource.is_empty() {
+            g.resource.plural.to_string()
+        } else {
+            format!("{}/{}", g.resource.plural, g.subresource)
+        };
+        (
+            resource,
+            g.resource.group,
+            g.access.verb,
+            decide_grant(ctx, g.access, ask.namespace),
+        )
+    });
+    let open = OPEN.iter().map(move |(group, resource, verb)| {
+        let allowed = *resource != "namespaces"
+            || *verb != "get"
+            || ask.name.is_empty()
+            || ctx.is_admin
+            || ask.name == ctx.project_id;
+        let reason = if allowed {
+            "every authenticated caller may".to_string()
+        } else {
+            format!("namespace {:?} is not the caller's project", ask.name)
+        };
+        (
+            resource.to_string(),
+            *group,
+            *verb,
+            Decision {
+                allowed,
+                denied: !allowed,
+                reason,
+            },
+        )
+    });
+    let impersonation = IMPERSONATION.iter().map(move |resource| {
+        let (user, project) = if *resource == "users" {
+            (ask.name, "")
+        } else {
+            ("", "")
+        };
+        let allowed = ctx.allowed(IMPERSONATE.rule, &impersonation_target(user, project));
+        (
+            resource.to_string(),
+            "",
+            IMPERSONATE.verb,
+            Decision {
+                allowed,
+                denied: !allowed,
+                reason: format!(
+                    "policy rule {:?} {} it",
+                    IMPERSONATE.rule,
+                    if allowed { "allows" } else { "does not allow" }
+                ),
+            },
+        )
+    });
+    grants.chain(open).chain(impersonation)
+}
+
+/// The answer to `ask`: allowed when at least one served (resource, verb) matches it (`*`
+/// matches anything) and every one that matches is allowed.
+pub fn decide(ctx: &RequestContext, ask: &Ask<'_>) -> Decision {
+    let asked_resource = if ask.subresource.is_empty() {
+        ask.resource.to_string()
+    } else {
+        format!("{}/{}", ask.resource, ask.subresource)
+    };
+    let mut matched: Vec<Decision> = decisions(ctx, ask)
+        .filter(|(resource, group, verb, _)| {
+            matches(ask.group, group)
+                && matches(ask.verb, verb)
+                && (ask.resource == "*" || asked_resource == *resource)
+        })
+        .map(|(_, _, _, d)| d)
+        .collect();
+    if matched.is_empty() {
+        let group = if ask.group.is_empty() {
+            "the core group".to_string()
+        } else {
+            format!("API group {:?}", ask.group)
+        };
+        return Decision {
+            allowed: false,
+            denied: false,
+            reason: format!(
+                "the service does not serve {:?} on {asked_resource:?} in {group}",
+                ask.verb
+            ),
+        };
+    }
+    if let Some(pos) = matched.iter().position(|d| !d.allowed) {
+        return matched.swap_remove(pos);
+    }
+    if matched.len() == 1 {
+        return matched.swap_remove(0);
+    }
+    Decision {
+        allowed: true,
+        denied: false,
+        reason: format!("all {} matching operations are allowed", matched.len()),
+    }
+}
+
+/// Whether a `GET` (the only verb) of `path` is allowed: the discovery, OpenAPI, version and
+/// health paths to any authenticated caller.
+pub fn decide_path(verb: &str, path: &str) -> Decision {
+    let served = NON_RESOURCE_URLS.iter().any(|p| match p.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => path == *p,
+    });
+    let allowed = matches!(verb, "get" | "*") && served;
+    Decision {
+        allowed,
+        denied: false,
+        reason: if allowed {
+            "every authenticated caller may read the discovery, OpenAPI, version and health paths"
+                .into()
+        } else {
+            format!("the service does not serve {verb:?} on {path:?}")
+        },
+    }
+}
+
+/// The rules of `namespace` ("" for every namespace): for each (group, resource), the verbs
+/// the caller is allowed, in the table's order.
+pub fn rules(ctx: &RequestContext, namespace: &str) -> Vec<(&'static str, String, Vec<String>)> {
+    let ask = Ask {
+        namespace,
+        ..Ask::default()
+    };
+    let mut out: Vec<(&'static str, String, Vec<String>)> = Vec::new();
+    for (resource, group, verb, d) in decisions(ctx, &ask) {
+        if !d.allowed {
+            continue;
+        }
+        match out
+            .iter_mut()
+            .find(|(g, r, _)| *g == group && *r == resource)
+        {
+            Some((_, _, verbs)) => {
+                if !verbs.iter().any(|v| v == verb) {
+                    verbs.push(verb.to_string());
+                }
+            }
+            None => out.push((group, resource, vec![verb.to_string()])),
+        }
+    }
+    out
+}
