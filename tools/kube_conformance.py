@@ -62,6 +62,17 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
                              create_self_subject_rules_review; AuthenticationV1Api
                              create_self_subject_review; an Impersonate-User header acts as
                              that user
+  list-pages                 limit/_continue pages are one snapshot: a change to what is still
+                             to come makes the next page 410 Expired whose Status carries a
+                             token that goes on at the latest version; remainingItemCount
+                             without a selector; resource_version_match Exact (410 once
+                             changed), a version not reached (504 Timeout,
+                             ResourceVersionTooLarge), a match without a version (422)
+  streaming-list             watch.Watch().stream of a streaming list (sendInitialEvents=true,
+                             resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true):
+                             ADDED for each object in name order, a BOOKMARK annotated
+                             k8s.io/initial-events-end, then the live change; a watch with
+                             resource_version_match and no sendInitialEvents is 422
   watch-expired              (last) a resourceVersion older than the change log answers 410
                              (the client raises ApiException 410 from the ERROR event); the
                              log is pruned first as the service's pruner does (rows deleted
@@ -875,6 +886,112 @@ class Suite:
         expect(ok.error is None, "a watch from the horizon is served", repr(ok.error))
         expect_eq([rv_int(e["raw_object"]) for e in events], [int(latest)], "the change after the horizon")
 
+    def list_page(self, sel: str, **kw: Any) -> dict:
+        return self.co.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, label_selector=sel, **kw)
+
+    def check_list_pages(self) -> None:
+        check = "list-pages"
+        for name in ("lp-d", "lp-a", "lp-c", "lp-b"):
+            self.create(cluster(name, check))
+        sel = "%s=%s" % (CHECK_LABEL, check)
+        first = self.list_page(sel, limit=2)
+        expect_eq([i["metadata"]["name"] for i in first["items"]], ["lp-a", "lp-b"], "first page, by name")
+        expect("remainingItemCount" not in first["metadata"], "no remainingItemCount with a selector",
+               first["metadata"])
+        token, rv = first["metadata"].get("continue"), first["metadata"]["resourceVersion"]
+        expect(token, "the first page continues", first["metadata"])
+        second = self.list_page(sel, limit=2, _continue=token)
+        expect_eq([i["metadata"]["name"] for i in second["items"]], ["lp-c", "lp-d"], "second page")
+        expect_eq(second["metadata"]["resourceVersion"], rv, "the second page is at the first page's version")
+        # a change to what the list has still to show: 410 Expired with a token that goes on
+        self.merge("lp-d", {"metadata": {"labels": {"env": "prod"}}})
+        body = expect_api_error(lambda: self.list_page(sel, limit=2, _continue=token), 410, "Expired",
+                                "a continue token across a change")
+        expect(body["message"].startswith("The provided continue parameter is too old to display a consistent "
+                                          "list result."), "the apiserver's sentence", body["message"])
+        onward = (body.get("metadata") or {}).get("continue")
+        expect(onward, "the 410 carries a token that goes on", body)
+        rest = self.list_page(sel, limit=2, _continue=onward)
+        expect_eq([(i["metadata"]["name"], i["metadata"]["labels"].get("env")) for i in rest["items"]],
+                  [("lp-c", None), ("lp-d", "prod")], "the rest at the latest version")
+        expect(int(rest["metadata"]["resourceVersion"]) > int(rv), "the rest is at a later version",
+               rest["metadata"])
+        # remainingItemCount when nothing filters
+        every = self.co.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL)
+        one = self.co.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, limit=1)
+        expect_eq(one["metadata"].get("remainingItemCount"), len(every["items"]) - 1, "remainingItemCount")
+        # resourceVersion and resourceVersionMatch
+        now = every["metadata"]["resourceVersion"]
+        exact = self.list_page(sel, resource_version=now, resource_version_match="Exact")
+        expect_eq(exact["metadata"]["resourceVersion"], now, "an exact read of the current version")
+        self.merge("lp-a", {"metadata": {"labels": {"env": "dev"}}})
+        body = expect_api_error(lambda: self.list_page(sel, resource_version=now, resource_version_match="Exact"),
+                                410, "Expired", "an exact read of a version changed since")
+        expect_eq(body["message"], "The resourceVersion for the provided list is too old.", "410 message")
+        ahead = str(int(now) + 100000)
+        body = expect_api_error(lambda: self.list_page(sel, resource_version=ahead,
+                                                       resource_version_match="NotOlderThan"),
+                                504, "Timeout", "a version not reached yet")
+        expect(body["message"].startswith("Timeout: Too large resource version: %s, current: " % ahead),
+               "the apiserver's sentence", body["message"])
+        expect_eq(body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge", "the 504's cause")
+        expect_eq(body["details"]["retryAfterSeconds"], 1, "the 504's retryAfterSeconds")
+        body = expect_api_error(lambda: self.list_page(sel, resource_version_match="Exact"), 422, "Invalid",
+                                "resourceVersionMatch without resourceVersion")
+        expect_eq(body["details"]["causes"], [{
+            "reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+            "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"}],
+            "the 422's causes")
+
+    def streaming_list(self, **kw: Any) -> Any:
+        """A streaming list of the namespace's clusters: sendInitialEvents=true with
+        resourceVersionMatch=NotOlderThan and bookmarks (CustomObjectsApi has no sendInitialEvents).
+
+        :return: object
+        """
+        query = [("watch", "true" if kw.get("watch") else "false"), ("sendInitialEvents", "true"),
+                 ("resourceVersionMatch", "NotOlderThan"), ("allowWatchBookmarks", "true")]
+        for arg, param in (("label_selector", "labelSelector"), ("timeout_seconds", "timeoutSeconds"),
+                           ("resource_version", "resourceVersion")):
+            if kw.get(arg) is not None:
+                query.append((param, str(kw[arg])))
+        return self.api.call_api("/apis/{group}/{version}/namespaces/{namespace}/{plural}", "GET",
+                                 {"group": GROUP, "version": VERSION, "namespace": NS, "plural": PLURAL}, query,
+                                 {"Accept": "application/json"}, response_type="object",
+                                 auth_settings=["BearerToken"], _return_http_data_only=True,
+                                 _preload_content=kw.get("_preload_content", True),
+                                 _request_timeout=kw.get("_request_timeout"))
+
+    def check_streaming_list(self) -> None:
+        check = "streaming-list"
+        self.create(cluster("sl-b", check))
+        self.create(cluster("sl-a", check))
+        latest = self.get("sl-a")["metadata"]["resourceVersion"]
+        sel = "%s=%s" % (CHECK_LABEL, check)
+        w = Watcher(self.streaming_list, label_selector=sel)
+        try:
+            w.wait_for(lambda e: e["type"] == "ADDED" and e["raw_object"]["metadata"]["name"] == "sl-a",
+                       "ADDED sl-a first")
+            w.wait_for(lambda e: e["type"] == "ADDED" and e["raw_object"]["metadata"]["name"] == "sl-b",
+                       "then ADDED sl-b")
+            mark = w.wait_for(lambda e: e["type"] == "BOOKMARK", "then the BOOKMARK that ends the initial events")
+            meta = mark["raw_object"]["metadata"]
+            expect_eq(meta.get("annotations"), {"k8s.io/initial-events-end": "true"}, "the bookmark's annotation")
+            expect_eq(meta.get("resourceVersion"), latest, "the bookmark's resourceVersion")
+            self.merge("sl-b", {"metadata": {"labels": {"env": "prod"}}})
+            e = w.wait_for(lambda e: e["type"] == "MODIFIED", "then the live change")
+            expect_eq(e["raw_object"]["metadata"]["name"], "sl-b", "the changed object")
+        finally:
+            w.stop()
+        # what the apiserver refuses
+        body = expect_api_error(
+            lambda: self.co.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, watch=True, resource_version="1",
+                                                          resource_version_match="NotOlderThan"),
+            422, "Invalid", "resourceVersionMatch on a watch without sendInitialEvents")
+        expect_eq(body["details"]["causes"][0]["message"],
+                  "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                  "the 422's cause")
+
     def prune_change_log(self, through: int) -> None:
         """What the service's pruner does to changes older than its window (src/store/registry.rs)."""
         stmts = ["DELETE FROM cluster_change WHERE resource_version <= %d" % through,
@@ -915,6 +1032,8 @@ CHECKS: list[tuple[str, Callable[[Suite], None]]] = [
     ("clusterprofiles", Suite.check_clusterprofiles),
     ("status-errors", Suite.check_status_errors),
     ("auth-reviews", Suite.check_auth_reviews),
+    ("list-pages", Suite.check_list_pages),
+    ("streaming-list", Suite.check_streaming_list),
     ("watch-expired", Suite.check_watch_expired),  # last: it prunes the change log
 ]
 

@@ -434,6 +434,21 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     async fn registry_entries(&self, uuids: &[ClusterId]) -> StoreResult<Vec<RegistryEntry>>;
     /// Changes of cluster rows after resourceVersion `after`, oldest first.
     async fn registry_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<ClusterChange>>;
+    /// How many clusters of `project` (of every project when None) sort after `after` in
+    /// (project, name) order.
+    async fn registry_count_after(
+        &self,
+        project: Option<&str>,
+        after: Option<(&str, &str)>,
+    ) -> StoreResult<i64>;
+    /// The first change logged after resourceVersion `since` to a cluster of `project` (of any
+    /// project when None) whose (project, name) sorts after `after`; None when there is none.
+    async fn registry_first_change_after(
+        &self,
+        since: i64,
+        project: Option<&str>,
+        after: Option<(&str, &str)>,
+    ) -> StoreResult<Option<i64>>;
     /// The projects that have clusters, in order, at most `limit` (the registry's namespaces).
     async fn registry_projects(&self, limit: u32) -> StoreResult<Vec<String>>;
     /// The latest resourceVersion, and the highest one pruned from the change log.

@@ -195,6 +195,73 @@ pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<Re
     entries(rows)
 }
 
+/// The `WHERE` of a key range: one project's clusters (or every project's) that sort after a
+/// (project, name), numbered from `$first`; the binds in order.
+fn range_conds<'a>(
+    project: Option<&'a str>,
+    after: Option<(&'a str, &'a str)>,
+    first: usize,
+) -> (Vec<String>, Vec<&'a str>) {
+    let mut conds = Vec::new();
+    let mut binds = Vec::new();
+    let mut n = first;
+    if let Some(p) = project {
+        conds.push(format!("project_id = ${n}"));
+        binds.push(p);
+        n += 1;
+    }
+    if let Some((p, m)) = after {
+        conds.push(format!("(project_id, name) > (${n}, ${})", n + 1));
+        binds.push(p);
+        binds.push(m);
+    }
+    (conds, binds)
+}
+
+/// How many clusters of `project` (of every project when None) sort after `after` in
+/// (project, name) order (a list page's `remainingItemCount`).
+#[tracing::instrument(level = "debug", skip_all, fields(project = ?project))]
+pub(super) async fn count_after(
+    pool: &Pool,
+    project: Option<&str>,
+    after: Option<(&str, &str)>,
+) -> StoreResult<i64> {
+    let (conds, binds) = range_conds(project, after, 1);
+    let mut text = "SELECT COUNT(*) FROM cluster".to_string();
+    if !conds.is_empty() {
+        text.push_str(" WHERE ");
+        text.push_str(&conds.join(" AND "));
+    }
+    let n: i64 = pool.sql(&text).bind_all(binds).scalar_one(pool).await?;
+    Ok(n)
+}
+
+/// The first change after resourceVersion `since` to a cluster of `project` (of any project
+/// when None) whose (project, name) sorts after `after`: what makes a later page of a list
+/// read at `since` inconsistent. None when nothing there changed.
+#[tracing::instrument(level = "debug", skip_all, fields(since = since, project = ?project))]
+pub(super) async fn first_change_after(
+    pool: &Pool,
+    since: i64,
+    project: Option<&str>,
+    after: Option<(&str, &str)>,
+) -> StoreResult<Option<i64>> {
+    let (conds, binds) = range_conds(project, after, 2);
+    let mut text =
+        "SELECT MIN(resource_version) FROM cluster_change WHERE resource_version > $1".to_string();
+    for c in conds {
+        text.push_str(" AND ");
+        text.push_str(&c);
+    }
+    let first: Option<i64> = pool
+        .sql(&text)
+        .bind(since)
+        .bind_all(binds)
+        .scalar_one(pool)
+        .await?;
+    Ok(first)
+}
+
 static BY_NAME: LazyLock<String> =
     LazyLock::new(|| format!("{} WHERE c.project_id = $1 AND c.name = $2", *ENTRY_SELECT));
 

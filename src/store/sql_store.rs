@@ -433,6 +433,23 @@ impl Store for SqlStore {
         registry::changes(&self.pool, after, limit).await
     }
 
+    async fn registry_count_after(
+        &self,
+        project: Option<&str>,
+        after: Option<(&str, &str)>,
+    ) -> StoreResult<i64> {
+        registry::count_after(&self.pool, project, after).await
+    }
+
+    async fn registry_first_change_after(
+        &self,
+        since: i64,
+        project: Option<&str>,
+        after: Option<(&str, &str)>,
+    ) -> StoreResult<Option<i64>> {
+        registry::first_change_after(&self.pool, since, project, after).await
+    }
+
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)> {
         registry::bounds(&self.pool).await
     }

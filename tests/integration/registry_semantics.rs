@@ -1025,3 +1025,515 @@ async fn generate_name_is_kept_on_the_object(
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["metadata"]["generateName"], "edge-", "{}", r.text);
 }
+
+/// The items' names of a list answer.
+fn names(r: &Resp) -> Vec<String> {
+    r.body["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn list(app: &TestApp, query: &str) -> Resp {
+    call(app, Method::GET, &format!("{BASE}?{query}"), "", "").await
+}
+
+fn encoded(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_continued_list_is_its_first_pages_snapshot_or_expires_with_a_token_that_goes_on(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    // Created out of order: listed by name.
+    for name in ["delta", "alpha", "charlie", "bravo"] {
+        create(&app, &registered(name, json!({"labels": {"env": "dev"}}))).await;
+    }
+    let first = list(&app, "limit=2").await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(names(&first), ["alpha", "bravo"], "{}", first.text);
+    assert_eq!(
+        first.body["metadata"]["remainingItemCount"], 2,
+        "{}",
+        first.text
+    );
+    let rv = first.body["metadata"]["resourceVersion"].clone();
+    let token = first.body["metadata"]["continue"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(!token.is_empty(), "{}", first.text);
+
+    // Nothing changed: the rest, at the first page's version.
+    let next = list(&app, &format!("limit=2&continue={}", encoded(&token))).await;
+    assert_eq!(next.status, 200, "{}", next.text);
+    assert_eq!(names(&next), ["charlie", "delta"], "{}", next.text);
+    assert_eq!(
+        next.body["metadata"]["resourceVersion"], rv,
+        "{}",
+        next.text
+    );
+    assert!(
+        next.body["metadata"].get("remainingItemCount").is_none(),
+        "{}",
+        next.text
+    );
+    assert!(
+        next.body["metadata"].get("continue").is_none(),
+        "{}",
+        next.text
+    );
+
+    // A change to a page already served leaves the rest consistent.
+    let r = merge(
+        &app,
+        "alpha",
+        json!({"metadata": {"labels": {"env": "prod"}}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let next = list(&app, &format!("limit=2&continue={}", encoded(&token))).await;
+    assert_eq!(next.status, 200, "{}", next.text);
+    assert_eq!(names(&next), ["charlie", "delta"], "{}", next.text);
+    assert_eq!(
+        next.body["metadata"]["resourceVersion"], rv,
+        "{}",
+        next.text
+    );
+
+    // A change to what is still to come: 410, and a token that goes on at the latest version.
+    let r = merge(
+        &app,
+        "delta",
+        json!({"metadata": {"labels": {"env": "prod"}}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let latest = r.body["metadata"]["resourceVersion"].clone();
+    let gone = list(&app, &format!("limit=2&continue={}", encoded(&token))).await;
+    assert_eq!(gone.status, 410, "{}", gone.text);
+    assert_eq!(gone.body["kind"], "Status", "{}", gone.text);
+    assert_eq!(gone.body["reason"], "Expired", "{}", gone.text);
+    assert_eq!(gone.body["code"], 410, "{}", gone.text);
+    assert_eq!(
+        gone.body["message"],
+        "The provided continue parameter is too old to display a consistent list result. You \
+         can start a new list without the continue parameter, or use the continue token in this \
+         response to retrieve the remainder of the results. Continuing with the provided token \
+         results in an inconsistent list - objects that were created, modified, or deleted \
+         between the time the first chunk was returned and now may show up in the list.",
+        "{}",
+        gone.text
+    );
+    let onward = gone.body["metadata"]["continue"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(!onward.is_empty(), "{}", gone.text);
+    let rest = list(&app, &format!("limit=2&continue={}", encoded(&onward))).await;
+    assert_eq!(rest.status, 200, "{}", rest.text);
+    assert_eq!(names(&rest), ["charlie", "delta"], "{}", rest.text);
+    assert_eq!(
+        rest.body["metadata"]["resourceVersion"], latest,
+        "{}",
+        rest.text
+    );
+    assert_eq!(rest.body["items"][1]["metadata"]["labels"]["env"], "prod");
+
+    // A selector filters: no count, as the apiserver.
+    let filtered = list(&app, "limit=1&labelSelector=env%3Dprod").await;
+    assert_eq!(names(&filtered), ["alpha"], "{}", filtered.text);
+    assert!(!filtered.body["metadata"]["continue"]
+        .as_str()
+        .unwrap_or("")
+        .is_empty());
+    assert!(
+        filtered.body["metadata"]
+            .get("remainingItemCount")
+            .is_none(),
+        "{}",
+        filtered.text
+    );
+
+    // The same for ClusterProfiles, and the all-namespaces path is ordered by namespace.
+    let profiles = call(
+        &app,
+        Method::GET,
+        "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/project-a/clusterprofiles?limit=3",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(
+        names(&profiles),
+        ["alpha", "bravo", "charlie"],
+        "{}",
+        profiles.text
+    );
+    assert_eq!(
+        profiles.body["metadata"]["remainingItemCount"], 1,
+        "{}",
+        profiles.text
+    );
+    let all = call(
+        &app,
+        Method::GET,
+        "/apis/clusterregistry.k8s.io/v1alpha1/clusters?limit=10",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(
+        names(&all),
+        ["alpha", "bravo", "charlie", "delta"],
+        "{}",
+        all.text
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn list_resource_versions_follow_the_api_server(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(&app, &registered("one", json!({}))).await;
+    create(&app, &registered("two", json!({}))).await;
+    let now = list(&app, "").await;
+    let rv: i64 = now.body["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(rv > 0, "{}", now.text);
+
+    // Refused combinations: 422 against ListOptions, with apimachinery's causes.
+    for (query, reason, message) in [
+        (
+            "resourceVersionMatch=Exact".to_string(),
+            "FieldValueForbidden",
+            "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact".into(),
+            "FieldValueForbidden",
+            "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        (
+            format!("resourceVersion={rv}&resourceVersionMatch=Latest"),
+            "FieldValueNotSupported",
+            "Unsupported value: \"Latest\": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+        ),
+        (
+            format!("resourceVersion={rv}&resourceVersionMatch=Exact&continue=abc"),
+            "FieldValueForbidden",
+            "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+        ),
+    ] {
+        let r = list(&app, &query).await;
+        assert_eq!(r.status, 422, "{query}: {}", r.text);
+        assert_eq!(r.body["reason"], "Invalid", "{}", r.text);
+        assert_eq!(r.body["details"]["kind"], "ListOptions", "{}", r.text);
+        assert_eq!(r.body["details"]["group"], "meta.k8s.io", "{}", r.text);
+        assert_eq!(
+            r.body["details"]["causes"],
+            json!([{"reason": reason, "message": message, "field": "resourceVersionMatch"}]),
+            "{query}: {}",
+            r.text
+        );
+        assert_eq!(
+            r.body["message"],
+            format!("ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: {message}")
+        );
+    }
+    let r = list(&app, "resourceVersion=soon").await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "resourceVersion: Invalid value: \"soon\": strconv.ParseUint: parsing \"soon\": invalid syntax"
+    );
+
+    // An exact read of the current version, and of a past one nothing has changed since.
+    for query in [
+        format!("resourceVersion={rv}&resourceVersionMatch=Exact"),
+        format!(
+            "resourceVersion={}&resourceVersionMatch=NotOlderThan",
+            rv - 1
+        ),
+        format!("resourceVersion={rv}&limit=1"),
+    ] {
+        let r = list(&app, &query).await;
+        assert_eq!(r.status, 200, "{query}: {}", r.text);
+        assert_eq!(
+            r.body["metadata"]["resourceVersion"],
+            rv.to_string(),
+            "{query}"
+        );
+    }
+    let page = list(
+        &app,
+        &format!("resourceVersion={rv}&resourceVersionMatch=Exact&limit=1"),
+    )
+    .await;
+    assert_eq!(names(&page), ["one"], "{}", page.text);
+    assert_eq!(
+        page.body["metadata"]["remainingItemCount"], 1,
+        "{}",
+        page.text
+    );
+
+    // Once something changed, a past version cannot be read exactly: 410; NotOlderThan is
+    // served at the latest.
+    let r = merge(&app, "two", json!({"metadata": {"labels": {"x": "y"}}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let latest = r.body["metadata"]["resourceVersion"].clone();
+    let r = list(
+        &app,
+        &format!("resourceVersion={rv}&resourceVersionMatch=Exact"),
+    )
+    .await;
+    assert_eq!(r.status, 410, "{}", r.text);
+    assert_eq!(r.body["reason"], "Expired", "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "The resourceVersion for the provided list is too old."
+    );
+    let r = list(
+        &app,
+        &format!("resourceVersion={rv}&resourceVersionMatch=NotOlderThan"),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["resourceVersion"], latest, "{}", r.text);
+
+    // A version the server has not reached: 504, as the apiserver words it.
+    let ahead = rv + 1000;
+    for query in [
+        format!("resourceVersion={ahead}"),
+        format!("resourceVersion={ahead}&resourceVersionMatch=Exact"),
+        format!("resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"),
+    ] {
+        let r = list(&app, &query).await;
+        assert_eq!(r.status, 504, "{query}: {}", r.text);
+        assert_eq!(r.body["reason"], "Timeout", "{}", r.text);
+        assert_eq!(
+            r.body["message"],
+            format!(
+                "Timeout: Too large resource version: {ahead}, current: {}",
+                latest.as_str().unwrap_or("")
+            ),
+            "{}",
+            r.text
+        );
+        assert_eq!(
+            r.body["details"],
+            json!({"causes": [{"reason": "ResourceVersionTooLarge",
+                "message": "Too large resource version"}], "retryAfterSeconds": 1})
+        );
+        assert_eq!(
+            r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
+    }
+
+    // A resourceVersion beside a continue token is the apiserver's 400.
+    let first = list(&app, "limit=1").await;
+    let token = first.body["metadata"]["continue"].as_str().unwrap_or("");
+    let r = list(
+        &app,
+        &format!("limit=1&resourceVersion={rv}&continue={}", encoded(token)),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "specifying resource version is not allowed when using continue"
+    );
+}
+
+/// Reads a watch's events until `done` holds for one of them.
+async fn events_until(
+    resp: &mut reqwest::Response,
+    seen: &mut Vec<Value>,
+    done: impl Fn(&Value) -> bool,
+) {
+    let mut pending = String::new();
+    loop {
+        let chunk = resp.chunk().await.expect("the stream goes on");
+        let Some(chunk) = chunk else {
+            panic!("the stream ended before the awaited event: {seen:?}");
+        };
+        pending.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = pending.find('\n') {
+            let line: String = pending.drain(..=end).collect();
+            let event: Value = serde_json::from_str(line.trim()).expect("one event per line");
+            let stop = done(&event);
+            seen.push(event);
+            if stop {
+                return;
+            }
+        }
+    }
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_streaming_list_ends_its_initial_events_with_a_bookmark_then_goes_on_live(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    create(&app, &registered("beta", json!({}))).await;
+    create(&app, &registered("alpha", json!({}))).await;
+    let latest = get(&app, "alpha").await.body["metadata"]["resourceVersion"].clone();
+
+    let mut resp = app
+        .client
+        .get(app.url(&format!(
+            "{BASE}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan\
+             &allowWatchBookmarks=true&timeoutSeconds=30"
+        )))
+        .send()
+        .await
+        .expect("watch started");
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut seen = Vec::new();
+    events_until(&mut resp, &mut seen, |e| e["type"] == "BOOKMARK").await;
+    let kinds: Vec<(&str, &str)> = seen
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or(""),
+                e["object"]["metadata"]["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("ADDED", "alpha"), ("ADDED", "beta"), ("BOOKMARK", "")]
+    );
+    assert_eq!(
+        seen[2]["object"],
+        json!({"kind": "Cluster", "apiVersion": "clusterregistry.k8s.io/v1alpha1",
+            "metadata": {"resourceVersion": latest,
+                "annotations": {"k8s.io/initial-events-end": "true"}}})
+    );
+    // Then the changes, live.
+    let r = merge(&app, "beta", json!({"metadata": {"labels": {"x": "y"}}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut live = Vec::new();
+    events_until(&mut resp, &mut live, |e| e["type"] == "MODIFIED").await;
+    let last = live.last().cloned().unwrap_or(Value::Null);
+    assert_eq!(last["object"]["metadata"]["name"], "beta");
+    assert_eq!(last["object"]["metadata"]["labels"], json!({"x": "y"}));
+    drop(resp);
+
+    // Without allowWatchBookmarks: the initial events and no bookmark.
+    let r = call(
+        &app,
+        Method::GET,
+        &format!(
+            "{BASE}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+        ),
+        "",
+        "",
+    )
+    .await;
+    let types: Vec<String> = r
+        .text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| e["type"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(types, ["ADDED", "ADDED"], "{}", r.text);
+
+    // sendInitialEvents=false: no initial events, from the latest version.
+    let r = call(
+        &app,
+        Method::GET,
+        &format!(
+            "{BASE}?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+        ),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.text.trim(), "", "{}", r.text);
+
+    // ClusterProfiles stream the same way.
+    let r = call(
+        &app,
+        Method::GET,
+        "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/project-a/clusterprofiles?watch=true\
+         &sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true\
+         &timeoutSeconds=1",
+        "",
+        "",
+    )
+    .await;
+    let events: Vec<Value> = r
+        .text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(events.len(), 3, "{}", r.text);
+    assert_eq!(events[0]["object"]["kind"], "ClusterProfile", "{}", r.text);
+    assert_eq!(events[2]["type"], "BOOKMARK", "{}", r.text);
+    assert_eq!(events[2]["object"]["kind"], "ClusterProfile", "{}", r.text);
+    assert_eq!(
+        events[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn watch_options_the_api_server_refuses_are_422(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    for (query, causes) in [
+        (
+            "watch=true&sendInitialEvents=true",
+            json!([{"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"}]),
+        ),
+        (
+            "watch=true&resourceVersion=5&resourceVersionMatch=NotOlderThan",
+            json!([{"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                "message": "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"}]),
+        ),
+        (
+            "watch=true&sendInitialEvents=true&resourceVersionMatch=Exact",
+            json!([{"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"},
+                {"reason": "FieldValueNotSupported", "field": "resourceVersionMatch",
+                "message": "Unsupported value: \"Exact\": supported values: \"NotOlderThan\""}]),
+        ),
+        (
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+            json!([{"reason": "FieldValueForbidden", "field": "sendInitialEvents",
+                "message": "Forbidden: sendInitialEvents is forbidden for list"}]),
+        ),
+    ] {
+        let r = list(&app, query).await;
+        assert_eq!(r.status, 422, "{query}: {}", r.text);
+        assert_eq!(r.body["reason"], "Invalid", "{}", r.text);
+        assert_eq!(r.body["details"]["causes"], causes, "{query}: {}", r.text);
+    }
+    // A streaming list from a version not reached yet: 504.
+    let r = list(
+        &app,
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=999999",
+    )
+    .await;
+    assert_eq!(r.status, 504, "{}", r.text);
+    assert_eq!(r.body["reason"], "Timeout", "{}", r.text);
+}

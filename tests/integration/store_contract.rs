@@ -1451,3 +1451,63 @@ contract!(
         assert_eq!(again.uuid.0, id);
     }
 );
+
+contract!(
+    the_registry_counts_a_key_range_and_finds_its_first_change,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        let tu = t.uuid.to_string();
+        let mut sql = Vec::new();
+        for (project, name) in [("p1", "a"), ("p1", "b"), ("p2", "a")] {
+            sql.extend(cluster_fixture(project, name, &tu, "CREATE_COMPLETE", &[]).1);
+        }
+        exec_all(&url, &sql).await;
+        let count = |project: Option<&'static str>, after: Option<(&'static str, &'static str)>| {
+            let store = store.clone();
+            async move {
+                store
+                    .registry_count_after(project, after)
+                    .await
+                    .expect("count")
+            }
+        };
+        assert_eq!(count(None, None).await, 3);
+        assert_eq!(count(Some("p1"), None).await, 2);
+        assert_eq!(count(Some("p1"), Some(("p1", "a"))).await, 1);
+        assert_eq!(count(None, Some(("p1", "b"))).await, 1);
+        assert_eq!(count(Some("p2"), Some(("p2", "a"))).await, 0);
+
+        let (since, _) = store.registry_bounds().await.expect("bounds");
+        let first = |project: Option<&'static str>, after: Option<(&'static str, &'static str)>| {
+            let store = store.clone();
+            async move {
+                store
+                    .registry_first_change_after(since, project, after)
+                    .await
+                    .expect("change")
+            }
+        };
+        assert_eq!(first(None, None).await, None);
+        exec_all(
+            &url,
+            &["UPDATE cluster SET status = 'UPDATE_COMPLETE' WHERE project_id = 'p2' AND name = 'a'"
+                .to_string()],
+        )
+        .await;
+        let (latest, _) = store.registry_bounds().await.expect("bounds");
+        assert!(latest > since);
+        assert_eq!(first(None, None).await, Some(latest));
+        assert_eq!(first(None, Some(("p1", "b"))).await, Some(latest));
+        assert_eq!(first(Some("p1"), None).await, None);
+        assert_eq!(first(None, Some(("p2", "a"))).await, None);
+        // Earlier changes are found from an earlier version.
+        assert!(store
+            .registry_first_change_after(0, Some("p1"), Some(("p1", "a")))
+            .await
+            .expect("change")
+            .is_some());
+    }
+);

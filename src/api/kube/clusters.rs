@@ -160,12 +160,29 @@ pub(super) struct Params {
     pub r#continue: Option<String>,
     pub watch: Option<String>,
     pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub send_initial_events: Option<String>,
     pub timeout_seconds: Option<String>,
     pub allow_watch_bookmarks: Option<String>,
     pub include_object: Option<String>,
     pub field_validation: Option<String>,
     pub field_manager: Option<String>,
     pub dry_run: Option<String>,
+}
+
+impl Params {
+    /// The list and watch options among the parameters.
+    pub fn list_query(&self) -> list::ListQuery<'_> {
+        list::ListQuery {
+            watch: is_true(&self.watch),
+            resource_version: self.resource_version.as_deref(),
+            resource_version_match: self.resource_version_match.as_deref(),
+            send_initial_events: self.send_initial_events.as_deref(),
+            allow_watch_bookmarks: self.allow_watch_bookmarks.as_deref(),
+            r#continue: self.r#continue.as_deref(),
+            limit: self.limit.as_deref(),
+        }
+    }
 }
 
 pub(super) fn params(req: &HttpRequest) -> Result<Params, KubeError> {
@@ -194,7 +211,7 @@ pub(super) enum Visible {
 }
 
 impl Visible {
-    fn project(&self) -> Option<String> {
+    pub fn project(&self) -> Option<String> {
         match self {
             Visible::Namespace(p) => Some(p.clone()),
             Visible::All => None,
@@ -285,43 +302,46 @@ impl Selectors {
 }
 
 /// `?limit=` as [`list::parse_limit`] reads it, within one answer's [`MAX_PAGE`].
-pub(super) fn parse_limit(p: &Params) -> Result<Option<u32>, KubeError> {
-    Ok(list::parse_limit(p.limit.as_deref())?.map(|n| n.min(MAX_PAGE as usize) as u32))
+pub(super) fn page_limit(o: &list::ListOptions) -> Option<u32> {
+    o.limit.map(|n| n.min(MAX_PAGE as usize) as u32)
 }
 
-/// The token of the page after (`project`, `name`), at list version `rv`.
-fn encode_continue(rv: i64, project: &str, name: &str) -> String {
-    list::ContinueToken::new(u64::try_from(rv).unwrap_or(0), project, name).encode()
-}
-
-/// One list answer: the items, the resourceVersion it is consistent with (at least), and where
-/// it continues.
+/// One list answer: the items, the resourceVersion it is consistent with, where it continues,
+/// and (without selectors) how many items the later pages hold.
 pub(super) struct Listed {
     pub items: Vec<RegistryEntry>,
     pub resource_version: i64,
-    pub next: Option<String>,
+    pub next: Option<list::ContinueToken>,
+    pub remaining: Option<i64>,
 }
 
-/// Reads one page: in (project, name) order from the token, filtered by the selectors, at most
-/// `limit` items (and [`MAX_PAGE`]), reading at most [`MAX_SCANNED`] rows.
+impl Listed {
+    /// The `continue` of the answer (empty on the last page).
+    pub fn continue_token(&self) -> String {
+        self.next
+            .as_ref()
+            .map(list::ContinueToken::encode)
+            .unwrap_or_default()
+    }
+}
+
+/// Reads one page: in (project, name) order after the position (from the start at the latest
+/// resourceVersion when None), filtered by the selectors, at most `limit` items (and
+/// [`MAX_PAGE`]), reading at most [`MAX_SCANNED`] rows; with no selector, a page that has more
+/// after it counts them.
 pub(super) async fn list_entries(
     state: &AppState,
     visible: &Visible,
     selectors: &Selectors,
     limit: Option<u32>,
-    cont: Option<&str>,
+    from: Option<&list::Position>,
 ) -> Result<Listed, KubeError> {
     let want = limit.unwrap_or(MAX_PAGE).min(MAX_PAGE) as usize;
-    let (mut after, rv) = match cont {
-        Some(text) if !text.is_empty() => {
-            let t = list::ContinueToken::decode(text)?;
-            (
-                Some((t.ns, t.start)),
-                i64::try_from(t.rv).unwrap_or(i64::MAX),
-            )
-        }
-        _ => (None, state.store.registry_bounds().await?.0),
+    let (mut after, rv) = match from {
+        Some(p) => (p.after.clone(), p.resource_version),
+        None => (None, state.store.registry_bounds().await?.0),
     };
+    let token = |(p, n): &(String, String)| list::ContinueToken::new(rv, p, n);
     // One name in one namespace: one statement.
     if let (Visible::Namespace(ns), Some(name)) = (visible, selectors.fields.name()) {
         let items = match state.store.registry_get(ns.as_str(), name).await? {
@@ -332,12 +352,14 @@ pub(super) async fn list_entries(
             items,
             resource_version: rv,
             next: None,
+            remaining: None,
         });
     }
+    let unfiltered = selectors.labels.is_empty() && selectors.fields.is_empty();
     let mut items = Vec::new();
     let mut scanned = 0usize;
     loop {
-        let chunk = if selectors.labels.is_empty() && selectors.fields.is_empty() {
+        let chunk = if unfiltered {
             (want - items.len()) as u32 + 1
         } else {
             SCAN_CHUNK
@@ -356,14 +378,23 @@ pub(super) async fn list_entries(
                 // One more matching row exists past the page: continue from the last item.
                 if selectors_admit(selectors, &e) {
                     let last: &RegistryEntry = items.last().unwrap_or(&e);
+                    let last = (last.cluster.project_id.clone(), last.cluster.name.clone());
+                    let remaining = if unfiltered {
+                        let project = visible.project();
+                        Some(
+                            state
+                                .store
+                                .registry_count_after(project.as_deref(), Some((&last.0, &last.1)))
+                                .await?,
+                        )
+                    } else {
+                        None
+                    };
                     return Ok(Listed {
-                        next: Some(encode_continue(
-                            rv,
-                            &last.cluster.project_id,
-                            &last.cluster.name,
-                        )),
+                        next: Some(token(&last)),
                         items,
                         resource_version: rv,
+                        remaining,
                     });
                 }
             } else if selectors_admit(selectors, &e) {
@@ -371,11 +402,12 @@ pub(super) async fn list_entries(
             }
             after = Some(key);
             if scanned >= MAX_SCANNED {
-                let (p, n) = after.clone().unwrap_or_default();
+                let last = after.clone().unwrap_or_default();
                 return Ok(Listed {
                     items,
                     resource_version: rv,
-                    next: Some(encode_continue(rv, &p, &n)),
+                    next: Some(token(&last)),
+                    remaining: None,
                 });
             }
         }
@@ -384,6 +416,7 @@ pub(super) async fn list_entries(
                 items,
                 resource_version: rv,
                 next: None,
+                remaining: None,
             });
         }
     }
@@ -437,15 +470,26 @@ async fn list_answer(
     p: &Params,
 ) -> Result<HttpResponse, KubeError> {
     let selectors = Selectors::parse(p)?;
-    if is_true(&p.watch) {
-        return watch::start(req, state, visible, selectors, p, watch::Render::Cluster).await;
+    let options = list::ListOptions::parse(&p.list_query())?;
+    if options.watch {
+        return watch::start(
+            req,
+            state,
+            visible,
+            selectors,
+            p,
+            &options,
+            watch::Render::Cluster,
+        )
+        .await;
     }
+    let from = list::position(state.store.as_ref(), visible.project().as_deref(), &options).await?;
     let listed = list_entries(
         state,
         &visible,
         &selectors,
-        parse_limit(p)?,
-        p.r#continue.as_deref(),
+        page_limit(&options),
+        Some(&from),
     )
     .await?;
     let objects: Vec<Cluster> = listed.items.iter().map(view::cluster).collect();
@@ -460,7 +504,7 @@ async fn list_answer(
             &rows,
             table::IncludeObject::parse(p.include_object.as_deref())?,
             &listed.resource_version.to_string(),
-            listed.next.as_deref().unwrap_or(""),
+            &listed.continue_token(),
             chrono::Utc::now(),
         );
         return Ok(json_response(actix_web::http::StatusCode::OK, &body));
@@ -470,8 +514,8 @@ async fn list_answer(
         kind: LIST_KIND,
         metadata: ListMeta {
             resource_version: listed.resource_version.to_string(),
-            r#continue: listed.next.unwrap_or_default(),
-            remaining_item_count: None,
+            r#continue: listed.continue_token(),
+            remaining_item_count: listed.remaining,
         },
         items: &objects,
     };

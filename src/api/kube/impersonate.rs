@@ -8,7 +8,7 @@ use actix_web::HttpMessage;
 
 use super::access::{impersonation_target, IMPERSONATE};
 use super::status::{KubeError, Resource};
-use crate::api::context::Impersonated;
+use crate::api::http::context::Impersonated;
 use crate::api::RequestContext;
 use crate::auth::impersonation::Request;
 

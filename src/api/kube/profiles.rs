@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::access::EXPORT;
 use super::clusters::{
     accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response,
-    list_entries, list_rule, params, parse_limit, Selectors, Visible, MAX_PAGE,
+    list_entries, list_rule, page_limit, params, Selectors, Visible, MAX_PAGE,
 };
 use super::status::{KubeError, CLUSTERS, PROFILES};
 use super::table;
@@ -150,28 +150,36 @@ async fn list_answer(
     let p = params(req)?;
     // A profile's labels are its cluster's and the cluster manager's.
     let selectors = Selectors::parse(&p)?.implying(MANAGER_LABEL, MANAGER);
-    if matches!(p.watch.as_deref(), Some("true" | "1")) {
+    let options = super::list::ListOptions::parse(&p.list_query())?;
+    if options.watch {
         return super::watch::start(
             req,
             state,
             visible,
             selectors,
             &p,
+            &options,
             super::watch::Render::Profile,
         )
         .await;
     }
+    let project = visible.project();
+    let from = super::list::position(state.store.as_ref(), project.as_deref(), &options).await?;
     let listed = list_entries(
         state,
         &visible,
         &selectors,
-        parse_limit(&p)?,
-        p.r#continue.as_deref(),
+        page_limit(&options),
+        Some(&from),
     )
     .await?;
     let profiles: Vec<Value> = listed.items.iter().map(profile).collect();
     let rv = listed.resource_version.to_string();
-    let next = listed.next.unwrap_or_default();
+    let next = listed.continue_token();
+    let mut metadata = json!({"resourceVersion": rv, "continue": next});
+    if let Some(n) = listed.remaining {
+        metadata["remainingItemCount"] = json!(n);
+    }
     if table::wants_table(accept(req)) {
         let include = table::IncludeObject::parse(p.include_object.as_deref())?;
         return Ok(json_ok(&table::profile_table(
@@ -185,7 +193,7 @@ async fn list_answer(
     Ok(json_ok(&json!({
         "apiVersion": API_VERSION,
         "kind": "ClusterProfileList",
-        "metadata": {"resourceVersion": rv, "continue": next},
+        "metadata": metadata,
         "items": profiles,
     })))
 }
@@ -368,13 +376,18 @@ async fn export(
     let selectors = Selectors::parse(&p)?;
     let all = matches!(visible, Visible::All) || req.path().ends_with("/v1alpha1/kubeconfig");
     let mut entries = Vec::new();
-    let mut cont: Option<String> = None;
+    let mut from: Option<super::list::Position> = None;
     loop {
         let listed =
-            list_entries(state, &visible, &selectors, Some(MAX_PAGE), cont.as_deref()).await?;
+            list_entries(state, &visible, &selectors, Some(MAX_PAGE), from.as_ref()).await?;
         entries.extend(listed.items);
         match listed.next {
-            Some(next) if entries.len() < MAX_EXPORT => cont = Some(next),
+            Some(next) if entries.len() < MAX_EXPORT => {
+                from = Some(super::list::Position {
+                    resource_version: listed.resource_version,
+                    after: Some(next.after()),
+                })
+            }
             _ => break,
         }
     }

@@ -19,7 +19,7 @@ use super::access::{self, Ask};
 use super::clusters::{caller, json_response};
 use super::protobuf;
 use super::status::{Cause, KubeError, Resource};
-use crate::api::error::ApiError;
+use crate::api::http::error::ApiError;
 use crate::api::RequestContext;
 use crate::auth::impersonation;
 

@@ -94,6 +94,12 @@ pub const PATCH_OPTIONS: Resource = Resource {
     ..DELETE_OPTIONS
 };
 
+/// `meta.k8s.io/v1` `ListOptions`: what a refused list or watch query is reported against.
+pub const LIST_OPTIONS: Resource = Resource {
+    kind: "ListOptions",
+    ..DELETE_OPTIONS
+};
+
 /// Another name for `CLUSTER_PROFILES`.
 pub const PROFILES: Resource = CLUSTER_PROFILES;
 
@@ -157,6 +163,20 @@ impl Cause {
         Cause {
             reason: "FieldValueTypeInvalid".into(),
             message: format!("Invalid value: {}: {detail}", quote(value)),
+            field: field.into(),
+        }
+    }
+    /// `FieldValueNotSupported`: `<field>: Unsupported value: "<value>": supported values:
+    /// "<a>", "<b>"`.
+    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+        let values: Vec<String> = supported.iter().map(|v| quote(v)).collect();
+        Cause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                quote(value),
+                values.join(", ")
+            ),
             field: field.into(),
         }
     }
@@ -263,6 +283,15 @@ pub enum KubeError {
     /// 410 Expired: a watch or continue token too old.
     #[error("{0}")]
     Expired(String),
+    /// 410 Expired of a continue token whose list can no longer be served consistently: the
+    /// Status's `metadata.continue` holds a token that goes on from the same place at the
+    /// latest resourceVersion (the apiserver's "inconsistent continue").
+    #[error("{}", super::list::CONTINUE_EXPIRED)]
+    ExpiredContinue { token: String },
+    /// 504 of a resourceVersion the server has not reached: `Timeout: Too large resource
+    /// version: <asked>, current: <latest>`, retried after a second.
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion { requested: u64, current: u64 },
     /// 503 with a sentence.
     #[error("{0}")]
     ServiceUnavailable(String),
@@ -418,9 +447,9 @@ impl KubeError {
             KubeError::Forbidden { .. }
             | KubeError::ForbiddenMessage(_)
             | KubeError::QuotaExceeded(_) => "Forbidden",
-            KubeError::Expired(_) => "Expired",
+            KubeError::Expired(_) | KubeError::ExpiredContinue { .. } => "Expired",
             KubeError::ServiceUnavailable(_) => "ServiceUnavailable",
-            KubeError::Timeout(_) => "Timeout",
+            KubeError::Timeout(_) | KubeError::TooLargeResourceVersion { .. } => "Timeout",
             KubeError::Internal(_) => "InternalError",
         }
     }
@@ -453,6 +482,10 @@ impl KubeError {
                 "causes": [{"message": "an unexpected error prevented the server from fulfilling the request"}],
             })),
             KubeError::NotFoundMessage(_) => Some(json!({})),
+            KubeError::TooLargeResourceVersion { .. } => Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            })),
             _ => None,
         }
     }
@@ -472,6 +505,9 @@ pub fn status_value(err: &KubeError) -> Value {
     });
     if let Some(d) = err.details() {
         v["details"] = d;
+    }
+    if let KubeError::ExpiredContinue { token } = err {
+        v["metadata"] = json!({"continue": token});
     }
     v
 }
@@ -510,9 +546,11 @@ impl ResponseError for KubeError {
             KubeError::Forbidden { .. }
             | KubeError::ForbiddenMessage(_)
             | KubeError::QuotaExceeded(_) => StatusCode::FORBIDDEN,
-            KubeError::Expired(_) => StatusCode::GONE,
+            KubeError::Expired(_) | KubeError::ExpiredContinue { .. } => StatusCode::GONE,
             KubeError::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            KubeError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            KubeError::Timeout(_) | KubeError::TooLargeResourceVersion { .. } => {
+                StatusCode::GATEWAY_TIMEOUT
+            }
             KubeError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -522,9 +560,12 @@ impl ResponseError for KubeError {
             tracing::error!(error = %format!("{cause:#}"), "kubernetes API request failed");
         }
         let body = status_value(self).to_string();
-        HttpResponse::build(self.status_code())
-            .content_type("application/json")
-            .body(body)
+        let mut resp = HttpResponse::build(self.status_code());
+        if let KubeError::TooLargeResourceVersion { .. } = self {
+            // As the apiserver: a Status with retryAfterSeconds also says it in the header.
+            resp.insert_header(("Retry-After", "1"));
+        }
+        resp.content_type("application/json").body(body)
     }
 }
 

@@ -1,7 +1,14 @@
 //! `?watch=true`: a chunked stream of newline-delimited watch events, read from the change log
 //! (`cluster_change`), so it sees changes made through either API by any process.
 //!
-//! - Without `resourceVersion` (or with `0`): an `ADDED` for every current object first.
+//! - A streaming list (`sendInitialEvents=true&resourceVersionMatch=NotOlderThan`, which a
+//!   watch without `resourceVersion` or with `0` defaults to, as the apiserver's
+//!   `SetListOptionsDefaults`): an `ADDED` for every current object first, then, with
+//!   `allowWatchBookmarks=true`, a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"`
+//!   carrying the resourceVersion the initial events are consistent with; a
+//!   `resourceVersion=N` the server has not reached is a 504.
+//! - `sendInitialEvents=false&resourceVersionMatch=NotOlderThan`: from the latest version (or
+//!   N), no initial events.
 //! - With `resourceVersion=N`: every change after N, then live ones; N older than the log's
 //!   window answers one `ERROR` event with a 410 `Expired` Status.
 //! - `allowWatchBookmarks=true`: a `BOOKMARK` with the latest resourceVersion after every
@@ -18,6 +25,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::clusters::{list_entries, table_row, Params, Selectors, Visible, MAX_PAGE};
+use super::list::{self, ListOptions};
 use super::objects::Cluster;
 use super::profiles;
 use super::status::KubeError;
@@ -135,14 +143,29 @@ pub(super) async fn start(
     visible: Visible,
     selectors: Selectors,
     p: &Params,
+    o: &ListOptions,
     render: Render,
 ) -> Result<HttpResponse, KubeError> {
-    let from = match p.resource_version.as_deref() {
-        None | Some("") | Some("0") => None,
-        Some(text) => Some(
-            text.parse::<i64>()
-                .map_err(|_| KubeError::BadRequest(format!("invalid resourceVersion {text:?}")))?,
-        ),
+    let asked = o.resource_version.filter(|n| *n > 0);
+    let from = match o.send_initial_events {
+        Some(true) => {
+            if let Some(n) = asked {
+                let (latest, _) = state.store.registry_bounds().await?;
+                if i64::try_from(n).map_or(true, |n| n > latest) {
+                    return Err(KubeError::TooLargeResourceVersion {
+                        requested: n,
+                        current: u64::try_from(latest).unwrap_or(0),
+                    });
+                }
+            }
+            Start::Initial
+        }
+        _ => match asked {
+            Some(n) => Start::After(i64::try_from(n).unwrap_or(i64::MAX)),
+            // From the latest version, read now: a change committed once the answer has
+            // started is in the stream.
+            None => Start::After(state.store.registry_bounds().await?.0),
+        },
     };
     let shape = Shape {
         render,
@@ -155,7 +178,7 @@ pub(super) async fn start(
         include: table::IncludeObject::parse(p.include_object.as_deref())?,
         first: true,
     };
-    let bookmarks = matches!(p.allow_watch_bookmarks.as_deref(), Some("true" | "1"));
+    let bookmarks = o.allow_watch_bookmarks;
     let timeout = timeout_of(p);
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let watch = Watch {
@@ -167,7 +190,7 @@ pub(super) async fn start(
         bookmarks,
         tx,
     };
-    if let Some(n) = from {
+    if let Start::After(n) = from {
         let (_, pruned) = state.store.registry_bounds().await?;
         if n < pruned {
             let body = super::expired_watch_line(&n.to_string(), &pruned.to_string());
@@ -194,6 +217,15 @@ pub(super) async fn start(
         .content_type("application/json")
         .insert_header(("Cache-Control", "no-cache, private"))
         .streaming(stream))
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The current state as `ADDED` events, then the changes after it.
+    Initial,
+    /// The changes after this version.
+    After(i64),
 }
 
 /// The parts of the application state the initial list reads.
@@ -226,16 +258,30 @@ impl Watch {
             .await;
     }
 
+    fn resource(&self) -> &'static super::status::Resource {
+        match self.shape.render {
+            Render::Cluster => &super::status::CLUSTERS,
+            Render::Profile => &super::status::PROFILES,
+        }
+    }
+
     #[tracing::instrument(name = "registry.watch", skip_all, fields(from = ?from))]
-    async fn run(mut self, from: Option<i64>, list: ListState) {
+    async fn run(mut self, from: Start, list: ListState) {
         let mut last = match from {
-            Some(n) => n,
-            None => match self.initial(&list).await {
+            Start::After(n) => n,
+            Start::Initial => match self.initial(&list).await {
                 Ok(Some(rv)) => rv,
                 Ok(None) => return,
                 Err(e) => return self.fail(e).await,
             },
         };
+        if from == Start::Initial && self.bookmarks {
+            // The end of the initial events, as a streaming list's client waits for it.
+            let mark = list::initial_events_end(self.resource(), &last.to_string());
+            if !self.send(line("BOOKMARK", mark)).await {
+                return;
+            }
+        }
         loop {
             match self.catch_up(last).await {
                 Ok(Some(rv)) => last = rv,
@@ -256,11 +302,7 @@ impl Watch {
                 () = self.tx.closed() => return,
                 () = tokio::time::sleep(pause) => {
                     if self.bookmarks {
-                        let resource = match self.shape.render {
-                            Render::Cluster => &super::status::CLUSTERS,
-                            Render::Profile => &super::status::PROFILES,
-                        };
-                        let mark = super::bookmark_object(resource, &last.to_string());
+                        let mark = super::bookmark_object(self.resource(), &last.to_string());
                         if !self.send(line("BOOKMARK", mark)).await {
                             return;
                         }
@@ -272,7 +314,7 @@ impl Watch {
 
     /// `ADDED` for every current object; the resourceVersion the list is consistent with.
     async fn initial(&mut self, list: &ListState) -> Result<Option<i64>, KubeError> {
-        let mut cont: Option<String> = None;
+        let mut from: Option<list::Position> = None;
         let mut rv = None;
         loop {
             let listed = list_entries(
@@ -280,7 +322,7 @@ impl Watch {
                 &self.visible,
                 &self.selectors,
                 Some(MAX_PAGE),
-                cont.as_deref(),
+                from.as_ref(),
             )
             .await?;
             rv.get_or_insert(listed.resource_version);
@@ -292,7 +334,12 @@ impl Watch {
                 }
             }
             match listed.next {
-                Some(next) => cont = Some(next),
+                Some(next) => {
+                    from = Some(list::Position {
+                        resource_version: listed.resource_version,
+                        after: Some(next.after()),
+                    })
+                }
                 None => return Ok(rv),
             }
         }
