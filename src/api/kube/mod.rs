@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod edge;
 pub mod feed;
 pub mod list;
+pub mod managed;
 pub mod objects;
 pub mod openapi;
 pub mod openapi_v2;

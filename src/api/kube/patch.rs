@@ -104,6 +104,19 @@ fn apply_merge(target: &mut Value, applied: &Value) {
     }
 }
 
+/// The applied configuration of a server-side apply (`application/apply-patch+yaml`, in YAML
+/// or JSON): 413 over `MAX_PATCH_BODY`, 400 when it is not an object.
+pub fn parse_applied(body: &[u8]) -> Result<Value, KubeError> {
+    if body.len() > MAX_PATCH_BODY {
+        return Err(KubeError::RequestEntityTooLarge(MAX_PATCH_BODY));
+    }
+    let applied = parse_json_or_yaml(body)?;
+    if !applied.is_object() {
+        return Err(decode_error("an applied configuration must be an object"));
+    }
+    Ok(applied)
+}
+
 fn name_of(current: &Value) -> String {
     current["metadata"]["name"]
         .as_str()

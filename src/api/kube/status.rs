@@ -214,6 +214,10 @@ pub enum KubeError {
     /// 409 Conflict with a sentence of its own.
     #[error("{0}")]
     ConflictMessage(String),
+    /// 409 Conflict of a server-side apply: the sentence and a `FieldManagerConflict` cause
+    /// per field another manager owns.
+    #[error("{message}")]
+    ApplyConflict { message: String, causes: Vec<Cause> },
     /// 422 Invalid with its causes.
     #[error("{}", invalid_message(.resource, .name, .causes))]
     Invalid {
@@ -405,7 +409,9 @@ impl KubeError {
         match self {
             KubeError::NotFound { .. } | KubeError::NotFoundMessage(_) => "NotFound",
             KubeError::AlreadyExists { .. } => "AlreadyExists",
-            KubeError::Conflict { .. } | KubeError::ConflictMessage(_) => "Conflict",
+            KubeError::Conflict { .. }
+            | KubeError::ConflictMessage(_)
+            | KubeError::ApplyConflict { .. } => "Conflict",
             KubeError::Invalid { .. } => "Invalid",
             KubeError::BadRequest(_) => "BadRequest",
             KubeError::UnsupportedMediaType => "UnsupportedMediaType",
@@ -453,6 +459,7 @@ impl KubeError {
                 "causes": [{"message": "an unexpected error prevented the server from fulfilling the request"}],
             })),
             KubeError::NotFoundMessage(_) => Some(json!({})),
+            KubeError::ApplyConflict { causes, .. } => Some(json!({"causes": causes})),
             _ => None,
         }
     }
@@ -497,7 +504,8 @@ impl ResponseError for KubeError {
             KubeError::NotFound { .. } | KubeError::NotFoundMessage(_) => StatusCode::NOT_FOUND,
             KubeError::AlreadyExists { .. }
             | KubeError::Conflict { .. }
-            | KubeError::ConflictMessage(_) => StatusCode::CONFLICT,
+            | KubeError::ConflictMessage(_)
+            | KubeError::ApplyConflict { .. } => StatusCode::CONFLICT,
             KubeError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             KubeError::BadRequest(_) => StatusCode::BAD_REQUEST,
             KubeError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
