@@ -737,7 +737,7 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
 
 /// Reads an object from a request body (at most the service's payload limit, enforced by
 /// actix): JSON, or YAML when the Content-Type says `application/yaml` (an apply patch's YAML
-/// is read by [`patch::apply_patch`]).
+/// is read by [`patch::parse_applied`]).
 pub(super) fn json_of(req: &HttpRequest, body: &Bytes) -> Result<Value, KubeError> {
     let yaml = req
         .headers()

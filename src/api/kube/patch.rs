@@ -1,6 +1,8 @@
-//! PATCH bodies by Content-Type: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
-//! server-side apply (approximated: the applied object merged recursively into the stored one,
-//! lists replaced). Strategic merge patch is a 415, as for custom resources.
+//! PATCH bodies by Content-Type: JSON merge patch (RFC 7396), JSON patch (RFC 6902) and
+//! server-side apply. The handlers apply an applied configuration ([`parse_applied`]) with field
+//! ownership ([`super::managed`]); [`apply_patch`]'s own apply is the merge without it (objects
+//! merged recursively, lists replaced). Strategic merge patch is a 415, as for custom
+//! resources.
 
 use serde_json::Value;
 
