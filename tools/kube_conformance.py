@@ -21,8 +21,11 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
   dynamic-patch              merge and JSON patch (`content_type` set); strategic merge is 415
   dynamic-apply              server-side apply with `field_manager`: create, then update;
                              without a field manager it is 422
-  apply-conflicts            a second field manager's apply of a field the first one owns is
-                             409 Conflict; force_conflicts=True takes it over
+  apply-conflicts            two field managers' applies keep their own fields (managedFields);
+                             a second manager's apply of a field the first one owns is 409
+                             Conflict with the API server's message and causes;
+                             force_conflicts=True takes it over; the same with kubectl apply
+                             --server-side --field-manager and --force-conflicts
   replace-needs-resourceversion
                              PUT without metadata.resourceVersion is 422 (a CRD has no
                              unconditional update)
@@ -134,12 +137,7 @@ SHORT_WATCH_SECONDS = 2  # timeout_seconds of a watch meant to expire
 
 # Checks known to fail because the service is wrong: name -> why. Kept in the run, reported as
 # XFAIL; remove an entry when the service is fixed (an XPASS fails the run).
-XFAIL: dict[str, str] = {
-    "apply-conflicts": "server-side apply keeps no field ownership (docs/cluster-registry.rst: 'a recursive merge, "
-                       "without field ownership'): a second field manager's apply that changes a field another "
-                       "manager set is accepted, where a kube-apiserver answers 409 Conflict unless force=true, "
-                       "and no metadata.managedFields are kept",
-}
+XFAIL: dict[str, str] = {}
 
 
 class CheckFailed(Exception):
@@ -455,21 +453,81 @@ class Suite:
         check = "apply-conflicts"
         body = cluster("ssa-a", check, {"env": "dev"})
         made = self.dyn.server_side_apply(self.clusters, body=body, namespace=NS, field_manager="first").to_dict()
-        managers = [m.get("manager") for m in made["metadata"].get("managedFields") or []]
+        entries = made["metadata"].get("managedFields") or []
+        expect_eq([(m.get("manager"), m.get("operation")) for m in entries], [("first", "Apply")],
+                  "the applier's managedFields entry")
+        expect_eq(entries[0].get("fieldsV1", {}).get("f:metadata", {}).get("f:labels"),
+                  {"f:" + CHECK_LABEL: {}, "f:env": {}}, "the first manager owns the labels it applied")
+        # A second manager applying other fields: both keep theirs.
+        other = {"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": "ssa-a", "labels": {"team": "blue"}}}
+        both = self.dyn.server_side_apply(self.clusters, body=other, namespace=NS, field_manager="second").to_dict()
+        expect_eq((both["metadata"]["labels"].get("env"), both["metadata"]["labels"].get("team")), ("dev", "blue"),
+                  "labels of both managers")
+        expect_eq(sorted(m.get("manager") for m in both["metadata"]["managedFields"]), ["first", "second"],
+                  "both managers are listed")
         body["metadata"]["labels"]["env"] = "prod"
         try:
             out = self.dyn.server_side_apply(self.clusters, body=body, namespace=NS, field_manager="second").to_dict()
         except ApiException as e:
-            status_body(e)
+            st = status_body(e)
             expect_eq(e.status, 409, "a second manager changing the first one's field")
+            expect_eq(st.get("reason"), "Conflict", "409 reason")
+            expect_eq(st.get("message"), 'Apply failed with 1 conflict: conflict with "first": .metadata.labels.env',
+                      "409 message")
+            expect_eq((st.get("details") or {}).get("causes"),
+                      [{"reason": "FieldManagerConflict", "message": 'conflict with "first"',
+                        "field": ".metadata.labels.env"}], "409 causes")
             expect_eq(self.get("ssa-a")["metadata"]["labels"]["env"], "dev", "the refused apply changed nothing")
         else:
-            raise CheckFailed("a second manager's apply changing metadata.labels.env, owned by %r (managedFields "
-                              "managers: %r), was accepted (now %r); want 409 Conflict"
-                              % ("first", managers, out["metadata"]["labels"].get("env")))
+            raise CheckFailed("a second manager's apply changing metadata.labels.env, owned by %r, was accepted "
+                              "(now %r); want 409 Conflict" % ("first", out["metadata"]["labels"].get("env")))
         forced = self.dyn.server_side_apply(self.clusters, body=body, namespace=NS, field_manager="second",
                                             force_conflicts=True).to_dict()
         expect_eq(forced["metadata"]["labels"]["env"], "prod", "force_conflicts=True takes the field over")
+        expect("team" not in forced["metadata"]["labels"], "a label the second manager dropped is gone",
+               forced["metadata"]["labels"])
+        owners = {m["manager"]: m.get("fieldsV1", {}) for m in forced["metadata"]["managedFields"]}
+        expect("f:env" in owners.get("second", {}).get("f:metadata", {}).get("f:labels", {}),
+               "the second manager owns the label now", owners)
+        expect("f:env" not in owners.get("first", {}).get("f:metadata", {}).get("f:labels", {}),
+               "the first manager lost it", owners)
+        kubectl = shutil.which("kubectl")
+        if kubectl:
+            self.kubectl_apply_conflicts(kubectl, check)
+
+    def kubectl_apply_conflicts(self, kubectl: str, check: str) -> None:
+        """kubectl apply --server-side by two field managers, a conflict, --force-conflicts."""
+        with tempfile.TemporaryDirectory() as tmp:
+            config = os.path.join(tmp, "config")
+            Path(config).write_text("")
+
+            def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+                cmd = [kubectl, "--kubeconfig", config, "--server", self.server.base, "--cache-dir",
+                       os.path.join(tmp, "cache"), "-n", NS, *args]
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                expect((p.returncode == 0) == ok, "kubectl %s %s" % (" ".join(args), "succeeds" if ok else "fails"),
+                       p.stdout + p.stderr)
+                return p
+
+            def manifest(labels: dict) -> str:
+                path = os.path.join(tmp, "ssa-k.json")
+                Path(path).write_text(json.dumps(cluster("ssa-k", check, labels)))
+                return path
+
+            out = run("apply", "--server-side", "--field-manager=alice", "-f", manifest({"env": "dev"})).stdout
+            expect("serverside-applied" in out, "kubectl apply --server-side creates", out)
+            run("apply", "--server-side", "--field-manager=bob", "-f", manifest({"env": "dev", "team": "blue"}))
+            err = run("apply", "--server-side", "--field-manager=bob", "-f", manifest({"env": "prod", "team": "blue"}),
+                      ok=False).stderr
+            expect('conflict with "alice"' in err and ".metadata.labels.env" in err,
+                   "kubectl prints the conflicting field and manager", err)
+            run("apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f",
+                manifest({"env": "prod", "team": "blue"}))
+            got = json.loads(run("get", "cluster", "ssa-k", "-o", "json", "--show-managed-fields").stdout)
+            expect_eq(got["metadata"]["labels"].get("env"), "prod", "--force-conflicts applied the label")
+            owners = {m["manager"]: m.get("fieldsV1", {}) for m in got["metadata"].get("managedFields") or []}
+            expect("f:env" in owners.get("bob", {}).get("f:metadata", {}).get("f:labels", {}),
+                   "--force-conflicts moved the field to bob", owners)
 
     def check_replace_needs_resourceversion(self) -> None:
         check = "replace-needs-resourceversion"

@@ -114,6 +114,8 @@ pub struct RegistryMeta {
     pub conditions: Vec<Condition>,
     /// `metadata.generateName` of a cluster registered with one; kept as it was at create.
     pub generate_name: Option<String>,
+    /// `metadata.managedFields`: which field manager owns which fields.
+    pub managed_fields: super::managed_fields::ManagedFields,
 }
 
 impl Default for RegistryMeta {
@@ -132,6 +134,7 @@ impl Default for RegistryMeta {
             deletion_grace_period_seconds: None,
             conditions: Vec::new(),
             generate_name: None,
+            managed_fields: Default::default(),
         }
     }
 }

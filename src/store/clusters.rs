@@ -288,9 +288,10 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
          floating_ip_enabled, master_lb_enabled, version, created_at, status, api_address, \
          registry_labels, registry_annotations, generation, server_endpoints, ca_bundle, \
          auth_info, registry_finalizers, registry_owner_references, registry_conditions, \
-         registry_generate_name) \
+         registry_generate_name, registry_managed_fields) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)",
+         $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, \
+         $30)",
     )
     .bind_id(&c.uuid)
     .bind(&c.project_id)
@@ -321,6 +322,7 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
     .bind(Json(&c.registry.owner_references))
     .bind(Json(&c.registry.conditions))
     .bind(&c.registry.generate_name)
+    .bind(Json(&c.registry.managed_fields))
     .execute(&mut *tx)
     .await?;
     for ng in &c.nodegroups {
@@ -346,7 +348,7 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
              server_endpoints = $28, ca_bundle = $29, auth_info = $30, \
              registry_finalizers = $31, registry_owner_references = $32, \
              deletion_timestamp = $33, deletion_grace_period_seconds = $34, \
-             registry_conditions = $35 \
+             registry_conditions = $35, registry_managed_fields = $36 \
              WHERE id = $23 AND version = $24",
         )
         .bind(&c.name)
@@ -384,6 +386,7 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
         .bind(c.registry.deletion_timestamp)
         .bind(c.registry.deletion_grace_period_seconds)
         .bind(Json(&c.registry.conditions))
+        .bind(Json(&c.registry.managed_fields))
         .execute(&mut *tx)
         .await?;
     if done == 0 {

@@ -13,6 +13,7 @@ use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobPayload, JobResource, Operation};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::labels::Labels;
+use crate::domain::managed_fields::ManagedFields;
 use crate::domain::registry::{
     AuthPointers, Condition, OwnerReference, RegistryMeta, ServerEndpoint,
 };
@@ -44,7 +45,8 @@ pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
     floating_ip_enabled, master_lb_enabled, version, created_at, updated_at, registry_labels, \
     registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info, \
     registry_finalizers, registry_owner_references, deletion_timestamp, \
-    deletion_grace_period_seconds, registry_conditions, registry_generate_name";
+    deletion_grace_period_seconds, registry_conditions, registry_generate_name, \
+    registry_managed_fields";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct ClusterRow {
@@ -89,6 +91,7 @@ pub(crate) struct ClusterRow {
     pub deletion_grace_period_seconds: Option<i64>,
     pub registry_conditions: Json<Vec<Condition>>,
     pub registry_generate_name: Option<String>,
+    pub registry_managed_fields: Json<ManagedFields>,
 }
 
 impl ClusterRow {
@@ -136,6 +139,7 @@ impl ClusterRow {
                 deletion_grace_period_seconds: self.deletion_grace_period_seconds,
                 conditions: self.registry_conditions.0,
                 generate_name: self.registry_generate_name,
+                managed_fields: self.registry_managed_fields.0,
             },
         })
     }

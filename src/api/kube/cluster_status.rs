@@ -13,6 +13,8 @@ use super::clusters::{
     authorize_namespace, caller, dry_run, json_of, json_response, params, update_row,
     with_warnings, Params,
 };
+use super::managed::{self, Part};
+use super::objects::API_VERSION;
 use super::objects::{ClusterCondition, ClusterStatus};
 use super::status::{quote, Cause, KubeError, CLUSTERS, PATCH_OPTIONS, UPDATE_OPTIONS};
 use super::{patch, validation, view};
@@ -20,6 +22,7 @@ use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
+use crate::domain::managed_fields::ManagerId;
 use crate::domain::registry::{self, PROBER_CONDITION};
 use crate::store::RegistryEntry;
 
@@ -76,6 +79,36 @@ async fn write(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let apply = how == How::Patch
+        && patch::PatchType::from_content_type(&content_type).ok() == Some(patch::PatchType::Apply);
+    if apply {
+        managed::require_apply_manager(p.field_manager.as_deref())?;
+    }
+    let force = match how {
+        How::Replace => false,
+        How::Patch => managed::force(p.force.as_deref(), apply)?,
+    };
+    let manager = managed::manager(
+        req,
+        p.field_manager.as_deref(),
+        match how {
+            How::Replace => &UPDATE_OPTIONS,
+            How::Patch => &PATCH_OPTIONS,
+        },
+    )?;
+    // Writes through `/status` are their managers' own, apart from the main resource's.
+    let id = ManagerId::new(
+        &manager,
+        managed::operation(apply),
+        Part::Status.subresource(),
+    );
+    let applied = if apply {
+        let applied = patch::parse_applied(body)?;
+        managed::check_applied(&applied, namespace, name)?;
+        Some(applied)
+    } else {
+        None
+    };
     let outcome = retry::until_committed(async || {
         let e = state
             .store
@@ -91,23 +124,69 @@ async fn write(
             ));
         }
         let current = serde_json::to_value(view::cluster(&e)).map_err(KubeError::internal)?;
-        let value = match how {
-            How::Replace => json_of(req, body)?,
-            How::Patch => patch::apply_patch(&content_type, &current, body)?,
+        let mut applied_fields = None;
+        let (value, asked_version) = match applied.as_ref() {
+            Some(applied) => {
+                let asked = stated_version(applied, &current, How::Replace)?;
+                if let Some(rv) = asked {
+                    if rv != e.cluster.registry.resource_version {
+                        return Err(KubeError::conflict(&CLUSTERS, name));
+                    }
+                }
+                let mut fields = e.cluster.registry.managed_fields.clone();
+                let merged = fields
+                    .apply(
+                        &managed::SCHEMA,
+                        &managed::tracked(&current, Part::Status),
+                        true,
+                        &managed::tracked(applied, Part::Status),
+                        &id,
+                        API_VERSION,
+                        force,
+                        chrono::Utc::now(),
+                    )
+                    .map_err(|c| managed::conflict_error(&c))?;
+                applied_fields = Some(fields);
+                (merged, asked)
+            }
+            None => {
+                let value = match how {
+                    How::Replace => json_of(req, body)?,
+                    How::Patch => patch::apply_patch(&content_type, &current, body)?,
+                };
+                validation::check_type_meta(&value, &CLUSTERS)?;
+                let asked = stated_version(&value, &current, how)?;
+                (value, asked)
+            }
         };
-        validation::check_type_meta(&value, &CLUSTERS)?;
-        let asked_version = stated_version(&value, &current, how)?;
         if let Some(rv) = asked_version {
             if rv != e.cluster.registry.resource_version {
                 return Err(KubeError::conflict(&CLUSTERS, name));
             }
         }
         let (conditions, warnings) = conditions_of(&value, &e)?;
-        if conditions == e.cluster.registry.conditions {
-            return Ok(Attempt::Done((e, warnings)));
-        }
         let mut next = e.cluster.clone();
         next.registry.conditions = conditions;
+        match applied_fields {
+            Some(fields) => next.registry.managed_fields = fields,
+            None => {
+                let mut shown = e.clone();
+                shown.cluster = next.clone();
+                let new =
+                    serde_json::to_value(view::cluster(&shown)).map_err(KubeError::internal)?;
+                next.registry.managed_fields.update(
+                    &managed::SCHEMA,
+                    &managed::tracked(&current, Part::Status),
+                    &managed::tracked(&new, Part::Status),
+                    &id,
+                    API_VERSION,
+                    chrono::Utc::now(),
+                );
+            }
+        }
+        if next.registry == e.cluster.registry {
+            return Ok(Attempt::Done((e, warnings)));
+        }
         if dry {
             let mut shown = e.clone();
             shown.cluster = next;

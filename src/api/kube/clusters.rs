@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::access::{self, namespace_target};
 use super::delete_options::Delete;
+use super::managed::{self, Part};
 use super::objects::{self, Cluster, ClusterList, ListMeta, API_VERSION, KIND, LIST_KIND};
 use super::status::{
     Cause, KubeError, Resource, CLUSTERS, CREATE_OPTIONS, NAMESPACES, PATCH_OPTIONS, UPDATE_OPTIONS,
@@ -26,6 +27,7 @@ use crate::api::v1::clusters::{delete_attempt, delete_writes, waiting_delete_wri
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{initiator, AppState, RequestContext};
 use crate::domain::cluster::{Cluster as Row, NewCluster};
+use crate::domain::managed_fields::{ManagedFields, ManagerId, Operation};
 use crate::domain::names::ClusterName;
 use crate::domain::registry::{
     self, AuthPointers, ObjectRef, RegistryMeta, ServerEndpoint, EXTERNAL_DRIVER,
@@ -168,6 +170,7 @@ pub(super) struct Params {
     pub field_validation: Option<String>,
     pub field_manager: Option<String>,
     pub dry_run: Option<String>,
+    pub force: Option<String>,
 }
 
 impl Params {
@@ -771,7 +774,7 @@ fn desired(body: &Value, p: &Params, url_name: Option<&str>) -> Result<Desired, 
 
 /// Reads an object from a request body (at most the service's payload limit, enforced by
 /// actix): JSON, or YAML when the Content-Type says `application/yaml` (an apply patch's YAML
-/// is read by [`patch::apply_patch`]).
+/// is read by [`patch::parse_applied`]).
 pub(super) fn json_of(req: &HttpRequest, body: &Bytes) -> Result<Value, KubeError> {
     let yaml = req
         .headers()
@@ -934,7 +937,9 @@ async fn create(
         ));
     }
     strip_server_fields(&mut value, &namespace)?;
-    let d = desired(&value, &p, None)?;
+    let mut d = desired(&value, &p, None)?;
+    let manager = managed::manager(&req, p.field_manager.as_deref(), &CREATE_OPTIONS)?;
+    record_create(&ctx, &namespace, &mut d, &manager)?;
     if dry_run(&p, &CREATE_OPTIONS)? {
         let new = new_cluster(&ctx, &namespace, &d)?;
         let e = preview(&new);
@@ -948,6 +953,69 @@ async fn create(
         json_response(actix_web::http::StatusCode::CREATED, &view::cluster(&e)),
         &d.warnings,
     ))
+}
+
+/// Records the creating manager's fields on `d` (an `Update`, as the API server records a
+/// create).
+fn record_create(
+    ctx: &RequestContext,
+    namespace: &str,
+    d: &mut Desired,
+    manager: &str,
+) -> Result<(), KubeError> {
+    let shown = serde_json::to_value(view::cluster(&preview(&new_cluster(ctx, namespace, d)?)))
+        .map_err(KubeError::internal)?;
+    let mut m = ManagedFields::default();
+    m.update(
+        &managed::SCHEMA,
+        &Value::Object(Default::default()),
+        &managed::tracked(&shown, Part::Main),
+        &ManagerId::new(manager, Operation::Update, ""),
+        API_VERSION,
+        chrono::Utc::now(),
+    );
+    d.meta.managed_fields = m;
+    Ok(())
+}
+
+/// The row a write leaves with its managed fields: an apply's (already computed), or the
+/// update's fields recorded for `id`; `None` when neither the object nor its managers change.
+fn with_managed_fields(
+    e: &RegistryEntry,
+    current: &Value,
+    next: Option<Row>,
+    applied: Option<ManagedFields>,
+    id: &ManagerId,
+) -> Result<Option<Row>, KubeError> {
+    let changed = next.is_some();
+    let mut row = next.unwrap_or_else(|| e.cluster.clone());
+    match applied {
+        Some(m) => row.registry.managed_fields = m,
+        None => {
+            let mut shown = e.clone();
+            shown.cluster = row.clone();
+            let new = serde_json::to_value(view::cluster(&shown)).map_err(KubeError::internal)?;
+            row.registry.managed_fields.update(
+                &managed::SCHEMA,
+                &managed::tracked(current, Part::Main),
+                &managed::tracked(&new, Part::Main),
+                id,
+                API_VERSION,
+                chrono::Utc::now(),
+            );
+        }
+    }
+    Ok(
+        (changed || row.registry.managed_fields != e.cluster.registry.managed_fields)
+            .then_some(row),
+    )
+}
+
+/// The `metadata.resourceVersion` or `metadata.uid` an applied object states, if any.
+fn stated<'a>(applied: &'a Value, field: &str) -> Option<&'a str> {
+    applied["metadata"][field]
+        .as_str()
+        .filter(|s| !s.is_empty())
 }
 
 /// What a dry-run create would have stored.
@@ -1134,18 +1202,67 @@ async fn modify(
             &PATCH_OPTIONS
         },
     )?;
+    let apply = how == Modify::Apply;
+    let force = if how == Modify::Replace {
+        false
+    } else {
+        managed::force(p.force.as_deref(), apply)?
+    };
+    let manager = managed::manager(
+        req,
+        p.field_manager.as_deref(),
+        if how == Modify::Replace {
+            &UPDATE_OPTIONS
+        } else {
+            &PATCH_OPTIONS
+        },
+    )?;
+    let id = ManagerId::new(&manager, managed::operation(apply), "");
+    let applied = if apply {
+        let applied = patch::parse_applied(body)?;
+        managed::check_applied(&applied, namespace, name)?;
+        if let Some(other) = stated(&applied, "name").filter(|n| *n != name) {
+            return Err(KubeError::BadRequest(format!(
+                "the name of the object ({other}) does not match the name on the URL ({name})"
+            )));
+        }
+        // The namespace, if the object names one, is the URL's.
+        strip_server_fields(&mut applied.clone(), namespace)?;
+        Some(applied)
+    } else {
+        None
+    };
     let outcome = retry::until_committed(async || {
         let found = state.store.registry_get(namespace, name).await?;
         let e = match found {
             Some(e) => e,
             None if how == Modify::Apply => {
                 // Server-side apply creates what is missing.
-                let _ = req;
                 let (rule, verb) = access::CREATE.pair();
                 authorize_namespace(ctx, rule, verb, &CLUSTERS, namespace)?;
-                let mut value = json_of(req, body)?;
+                let Some(applied) = applied.as_ref() else {
+                    return Err(KubeError::not_found(&CLUSTERS, name));
+                };
+                if stated(applied, "resourceVersion").is_some() || stated(applied, "uid").is_some() {
+                    return Err(KubeError::conflict(&CLUSTERS, name));
+                }
+                let mut fields = ManagedFields::default();
+                let mut value = fields
+                    .apply(
+                        &managed::SCHEMA,
+                        &Value::Object(Default::default()),
+                        false,
+                        &managed::tracked(applied, Part::Main),
+                        &id,
+                        API_VERSION,
+                        force,
+                        chrono::Utc::now(),
+                    )
+                    .map_err(|c| managed::conflict_error(&c))?;
+                value["metadata"]["name"] = Value::String(name.to_string());
                 strip_server_fields(&mut value, namespace)?;
-                let d = desired(&value, p, Some(name))?;
+                let mut d = desired(&value, p, Some(name))?;
+                d.meta.managed_fields = fields;
                 if dry {
                     let new = new_cluster(ctx, namespace, &d)?;
                     return Ok(Attempt::Done((actix_web::http::StatusCode::CREATED, preview(&new), d.warnings)));
@@ -1160,9 +1277,37 @@ async fn modify(
         }
         let current = serde_json::to_value(view::cluster(&e))
             .map_err(KubeError::internal)?;
-        let mut value = match how {
-            Modify::Replace => json_of(req, body)?,
-            Modify::Patch | Modify::Apply => {
+        let mut applied_fields = None;
+        let mut value = match (how, applied.as_ref()) {
+            (Modify::Apply, Some(applied)) => {
+                // An applied object's resourceVersion and uid are preconditions.
+                let shown = &current["metadata"];
+                if stated(applied, "resourceVersion")
+                    .is_some_and(|rv| Some(rv) != shown["resourceVersion"].as_str())
+                    || stated(applied, "uid").is_some_and(|u| Some(u) != shown["uid"].as_str())
+                {
+                    return Err(KubeError::conflict(&CLUSTERS, name));
+                }
+                let mut fields = e.cluster.registry.managed_fields.clone();
+                let merged = fields
+                    .apply(
+                        &managed::SCHEMA,
+                        &managed::tracked(&current, Part::Main),
+                        true,
+                        &managed::tracked(applied, Part::Main),
+                        &id,
+                        API_VERSION,
+                        force,
+                        chrono::Utc::now(),
+                    )
+                    .map_err(|c| managed::conflict_error(&c))?;
+                applied_fields = Some(fields);
+                let mut merged = merged;
+                merged["metadata"]["name"] = Value::String(name.to_string());
+                merged
+            }
+            (Modify::Replace, _) => json_of(req, body)?,
+            _ => {
                 let ct = req
                     .headers()
                     .get(header::CONTENT_TYPE)
@@ -1217,7 +1362,8 @@ async fn modify(
                 )],
             ));
         }
-        let Some(next) = changed_row(&e, &d)? else {
+        let next = changed_row(&e, &d)?;
+        let Some(next) = with_managed_fields(&e, &current, next, applied_fields, &id)? else {
             return Ok(Attempt::Done((actix_web::http::StatusCode::OK, e, d.warnings)));
         };
         if dry {
@@ -1309,15 +1455,8 @@ async fn patch_one(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("application/apply-patch"));
-    if apply && p.field_manager.as_deref().unwrap_or("").is_empty() {
-        return Err(KubeError::invalid(
-            &CLUSTERS,
-            &name,
-            vec![Cause::required(
-                "metadata.managedFields",
-                "is required for apply patch",
-            )],
-        ));
+    if apply {
+        managed::require_apply_manager(p.field_manager.as_deref())?;
     }
     let how = if apply { Modify::Apply } else { Modify::Patch };
     modify(&req, &ctx, &state, (&namespace, &name), &p, &body, how).await

@@ -14,6 +14,7 @@ pub mod edge;
 pub mod feed;
 pub mod impersonate;
 pub mod list;
+pub mod managed;
 pub mod objects;
 pub mod openapi;
 pub mod openapi_v2;

@@ -65,7 +65,11 @@ pub struct ObjectMeta {
     pub finalizers: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_fields: Vec<ManagedFieldsEntry>,
 }
+
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 pub use crate::domain::registry::OwnerReference;
 

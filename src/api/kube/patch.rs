@@ -1,6 +1,8 @@
-//! PATCH bodies by Content-Type: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
-//! server-side apply (approximated: the applied object merged recursively into the stored one,
-//! lists replaced). Strategic merge patch is a 415, as for custom resources.
+//! PATCH bodies by Content-Type: JSON merge patch (RFC 7396), JSON patch (RFC 6902) and
+//! server-side apply. The handlers apply an applied configuration ([`parse_applied`]) with field
+//! ownership ([`super::managed`]); [`apply_patch`]'s own apply is the merge without it (objects
+//! merged recursively, lists replaced). Strategic merge patch is a 415, as for custom
+//! resources.
 
 use serde_json::Value;
 
@@ -102,6 +104,19 @@ fn apply_merge(target: &mut Value, applied: &Value) {
         }
         (t, a) => *t = a.clone(),
     }
+}
+
+/// The applied configuration of a server-side apply (`application/apply-patch+yaml`, in YAML
+/// or JSON): 413 over `MAX_PATCH_BODY`, 400 when it is not an object.
+pub fn parse_applied(body: &[u8]) -> Result<Value, KubeError> {
+    if body.len() > MAX_PATCH_BODY {
+        return Err(KubeError::RequestEntityTooLarge(MAX_PATCH_BODY));
+    }
+    let applied = parse_json_or_yaml(body)?;
+    if !applied.is_object() {
+        return Err(decode_error("an applied configuration must be an object"));
+    }
+    Ok(applied)
 }
 
 fn name_of(current: &Value) -> String {

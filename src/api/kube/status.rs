@@ -234,6 +234,10 @@ pub enum KubeError {
     /// 409 Conflict with a sentence of its own.
     #[error("{0}")]
     ConflictMessage(String),
+    /// 409 Conflict of a server-side apply: the sentence and a `FieldManagerConflict` cause
+    /// per field another manager owns.
+    #[error("{message}")]
+    ApplyConflict { message: String, causes: Vec<Cause> },
     /// 422 Invalid with its causes.
     #[error("{}", invalid_message(.resource, .name, .causes))]
     Invalid {
@@ -434,7 +438,9 @@ impl KubeError {
         match self {
             KubeError::NotFound { .. } | KubeError::NotFoundMessage(_) => "NotFound",
             KubeError::AlreadyExists { .. } => "AlreadyExists",
-            KubeError::Conflict { .. } | KubeError::ConflictMessage(_) => "Conflict",
+            KubeError::Conflict { .. }
+            | KubeError::ConflictMessage(_)
+            | KubeError::ApplyConflict { .. } => "Conflict",
             KubeError::Invalid { .. } => "Invalid",
             KubeError::BadRequest(_) => "BadRequest",
             KubeError::UnsupportedMediaType => "UnsupportedMediaType",
@@ -486,6 +492,7 @@ impl KubeError {
                 "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                 "retryAfterSeconds": 1,
             })),
+            KubeError::ApplyConflict { causes, .. } => Some(json!({"causes": causes})),
             _ => None,
         }
     }
@@ -533,7 +540,8 @@ impl ResponseError for KubeError {
             KubeError::NotFound { .. } | KubeError::NotFoundMessage(_) => StatusCode::NOT_FOUND,
             KubeError::AlreadyExists { .. }
             | KubeError::Conflict { .. }
-            | KubeError::ConflictMessage(_) => StatusCode::CONFLICT,
+            | KubeError::ConflictMessage(_)
+            | KubeError::ApplyConflict { .. } => StatusCode::CONFLICT,
             KubeError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             KubeError::BadRequest(_) => StatusCode::BAD_REQUEST,
             KubeError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -111,6 +111,7 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
     metadata.finalizers = r.finalizers.clone();
     metadata.generate_name = r.generate_name.clone().unwrap_or_default();
     metadata.owner_references = r.owner_references.clone();
+    metadata.managed_fields = super::managed::wire(&r.managed_fields);
     metadata.deletion_timestamp = r.deletion_timestamp.map(kube_time);
     metadata.deletion_grace_period_seconds =
         r.deletion_timestamp.and(r.deletion_grace_period_seconds);
