@@ -44,9 +44,11 @@ pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
     floating_ip_enabled, master_lb_enabled, version, created_at, updated_at, registry_labels, \
     registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info, \
     registry_finalizers, registry_owner_references, deletion_timestamp, \
-    deletion_grace_period_seconds, registry_conditions, registry_generate_name";
+    deletion_grace_period_seconds, registry_conditions, registry_generate_name, registry_name";
 
-#[derive(sqlx::FromRow)]
+/// A cluster row; also what a change-log line's snapshot (`cluster_change.object`, keyed by
+/// column name) decodes into.
+#[derive(sqlx::FromRow, serde::Deserialize)]
 pub(crate) struct ClusterRow {
     pub id: i64,
     pub uuid: String,
@@ -89,6 +91,7 @@ pub(crate) struct ClusterRow {
     pub deletion_grace_period_seconds: Option<i64>,
     pub registry_conditions: Json<Vec<Condition>>,
     pub registry_generate_name: Option<String>,
+    pub registry_name: String,
 }
 
 impl ClusterRow {
@@ -123,6 +126,7 @@ impl ClusterRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             registry: RegistryMeta {
+                name: self.registry_name,
                 labels: self.registry_labels.0,
                 annotations: self.registry_annotations.0,
                 resource_version: self.resource_version,

@@ -20,7 +20,7 @@ use crate::api::error::ApiError;
 use crate::api::lookup::cluster_target;
 use crate::api::retry::{self, Attempt};
 use crate::api::{AppState, RequestContext};
-use crate::domain::registry::{self, PROBER_CONDITION};
+use crate::domain::registry::PROBER_CONDITION;
 use crate::store::RegistryEntry;
 
 const RULE: &str = "registry:update_status";
@@ -166,7 +166,7 @@ fn conditions_of(
             ))
         })?,
     };
-    let registry_name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
+    let registry_name = e.cluster.registry.name.clone();
     let mut causes = Vec::new();
     let mut warnings = Vec::new();
     let mut kept: Vec<ClusterCondition> = Vec::new();
