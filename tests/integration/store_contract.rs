@@ -1722,3 +1722,115 @@ contract!(
             .all(|ch| ch.object.as_ref().is_some_and(|o| o.driver == "fake")));
     }
 );
+
+/// Migrates a fresh database up to (not including) the registry-identity migration, writes
+/// rows as they were, then lets the store migrate the rest: the registry names the registry
+/// showed those rows by are kept, and a derived name another row held is made unique.
+async fn existing_rows_keep_their_registry_names(backend: Backend) {
+    let db = crate::helpers::TestDb::new(backend).await;
+    let (folder, url) = match backend {
+        Backend::Postgres => ("migrations", db.url.clone()),
+        Backend::Sqlite => ("migrations-sqlite", format!("{}?mode=rwc", db.url)),
+    };
+    let earlier = std::env::temp_dir().join(format!("fy-mig-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&earlier).expect("temp dir");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    for f in std::fs::read_dir(&source).expect("migrations") {
+        let path = f.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name < "20261127000002" {
+            std::fs::copy(&path, earlier.join(name)).expect("copy");
+        }
+    }
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path())
+        .await
+        .expect("migrator");
+    let rows = [
+        ("3f2a9c01-0000-4000-8000-000000000001", "My_Cluster"),
+        (
+            "3f2a9c01-0000-4000-8000-000000000002",
+            "my-cluster-3f2a9c01",
+        ),
+        ("4f2a9c01-0000-4000-8000-000000000003", "A..b_"),
+        ("5f2a9c01-0000-4000-8000-000000000004", "___"),
+        ("6f2a9c01-0000-4000-8000-000000000005", "prod"),
+        ("8f2a9c01-0000-4000-8000-000000000007", "Ünï-Ωk.Z"),
+    ];
+    let insert = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
+                  status, created_at) VALUES ($1, 'p', 'u', $2, \
+                  '00000000-0000-4000-8000-00000000e7e7', 'CREATE_COMPLETE', $3)";
+    let now = chrono::Utc::now();
+    match backend {
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&url).await.expect("pg");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for (id, name) in rows {
+                sqlx::query(insert)
+                    .bind(id)
+                    .bind(name)
+                    .bind(now)
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+            }
+            pool.close().await;
+        }
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for (id, name) in rows {
+                sqlx::query(insert)
+                    .bind(id)
+                    .bind(name)
+                    .bind(now)
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+            }
+            pool.close().await;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&earlier);
+    let store = fleetyard::store::connect(&db.url, 2).await.expect("store");
+    store.migrate().await.expect("the rest");
+    let mut names = Vec::new();
+    for (id, name) in rows {
+        let c = store
+            .get_cluster(&scope("p"), &Ident::Uuid(id.parse().expect("uuid")))
+            .await
+            .expect("cluster");
+        assert_eq!(c.name, name);
+        names.push(c.registry.name);
+    }
+    assert_eq!(
+        names,
+        [
+            // derived, but the name another cluster has as its own: made unique
+            "my-cluster-3f2a9c01000040008000000000000001",
+            "my-cluster-3f2a9c01",
+            "a.b-4f2a9c01",
+            "cluster-5f2a9c01",
+            "prod",
+            "n---k.z-8f2a9c01",
+        ]
+    );
+    // The rule the service derives names by gives the same names where nothing collides.
+    for (i, (id, name)) in rows.iter().enumerate().skip(1) {
+        let uuid: uuid::Uuid = id.parse().expect("uuid");
+        assert_eq!(
+            names[i],
+            fleetyard::domain::registry::registry_name(name, &uuid)
+        );
+    }
+    drop(store);
+}
+
+#[tokio::test]
+async fn existing_rows_keep_their_registry_names_on_postgres() {
+    existing_rows_keep_their_registry_names(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn existing_rows_keep_their_registry_names_on_sqlite() {
+    existing_rows_keep_their_registry_names(Backend::Sqlite).await;
+}
