@@ -55,7 +55,8 @@ Checks (one line each: PASS, FAIL, XFAIL, or XPASS for an expected failure that 
                              DynamicClient.watch(name=...)
   watch-resume               after a `timeout_seconds` expiry, a watch from the last
                              resourceVersion sees the changes made meanwhile, in order, each
-                             with its own resourceVersion, none twice
+                             with its own resourceVersion and the object (spec included) as it
+                             was, none twice; DELETED carries the last full object
   clusterprofiles            list with label_selector="x-k8s.io/cluster-manager=fleetyard"
                              returns a profile for every cluster (both APIs)
   status-errors              ApiException.body is a metav1.Status (kind, status, reason,
@@ -818,8 +819,11 @@ class Suite:
         expect(last is not None, "the client kept the last resourceVersion")
         # changes while no watch is connected
         self.merge("wr-b", {"metadata": {"labels": {"env": "prod"}}})  # enters: ADDED
-        self.merge("wr-a", {"metadata": {"annotations": {"n": "1"}}})  # MODIFIED
-        self.merge("wr-a", {"metadata": {"annotations": {"n": "2"}}})  # MODIFIED
+        def moved(n: str, addr: str) -> dict:  # a change of metadata and spec together
+            return {"metadata": {"annotations": {"n": n}}, "spec": {"kubernetesApiEndpoints": {
+                "serverEndpoints": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr}]}}}
+        self.merge("wr-a", moved("1", "10.20.0.2:6443"))  # MODIFIED
+        self.merge("wr-a", moved("2", "10.20.0.3:6443"))  # MODIFIED
         self.merge("wr-b", {"metadata": {"labels": {"env": "dev"}}})  # leaves: DELETED
         self.merge("wr-b", {"metadata": {"labels": {"tier": "x"}}})  # outside: nothing
         self.co.delete_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "wr-a")  # DELETED
@@ -827,11 +831,16 @@ class Suite:
                         resource_version=last, timeout_seconds=SHORT_WATCH_SECONDS)
         events = again.drain(SHORT_WATCH_SECONDS + 20)
         expect(again.error is None, "the resumed watch ends cleanly", repr(again.error))
+        def address(o: dict) -> Any:
+            eps = (o.get("spec") or {}).get("kubernetesApiEndpoints") or {}
+            return ((eps.get("serverEndpoints") or [{}])[0]).get("serverAddress")
         got = [(e["type"], e["raw_object"]["metadata"]["name"], e["raw_object"]["metadata"].get("annotations", {})
-                .get("n")) for e in events]
-        expect_eq(got, [("ADDED", "wr-b", None), ("MODIFIED", "wr-a", "1"), ("MODIFIED", "wr-a", "2"),
-                        ("DELETED", "wr-b", None), ("DELETED", "wr-a", "2")],
-                  "the changes made while disconnected, in order (%s)" % describe(events))
+                .get("n"), address(e["raw_object"])) for e in events]
+        # each change shows the object as it was (spec included); DELETED the last full object
+        expect_eq(got, [("ADDED", "wr-b", None, "10.20.0.1:6443"), ("MODIFIED", "wr-a", "1", "10.20.0.2:6443"),
+                        ("MODIFIED", "wr-a", "2", "10.20.0.3:6443"), ("DELETED", "wr-b", None, "10.20.0.1:6443"),
+                        ("DELETED", "wr-a", "2", "10.20.0.3:6443")],
+                  "the changes made while disconnected, in order, each as it was (%s)" % describe(events))
         rvs = [rv_int(e["raw_object"]) for e in events]
         expect(all(r > int(last) for r in rvs), "every resumed event is after %s" % last, rvs)
         expect(rvs == sorted(rvs) and len(set(rvs)) == len(rvs), "resourceVersions increase, none twice", rvs)

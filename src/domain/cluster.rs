@@ -75,6 +75,11 @@ pub struct NewCluster {
     /// `CREATE_IN_PROGRESS` for a cluster to provision; `CREATE_COMPLETE` for one registered.
     pub status: ClusterStatus,
     pub registry: RegistryMeta,
+    /// A `/v1` create: when `registry.name` is taken in the project, the store gives the
+    /// cluster the first free [`crate::domain::registry::name_candidate`] instead (a cluster
+    /// whose name Magnum accepts is never refused for its registry name). A registry create
+    /// (`false`) is refused when its name is taken.
+    pub derive_registry_name: bool,
 }
 
 /// A cluster create request, parsed: what the client chose; the template fills the rest
@@ -167,8 +172,14 @@ impl ClusterRequest {
                 limit: node_limit,
             });
         }
+        let uuid = ClusterId::new();
         Ok(NewCluster {
-            uuid: ClusterId::new(),
+            registry: RegistryMeta {
+                name: super::registry::registry_name(self.name.as_str(), &uuid.0),
+                ..RegistryMeta::default()
+            },
+            derive_registry_name: true,
+            uuid,
             project_id: owner.project_id.to_string(),
             user_id: owner.user_id.to_string(),
             name: self.name,
@@ -186,7 +197,6 @@ impl ClusterRequest {
             master_lb_enabled,
             nodegroups,
             status: ClusterStatus::CreateInProgress,
-            registry: RegistryMeta::default(),
         })
     }
 }

@@ -1,7 +1,8 @@
 //! What the cluster registry (`clusterregistry.k8s.io/v1alpha1`) keeps on a cluster beyond
 //! Magnum's columns: Kubernetes labels and annotations (not Magnum's COE labels), the endpoints
 //! and CA of a registered cluster, pointers to its credentials, and the registry's counters.
-//! Also the registry name of a cluster whose own name is not a Kubernetes name.
+//! Also the registry name of a cluster: its own name when that is a Kubernetes name and no
+//! other object of its project holds it, else a name derived from it and its uuid.
 
 use std::collections::BTreeMap;
 
@@ -92,6 +93,10 @@ pub const PROBER_CONDITION: &str = "OK";
 /// The registry's part of a cluster row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryMeta {
+    /// `metadata.name`: one object per project and name, across both APIs. A registry create
+    /// takes the name it is given; a `/v1` create the first free [`name_candidate`] (the
+    /// store picks it, inside the create's transaction). It never changes.
+    pub name: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     /// The row's place in the registry's one increasing counter (set by the store).
@@ -121,6 +126,7 @@ pub struct RegistryMeta {
 impl Default for RegistryMeta {
     fn default() -> Self {
         RegistryMeta {
+            name: String::new(),
             labels: BTreeMap::new(),
             annotations: BTreeMap::new(),
             resource_version: 0,
@@ -208,14 +214,11 @@ pub fn is_kube_name(name: &str) -> bool {
     })
 }
 
-/// A cluster's registry name: its own name when that is a Kubernetes name, else
-/// `<name lower-cased, other characters as '-', trimmed to 200>-<first 8 of uuid>`
-/// (e.g. `My_Cluster` with uuid `3f2a…` → `my-cluster-3f2a9c01`).
-pub fn registry_name(name: &str, uuid: &uuid::Uuid) -> String {
-    if is_kube_name(name) {
-        return name.to_string();
-    }
-    let mut base: String = name
+/// The base of a derived registry name: `name` lower-cased, other characters as `-`, trimmed
+/// to 200 characters, dashes off the edges of each dot-separated label, empty labels dropped
+/// (`cluster` when nothing is left).
+fn derived_base(name: &str) -> String {
+    let mapped: String = name
         .chars()
         .take(200)
         .map(|c| {
@@ -228,31 +231,49 @@ pub fn registry_name(name: &str, uuid: &uuid::Uuid) -> String {
         })
         .collect();
     // Dots may not start, end or double up inside a subdomain; dashes may not edge a label.
-    while base.contains("..") {
-        base = base.replace("..", ".");
-    }
-    base = base
+    let base = mapped
         .split('.')
         .map(|l| l.trim_matches('-'))
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(".");
-    let short = &uuid.simple().to_string()[..8];
     if base.is_empty() {
-        format!("cluster-{short}")
+        "cluster".to_string()
     } else {
-        format!("{base}-{short}")
+        base
     }
 }
 
-/// The uuid prefix of a derived registry name, if `name` could be one.
-pub fn derived_prefix(name: &str) -> Option<&str> {
-    let (_, tail) = name.rsplit_once('-')?;
-    (tail.len() == 8
-        && tail
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
-    .then_some(tail)
+/// How many hex digits of the uuid the derived names of the first attempts end in.
+const SUFFIX_DIGITS: [usize; 4] = [8, 12, 16, 32];
+
+/// The registry name a `/v1` cluster tries at `attempt` (0, 1, …), the first free one in its
+/// project being taken (a deterministic sequence, so the same rows get the same names):
+/// 0 is its own name when that is a Kubernetes name, else `<base>-<first 8 of uuid>` (e.g.
+/// `My_Cluster` with uuid `3f2a…` → `my-cluster-3f2a9c01`, the registry's name for it before
+/// names were stored); then `<base>-<first 8, 12, 16, 32 hex digits of uuid>`, then
+/// `<base>-<32 hex digits>-<n>` for n = 2, 3, … Every candidate is a Kubernetes name.
+pub fn name_candidate(name: &str, uuid: &uuid::Uuid, attempt: u32) -> String {
+    let own = is_kube_name(name);
+    let step = if own {
+        match attempt.checked_sub(1) {
+            None => return name.to_string(),
+            Some(s) => s as usize,
+        }
+    } else {
+        attempt as usize
+    };
+    let hex = uuid.simple().to_string();
+    let base = derived_base(name);
+    match SUFFIX_DIGITS.get(step) {
+        Some(digits) => format!("{base}-{}", &hex[..*digits]),
+        None => format!("{base}-{hex}-{}", step - SUFFIX_DIGITS.len() + 2),
+    }
+}
+
+/// A cluster's natural registry name: [`name_candidate`]'s first.
+pub fn registry_name(name: &str, uuid: &uuid::Uuid) -> String {
+    name_candidate(name, uuid, 0)
 }
 
 #[cfg(test)]
@@ -279,8 +300,39 @@ mod tests {
         for n in ["My_Cluster", "X.-y", "A".repeat(242).as_str()] {
             let d = registry_name(n, &id);
             assert!(is_kube_name(&d), "{d}");
-            assert_eq!(derived_prefix(&d), Some("3f2a9c01"));
+            assert!(d.ends_with("-3f2a9c01"), "{d}");
         }
-        assert_eq!(derived_prefix("prod"), None);
+    }
+
+    #[test]
+    fn candidates_are_distinct_kube_names_in_a_fixed_order() {
+        let id = uuid::uuid!("3f2a9c01-1234-4000-8000-00000000abcd");
+        let own: Vec<String> = (0..7).map(|a| name_candidate("prod", &id, a)).collect();
+        assert_eq!(
+            own,
+            [
+                "prod",
+                "prod-3f2a9c01",
+                "prod-3f2a9c011234",
+                "prod-3f2a9c0112344000",
+                "prod-3f2a9c0112344000800000000000abcd",
+                "prod-3f2a9c0112344000800000000000abcd-2",
+                "prod-3f2a9c0112344000800000000000abcd-3",
+            ]
+        );
+        assert_eq!(name_candidate("My_Cluster", &id, 0), "my-cluster-3f2a9c01");
+        assert_eq!(
+            name_candidate("My_Cluster", &id, 1),
+            "my-cluster-3f2a9c011234"
+        );
+        let long = "a".repeat(253);
+        let mut seen = std::collections::BTreeSet::new();
+        for a in 0..40 {
+            for n in ["prod", "My_Cluster", long.as_str(), "___", "x.-y"] {
+                let c = name_candidate(n, &id, a);
+                assert!(is_kube_name(&c), "{c}");
+                assert!(seen.insert((n, c)), "{n} {a}");
+            }
+        }
     }
 }

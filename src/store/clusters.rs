@@ -13,7 +13,7 @@ use super::rows::{
 use super::sql::{self, ByIdent};
 use super::{Dialect, PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::cluster::{Cluster, ClusterSummary, ClusterWithGroups, NewCluster, ROLE_MASTER};
-use crate::domain::{ClusterId, Ident};
+use crate::domain::{registry, ClusterId, Ident};
 
 /// Sortable columns of the cluster table, with whether they may be NULL.
 pub const CLUSTER_SORT_KEYS: &[(&str, bool)] = &[
@@ -281,6 +281,11 @@ pub(super) async fn stats(pool: &Pool, project_id: Option<&str>) -> StoreResult<
 /// its node groups.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %c.uuid))]
 pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> StoreResult<()> {
+    let registry_name = if c.derive_registry_name {
+        free_registry_name(tx, c).await?
+    } else {
+        c.registry.name.clone()
+    };
     tx.sql(
         "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
          keypair, docker_volume_size, labels, master_flavor_id, flavor_id, \
@@ -288,10 +293,10 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
          floating_ip_enabled, master_lb_enabled, version, created_at, status, api_address, \
          registry_labels, registry_annotations, generation, server_endpoints, ca_bundle, \
          auth_info, registry_finalizers, registry_owner_references, registry_conditions, \
-         registry_generate_name, registry_managed_fields) \
+         registry_generate_name, registry_managed_fields, registry_name) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
          $13, $14, $15, $16, 0, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, \
-         $30)",
+         $30, $31)",
     )
     .bind_id(&c.uuid)
     .bind(&c.project_id)
@@ -323,12 +328,45 @@ pub(super) async fn insert(tx: &mut Tx, c: &NewCluster, now: DateTime<Utc>) -> S
     .bind(Json(&c.registry.conditions))
     .bind(&c.registry.generate_name)
     .bind(Json(&c.registry.managed_fields))
+    .bind(registry_name)
     .execute(&mut *tx)
     .await?;
     for ng in &c.nodegroups {
         nodegroups::insert(tx, &c.uuid, ng, now).await?;
     }
     Ok(())
+}
+
+/// Candidates tried per statement.
+const NAME_BATCH: u32 = 8;
+
+/// The first of the cluster's registry name candidates that no cluster of its project holds
+/// (the set's transaction holds the cluster writes lock on PostgreSQL, and SQLite has one
+/// writer: nobody takes it before the insert).
+async fn free_registry_name(tx: &mut Tx, c: &NewCluster) -> StoreResult<String> {
+    let mut first = 0u32;
+    loop {
+        let candidates: Vec<String> = (first..first + NAME_BATCH)
+            .map(|a| registry::name_candidate(c.name.as_str(), &c.uuid.0, a))
+            .collect();
+        let text = format!(
+            "SELECT registry_name FROM cluster WHERE project_id = $1 AND registry_name IN ({})",
+            sql::placeholders(2, candidates.len())
+        );
+        let taken: Vec<(String,)> = tx
+            .sql(&text)
+            .bind(c.project_id.as_str())
+            .bind_all(candidates.iter().map(String::as_str))
+            .fetch_all(&mut *tx)
+            .await?;
+        if let Some(free) = candidates
+            .into_iter()
+            .find(|n| !taken.iter().any(|(t,)| t == n))
+        {
+            return Ok(free);
+        }
+        first += NAME_BATCH;
+    }
 }
 
 /// Writes every mutable column; [`StoreError::Stale`] unless the row is still at
@@ -398,14 +436,8 @@ pub(super) async fn update(tx: &mut Tx, c: &Cluster, now: DateTime<Utc>) -> Stor
 /// Deletes the cluster with its key pairs and node groups.
 #[tracing::instrument(level = "debug", skip_all, fields(cluster = %uuid))]
 pub(super) async fn delete(tx: &mut Tx, uuid: &ClusterId) -> StoreResult<()> {
-    tx.sql("DELETE FROM x509keypair WHERE cluster_uuid = $1")
-        .bind_id(uuid)
-        .execute(&mut *tx)
-        .await?;
-    tx.sql("DELETE FROM nodegroup WHERE cluster_id = $1")
-        .bind_id(uuid)
-        .execute(&mut *tx)
-        .await?;
+    // The row first: its DELETED change-log line (written before the row goes) keeps the
+    // node count and CA of the object as it was.
     let deleted = tx
         .sql("DELETE FROM cluster WHERE uuid = $1")
         .bind_id(uuid)
@@ -415,6 +447,14 @@ pub(super) async fn delete(tx: &mut Tx, uuid: &ClusterId) -> StoreResult<()> {
     if deleted == 0 {
         return Err(StoreError::Stale);
     }
+    tx.sql("DELETE FROM x509keypair WHERE cluster_uuid = $1")
+        .bind_id(uuid)
+        .execute(&mut *tx)
+        .await?;
+    tx.sql("DELETE FROM nodegroup WHERE cluster_id = $1")
+        .bind_id(uuid)
+        .execute(&mut *tx)
+        .await?;
     Ok(())
 }
 

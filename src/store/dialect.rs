@@ -18,8 +18,8 @@ const UNIQUE_COLUMNS: &[(&str, &str)] = &[
     ("cluster_template.uuid", "uniq_cluster_template0uuid"),
     ("cluster.uuid", "uniq_cluster0uuid"),
     (
-        "cluster.project_id, cluster.name",
-        "uniq_cluster0project_id0name",
+        "cluster.project_id, cluster.registry_name",
+        "uniq_cluster0project_id0registry_name",
     ),
     ("nodegroup.uuid", "uniq_nodegroup0uuid"),
     (

@@ -1,6 +1,7 @@
-//! The cluster registry's reads: pages of clusters in (project, name) order with what the
-//! registry view needs from other tables in the same statement, one cluster by registry name,
-//! and the change log (`cluster_change`) that watches follow.
+//! The cluster registry's reads: pages of clusters in (project, registry name) order with what
+//! the registry view needs from other tables in the same statement, one cluster by registry
+//! name, and the change log (`cluster_change`) that watches follow, each line with the object
+//! as it was at the change.
 
 use std::sync::LazyLock;
 
@@ -8,7 +9,6 @@ use super::db::{Pool, Tx};
 use super::rows::{ClusterRow, CLUSTER_COLUMNS};
 use super::{Dialect, StoreResult};
 use crate::domain::cluster::Cluster;
-use crate::domain::registry::{self, derived_prefix};
 use crate::domain::ClusterId;
 
 /// The channel the `cluster_changed` trigger notifies and registry watches listen on.
@@ -49,7 +49,7 @@ pub struct RegistryEntry {
 pub struct RegistryPage {
     /// One project's clusters, or every project's.
     pub project: Option<String>,
-    /// The (project, name) the previous page ended at.
+    /// The (project, registry name) the previous page ended at.
     pub after: Option<(String, String)>,
     pub limit: u32,
 }
@@ -98,6 +98,10 @@ pub struct ClusterChange {
     pub prev_registry_labels: Option<sqlx::types::Json<std::collections::BTreeMap<String, String>>>,
     /// The object's deletion timestamp at the change.
     pub deletion_timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    /// The object as it was at the change (a `DELETED` line: its last full state), with its
+    /// `resource_version` set to the line's; `None` for lines written before the log kept
+    /// objects.
+    pub object: Option<Box<RegistryEntry>>,
 }
 
 /// A change log line as stored.
@@ -113,11 +117,16 @@ struct ChangeRow {
     created_at: chrono::DateTime<chrono::Utc>,
     prev_registry_labels: Option<sqlx::types::Json<std::collections::BTreeMap<String, String>>>,
     deletion_timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    object: Option<sqlx::types::Json<serde_json::Value>>,
 }
 
-#[derive(sqlx::FromRow)]
+/// A cluster row with what the registry view needs from other tables; also the snapshot a
+/// change-log line keeps (`cluster_change.object`, written by the `cluster_snapshot` function
+/// on PostgreSQL and view on SQLite, keyed by these names).
+#[derive(sqlx::FromRow, serde::Deserialize)]
 struct EntryRow {
     #[sqlx(flatten)]
+    #[serde(flatten)]
     cluster: ClusterRow,
     driver: Option<String>,
     node_count: Option<i64>,
@@ -161,7 +170,7 @@ fn entries(rows: Vec<EntryRow>) -> StoreResult<Vec<RegistryEntry>> {
     rows.into_iter().map(EntryRow::into_entry).collect()
 }
 
-/// One page in (project, name) order.
+/// One page in (project, registry name) order.
 #[tracing::instrument(level = "debug", skip_all, fields(project = ?page.project, limit = page.limit))]
 pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<RegistryEntry>> {
     let mut text = ENTRY_SELECT.clone();
@@ -176,14 +185,16 @@ pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<Re
     }
     if page.after.is_some() {
         let (p, m) = (next(), next());
-        conds.push(format!("(c.project_id, c.name) > ({p}, {m})"));
+        conds.push(format!("(c.project_id, c.registry_name) > ({p}, {m})"));
     }
     if !conds.is_empty() {
         text.push_str(" WHERE ");
         text.push_str(&conds.join(" AND "));
     }
     let limit = next();
-    text.push_str(&format!(" ORDER BY c.project_id, c.name LIMIT {limit}"));
+    text.push_str(&format!(
+        " ORDER BY c.project_id, c.registry_name LIMIT {limit}"
+    ));
     let mut q = pool.sql(&text);
     if let Some(p) = &page.project {
         q = q.bind(p.as_str());
@@ -196,8 +207,10 @@ pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<Re
 }
 
 /// The `WHERE` of a key range: one project's clusters (or every project's) that sort after a
-/// (project, name), numbered from `$first`; the binds in order.
+/// (project, registry name), numbered from `$first`; the binds in order. `name` is the
+/// expression of the registry name in the table read.
 fn range_conds<'a>(
+    name: &str,
     project: Option<&'a str>,
     after: Option<(&'a str, &'a str)>,
     first: usize,
@@ -211,7 +224,7 @@ fn range_conds<'a>(
         n += 1;
     }
     if let Some((p, m)) = after {
-        conds.push(format!("(project_id, name) > (${n}, ${})", n + 1));
+        conds.push(format!("(project_id, {name}) > (${n}, ${})", n + 1));
         binds.push(p);
         binds.push(m);
     }
@@ -219,14 +232,14 @@ fn range_conds<'a>(
 }
 
 /// How many clusters of `project` (of every project when None) sort after `after` in
-/// (project, name) order (a list page's `remainingItemCount`).
+/// (project, registry name) order (a list page's `remainingItemCount`).
 #[tracing::instrument(level = "debug", skip_all, fields(project = ?project))]
 pub(super) async fn count_after(
     pool: &Pool,
     project: Option<&str>,
     after: Option<(&str, &str)>,
 ) -> StoreResult<i64> {
-    let (conds, binds) = range_conds(project, after, 1);
+    let (conds, binds) = range_conds("registry_name", project, after, 1);
     let mut text = "SELECT COUNT(*) FROM cluster".to_string();
     if !conds.is_empty() {
         text.push_str(" WHERE ");
@@ -237,8 +250,10 @@ pub(super) async fn count_after(
 }
 
 /// The first change after resourceVersion `since` to a cluster of `project` (of any project
-/// when None) whose (project, name) sorts after `after`: what makes a later page of a list
-/// read at `since` inconsistent. None when nothing there changed.
+/// when None) whose (project, registry name) sorts after `after`: what makes a later page of a
+/// list read at `since` inconsistent. None when nothing there changed. A change-log line's
+/// registry name is its snapshot's (a line written before snapshots were kept has the
+/// cluster's name, which was its registry name for every name the registry could show).
 #[tracing::instrument(level = "debug", skip_all, fields(since = since, project = ?project))]
 pub(super) async fn first_change_after(
     pool: &Pool,
@@ -246,7 +261,11 @@ pub(super) async fn first_change_after(
     project: Option<&str>,
     after: Option<(&str, &str)>,
 ) -> StoreResult<Option<i64>> {
-    let (conds, binds) = range_conds(project, after, 2);
+    let name = match pool.dialect() {
+        Dialect::Postgres => "COALESCE(object->>'registry_name', name)",
+        Dialect::Sqlite => "COALESCE(json_extract(object, '$.registry_name'), name)",
+    };
+    let (conds, binds) = range_conds(name, project, after, 2);
     let mut text =
         "SELECT MIN(resource_version) FROM cluster_change WHERE resource_version > $1".to_string();
     for c in conds {
@@ -262,18 +281,14 @@ pub(super) async fn first_change_after(
     Ok(first)
 }
 
-static BY_NAME: LazyLock<String> =
-    LazyLock::new(|| format!("{} WHERE c.project_id = $1 AND c.name = $2", *ENTRY_SELECT));
-
-static BY_PREFIX: LazyLock<String> = LazyLock::new(|| {
+static BY_NAME: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} WHERE c.project_id = $1 AND c.uuid >= $2 AND c.uuid < $3 LIMIT 64",
+        "{} WHERE c.project_id = $1 AND c.registry_name = $2",
         *ENTRY_SELECT
     )
 });
 
-/// The cluster of `project` whose registry name is `name` (its own name, or the derived name
-/// of a cluster whose own name is not a Kubernetes name).
+/// The cluster of `project` whose registry name is `name`.
 #[tracing::instrument(level = "debug", skip_all, fields(project = %project, name = %name))]
 pub(super) async fn get(
     pool: &Pool,
@@ -286,27 +301,7 @@ pub(super) async fn get(
         .bind(name)
         .fetch_optional(pool)
         .await?;
-    if let Some(row) = row {
-        let entry = row.into_entry()?;
-        if registry::is_kube_name(&entry.cluster.name) {
-            return Ok(Some(entry));
-        }
-    }
-    let Some(prefix) = derived_prefix(name) else {
-        return Ok(None);
-    };
-    // uuids are stored lower-case and hyphenated: the first 8 characters are the prefix.
-    let upper = format!("{prefix}g");
-    let rows: Vec<EntryRow> = pool
-        .sql(&BY_PREFIX)
-        .bind(project)
-        .bind(prefix)
-        .bind(upper.as_str())
-        .fetch_all(pool)
-        .await?;
-    Ok(entries(rows)?
-        .into_iter()
-        .find(|e| registry::registry_name(&e.cluster.name, &e.cluster.uuid.0) == name))
+    row.map(EntryRow::into_entry).transpose()
 }
 
 /// Entries of the given clusters (watch events render the rows their changes name).
@@ -325,7 +320,8 @@ pub(super) async fn by_uuids(pool: &Pool, uuids: &[ClusterId]) -> StoreResult<Ve
 }
 
 const CHANGE_COLUMNS: &str = "resource_version, change, cluster_uuid, project_id, name, \
-    registry_labels, registry_annotations, created_at, prev_registry_labels, deletion_timestamp";
+    registry_labels, registry_annotations, created_at, prev_registry_labels, deletion_timestamp, \
+    object";
 
 static CHANGES: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -352,7 +348,12 @@ pub(super) async fn changes(
             let change = ChangeKind::parse(&r.change).ok_or_else(|| {
                 super::StoreError::Corrupt(format!("cluster_change.change {}", r.change))
             })?;
+            let object = r
+                .object
+                .and_then(|o| snapshot(r.resource_version, o.0))
+                .map(Box::new);
             Ok(ClusterChange {
+                object,
                 resource_version: r.resource_version,
                 change,
                 cluster_uuid: super::rows::uuid_of("cluster_change", &r.cluster_uuid)?,
@@ -366,6 +367,24 @@ pub(super) async fn changes(
             })
         })
         .collect()
+}
+
+/// The object a change-log line kept, at the line's resourceVersion (`None`, and a warning,
+/// when it does not decode: the line is then shown as lines without a snapshot are).
+fn snapshot(resource_version: i64, object: serde_json::Value) -> Option<RegistryEntry> {
+    let decoded = serde_json::from_value::<EntryRow>(object)
+        .map_err(|e| super::StoreError::Corrupt(e.to_string()))
+        .and_then(EntryRow::into_entry);
+    match decoded {
+        Ok(mut entry) => {
+            entry.cluster.registry.resource_version = resource_version;
+            Some(entry)
+        }
+        Err(e) => {
+            tracing::warn!(resource_version, error = %e, "cluster_change.object does not decode");
+            None
+        }
+    }
 }
 
 /// The projects that have clusters, in order (the `(project_id, name)` index read once per

@@ -46,9 +46,11 @@ pub(crate) const CLUSTER_COLUMNS: &str = "id, uuid, project_id, user_id, name, \
     registry_annotations, resource_version, generation, server_endpoints, ca_bundle, auth_info, \
     registry_finalizers, registry_owner_references, deletion_timestamp, \
     deletion_grace_period_seconds, registry_conditions, registry_generate_name, \
-    registry_managed_fields";
+    registry_managed_fields, registry_name";
 
-#[derive(sqlx::FromRow)]
+/// A cluster row; also what a change-log line's snapshot (`cluster_change.object`, keyed by
+/// column name) decodes into.
+#[derive(sqlx::FromRow, serde::Deserialize)]
 pub(crate) struct ClusterRow {
     pub id: i64,
     pub uuid: String,
@@ -92,6 +94,7 @@ pub(crate) struct ClusterRow {
     pub registry_conditions: Json<Vec<Condition>>,
     pub registry_generate_name: Option<String>,
     pub registry_managed_fields: Json<ManagedFields>,
+    pub registry_name: String,
 }
 
 impl ClusterRow {
@@ -126,6 +129,7 @@ impl ClusterRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             registry: RegistryMeta {
+                name: self.registry_name,
                 labels: self.registry_labels.0,
                 annotations: self.registry_annotations.0,
                 resource_version: self.resource_version,

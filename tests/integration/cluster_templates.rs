@@ -218,8 +218,8 @@ async fn insert_cluster(app: &TestApp, template_uuid: &str) -> String {
         .expect("connect to the test database");
     let uuid = uuid::Uuid::new_v4().to_string();
     sqlx::query(
-        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at) \
-         VALUES ($1, 'project-a', 'user-a', $2, $3, 'CREATE_COMPLETE', now())",
+        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at, \
+         registry_name) VALUES ($1, 'project-a', 'user-a', $2, $3, 'CREATE_COMPLETE', now(), $1)",
     )
     .bind(&uuid)
     .bind(format!("cluster-{}", &uuid[..8]))

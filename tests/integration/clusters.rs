@@ -640,30 +640,73 @@ async fn the_devicemapper_volume_rule_applies_to_the_effective_size() {
     .await;
 }
 
+#[rstest]
 #[tokio::test]
-async fn a_duplicate_name_in_the_project_is_409_and_other_projects_may_reuse_it() {
-    let app = spawn_app().await;
+async fn names_may_repeat_in_a_project_and_a_lookup_by_a_shared_name_is_409(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    // Magnum's rule: a create with a name the project already uses is accepted; the name no
+    // longer names one cluster, so show, update and delete by it answer 409.
+    let app = spawn_with(backend, |_| {}).await;
     let t = rich_template(&app, &app.headers).await;
-    cluster_as(
+    let first = cluster_as(
         &app,
         json!({"name": "dup", "cluster_template_id": t}),
         &app.headers,
     )
     .await;
-    app.at("latest")
-        .create_cluster(&json!({"name": "dup", "cluster_template_id": t}))
-        .await
-        .assert_error(
-            409,
-            "A cluster with name dup already exists in this project.",
-        );
+    let second = cluster_as(
+        &app,
+        json!({"name": "dup", "cluster_template_id": t}),
+        &app.headers,
+    )
+    .await;
+    assert_ne!(first, second);
+    let c = conductor(&app, instant());
+    drain(&c).await;
+    const AMBIGUOUS: &str =
+        "Multiple clusters exist with same name. Please use the cluster uuid instead.";
+    let v = app.at("latest");
+    v.get_cluster("dup").await.assert_error(409, AMBIGUOUS);
+    v.patch_cluster(
+        "dup",
+        &json!([{"op": "replace", "path": "/node_count", "value": 2}]),
+    )
+    .await
+    .assert_error(409, AMBIGUOUS);
+    v.delete_cluster("dup").await.assert_error(409, AMBIGUOUS);
+    for id in [&first, &second] {
+        let r = v.get_cluster(id).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["name"], "dup", "{}", r.text);
+    }
+    let listed = v.list_clusters("").await;
+    let named: Vec<&Value> = listed.body["clusters"]
+        .as_array()
+        .map(|cs| cs.iter().filter(|c| c["name"] == "dup").collect())
+        .unwrap_or_default();
+    assert_eq!(named.len(), 2, "{}", listed.text);
+    // Another project's name lookup sees only its own cluster.
     let tb = template_as(&app, "tb", json!({}), &project_b(&app)).await;
-    cluster_as(
+    let other = cluster_as(
         &app,
         json!({"name": "dup", "cluster_template_id": tb}),
         &project_b(&app),
     )
     .await;
+    let r = app
+        .with_headers(&project_b(&app))
+        .at("latest")
+        .get_cluster("dup")
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["uuid"], json!(other), "{}", r.text);
+    // Deleted by uuid, the other one's name is unique again.
+    assert_eq!(v.delete_cluster(&first).await.status, 204);
+    drain(&c).await;
+    let r = v.get_cluster("dup").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["uuid"], json!(second), "{}", r.text);
 }
 
 #[tokio::test]

@@ -527,14 +527,14 @@ async fn bulk_clusters(
     let pool = sqlx::PgPool::connect(&app.db.url).await.expect("connect");
     sqlx::query(
         "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, api_address, \
-         status, health_status, created_at) \
+         status, health_status, created_at, registry_name) \
          SELECT gen_random_uuid()::text, 'bulk', 'bulk', 'bulk-' || i, $1, \
          CASE WHEN cardinality($3::text[]) > 0 AND i % 10 = 0 \
               THEN ($3::text[])[1 + (i / 10) % cardinality($3::text[])] \
               ELSE ($2::text[])[1 + i % cardinality($2::text[])] END, \
          'CREATE_COMPLETE', \
          CASE WHEN cardinality($3::text[]) > 0 AND i % 10 = 0 THEN NULL ELSE 'HEALTHY' END, \
-         now() FROM generate_series(1, $4) AS i",
+         now(), 'bulk-' || i FROM generate_series(1, $4) AS i",
     )
     .bind(template)
     .bind(healthy)

@@ -1537,3 +1537,215 @@ async fn watch_options_the_api_server_refuses_are_422(
     assert_eq!(r.status, 504, "{}", r.text);
     assert_eq!(r.body["reason"], "Timeout", "{}", r.text);
 }
+
+/// The registry object named `name`, listed in project-a (its uid and own-name annotation).
+async fn listed(app: &TestApp) -> Vec<(String, String, Value)> {
+    let r = call(app, Method::GET, BASE, "", "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| {
+                    (
+                        i["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                        i["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+                        i["metadata"]["annotations"]["fleetyard.openstack.org/cluster-name"]
+                            .clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[rstest]
+#[tokio::test]
+async fn one_namespace_and_name_is_one_object_across_both_apis(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let h = app.headers.clone();
+    let t = template_as(&app, "id-tpl", json!({}), &h).await;
+    let registered_uid = create(&app, &registered("taken", json!({}))).await.body["metadata"]
+        ["uid"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+
+    // A /v1 cluster whose name the registry holds is not refused: it gets a derived name.
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": "taken", "cluster_template_id": t}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let v1_uid = r.body["uuid"].as_str().unwrap_or("").to_string();
+    let derived = format!("taken-{}", &v1_uid[..8]);
+    // A /v1 cluster literally named like that derived name gets one of its own.
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": derived, "cluster_template_id": t}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let literal_uid = r.body["uuid"].as_str().unwrap_or("").to_string();
+    let literal_derived = format!("{derived}-{}", &literal_uid[..8]);
+
+    let mut expected = vec![
+        ("taken".to_string(), registered_uid.clone(), Value::Null),
+        (derived.clone(), v1_uid.clone(), json!("taken")),
+        (
+            literal_derived.clone(),
+            literal_uid.clone(),
+            json!(derived.clone()),
+        ),
+    ];
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(listed(&app).await, expected);
+    for (name, uid, _) in &expected {
+        let r = get(&app, name).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["metadata"]["uid"], json!(uid), "{}", r.text);
+    }
+
+    // A registry create of a taken name, natural or derived, is the API server's 409.
+    for name in ["taken", derived.as_str()] {
+        let r = call(
+            &app,
+            Method::POST,
+            BASE,
+            "application/json",
+            &registered(name, json!({})).to_string(),
+        )
+        .await;
+        assert_eq!(r.status, 409, "{}", r.text);
+        assert_eq!(
+            r.body,
+            json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": format!("clusters.clusterregistry.k8s.io \"{name}\" already exists"),
+                "reason": "AlreadyExists",
+                "details": {"name": name, "group": "clusterregistry.k8s.io", "kind": "clusters"},
+                "code": 409
+            }),
+            "{}",
+            r.text
+        );
+    }
+    assert_eq!(listed(&app).await, expected, "nothing was written");
+
+    // /v1 names may repeat (Magnum's rule): the registered cluster's own name is `taken` too.
+    let r = app.get_cluster("taken").await;
+    r.assert_error(
+        409,
+        "Multiple clusters exist with same name. Please use the cluster uuid instead.",
+    );
+    // Registry reads and deletes address one object by its registry name.
+    let r = call(&app, Method::DELETE, &format!("{BASE}/taken"), "", "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_not_found(&get(&app, "taken").await, "taken");
+    let r = app.get_cluster("taken").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["uuid"], json!(v1_uid), "{}", r.text);
+    // The freed name is not given to the /v1 cluster: registry names never change.
+    assert_eq!(
+        get(&app, &derived).await.body["metadata"]["uid"],
+        json!(v1_uid)
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_replayed_watch_shows_each_change_as_it_was_and_deleted_with_its_last_object(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    // (resourceVersion 0 would mean "from now, with the current objects first")
+    create(&app, &registered("earlier", json!({}))).await;
+    let list = call(&app, Method::GET, BASE, "", "").await;
+    let from = list.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let mut body = registered("snap", json!({"labels": {"env": "dev"}}));
+    body["spec"]["authInfo"] = json!({"user": {"kind": "Secret", "name": "u1"}});
+    create(&app, &body).await;
+    let endpoints = |addr: &str| {
+        json!({"kubernetesApiEndpoints": {"serverEndpoints": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": addr}]}})
+    };
+    for addr in ["10.4.0.2:6443", "10.4.0.3:6443"] {
+        let r = merge(&app, "snap", json!({"spec": endpoints(addr)})).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let last = get(&app, "snap").await.body;
+    let r = call(&app, Method::DELETE, &format!("{BASE}/snap"), "", "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let watch = call(
+        &app,
+        Method::GET,
+        &format!("{BASE}?watch=true&resourceVersion={from}&timeoutSeconds=1"),
+        "",
+        "",
+    )
+    .await;
+    let events: Vec<Value> = watch
+        .text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let seen: Vec<(&str, &Value)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or(""),
+                &e["object"]["spec"]["kubernetesApiEndpoints"]["serverEndpoints"][0]
+                    ["serverAddress"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("ADDED", &json!("10.4.0.1:6443")),
+            ("MODIFIED", &json!("10.4.0.2:6443")),
+            ("MODIFIED", &json!("10.4.0.3:6443")),
+            ("DELETED", &json!("10.4.0.3:6443")),
+        ],
+        "{}",
+        watch.text
+    );
+    let versions: Vec<i64> = events
+        .iter()
+        .filter_map(|e| {
+            e["object"]["metadata"]["resourceVersion"]
+                .as_str()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(versions.len(), 4, "{}", watch.text);
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+    // DELETED carries the last full object: its spec, status and metadata as last read, at
+    // the deletion's own resourceVersion.
+    let deleted = &events[3]["object"];
+    assert_eq!(deleted["spec"], last["spec"], "{}", watch.text);
+    assert_eq!(deleted["status"], last["status"], "{}", watch.text);
+    assert_eq!(
+        deleted["spec"]["authInfo"]["user"]["name"], "u1",
+        "{}",
+        watch.text
+    );
+    let mut meta = deleted["metadata"].clone();
+    let mut last_meta = last["metadata"].clone();
+    for m in [&mut meta, &mut last_meta] {
+        if let Some(o) = m.as_object_mut() {
+            o.remove("resourceVersion");
+        }
+    }
+    assert_eq!(meta, last_meta, "{}", watch.text);
+}

@@ -380,8 +380,8 @@ contract!(
 
 /// Inserts a cluster row directly (clusters have their own API; this checks the store's rule).
 async fn insert_cluster(url: &str, template_uuid: &str) {
-    let sql = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at) \
-               VALUES ($1, 'p1', 'u', 'c1', $2, 'CREATE_COMPLETE', $3)";
+    let sql = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at, \
+               registry_name) VALUES ($1, 'p1', 'u', 'c1', $2, 'CREATE_COMPLETE', $3, $1)";
     let id = uuid::Uuid::new_v4().to_string();
     let now = chrono::Utc::now();
     if url.starts_with("sqlite") {
@@ -703,8 +703,8 @@ async fn a_restricted_template_update_waits_for_a_racing_cluster_create_and_refu
         "the update waits for the guarding create"
     );
     sqlx::query(
-        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at) \
-         VALUES ($1, 'p1', 'u', 'c1', $2, 'CREATE_IN_PROGRESS', now())",
+        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, created_at, \
+         registry_name) VALUES ($1, 'p1', 'u', 'c1', $2, 'CREATE_IN_PROGRESS', now(), $1)",
     )
     .bind(uuid::Uuid::new_v4().to_string())
     .bind(t.uuid.to_string())
@@ -737,7 +737,8 @@ async fn insert_probed_cluster(
     let id = ClusterId::new();
     let now = chrono::Utc::now();
     let cluster = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
-                   status, api_address, created_at) VALUES ($1, 'p1', 'u', $2, $3, $4, $5, $6)";
+                   status, api_address, created_at, registry_name) \
+                   VALUES ($1, 'p1', 'u', $2, $3, $4, $5, $6, $1)";
     let ca = "INSERT INTO x509keypair (uuid, cluster_uuid, kind, certificate, private_key, \
               project_id, user_id, created_at) VALUES ($1, $2, 'ca', $3, 'sealed', 'p1', 'u', $4)";
     macro_rules! run {
@@ -936,8 +937,9 @@ fn cluster_fixture(
     let id = uuid::Uuid::new_v4();
     let mut sql = vec![format!(
         "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, \
-         labels, created_at) VALUES ('{id}', '{project}', 'u', '{name}', '{template_uuid}', \
-         '{status}', '{{\"kube_tag\": \"v1.31.0\", \"extra\": \"x\"}}', CURRENT_TIMESTAMP)"
+         labels, created_at, registry_name) VALUES ('{id}', '{project}', 'u', '{name}', \
+         '{template_uuid}', '{status}', '{{\"kube_tag\": \"v1.31.0\", \"extra\": \"x\"}}', \
+         CURRENT_TIMESTAMP, '{id}')"
     )];
     for (g, role, count, addrs, st, reason) in groups {
         let reason = reason.map_or("NULL".to_string(), |r| format!("'{r}'"));
@@ -1511,3 +1513,384 @@ contract!(
             .is_some());
     }
 );
+
+/// A cluster to insert through the store: a `/v1` create (`derive`) or a registry create.
+fn registry_cluster(
+    project: &str,
+    template: TemplateId,
+    uuid: ClusterId,
+    name: &str,
+    derive: bool,
+) -> fleetyard::domain::cluster::NewCluster {
+    use fleetyard::domain::cluster::{NewCluster, NewNodeGroup};
+    use fleetyard::domain::names::ClusterName;
+    use fleetyard::domain::registry::{registry_name, RegistryMeta};
+    use fleetyard::domain::status::ClusterStatus;
+    NewCluster {
+        uuid,
+        project_id: project.into(),
+        user_id: "u".into(),
+        name: ClusterName::parse(name).expect("cluster name"),
+        cluster_template_id: template,
+        keypair: None,
+        docker_volume_size: None,
+        labels: Labels::new(),
+        master_flavor_id: None,
+        flavor_id: None,
+        create_timeout: 60,
+        discovery_url: None,
+        fixed_network: None,
+        fixed_subnet: None,
+        floating_ip_enabled: true,
+        master_lb_enabled: false,
+        nodegroups: vec![NewNodeGroup {
+            uuid: fleetyard::domain::NodeGroupId::new(),
+            name: "default-worker".into(),
+            project_id: project.into(),
+            docker_volume_size: None,
+            labels: Labels::new(),
+            flavor_id: None,
+            image_id: None,
+            node_count: 3,
+            role: "worker".into(),
+            min_node_count: 0,
+            max_node_count: None,
+            is_default: true,
+            status: ClusterStatus::CreateInProgress,
+            node_labels: Labels::new(),
+            node_taints: Vec::new(),
+        }],
+        status: ClusterStatus::CreateInProgress,
+        registry: RegistryMeta {
+            name: registry_name(name, &uuid.0),
+            ..RegistryMeta::default()
+        },
+        derive_registry_name: derive,
+    }
+}
+
+async fn insert(
+    store: &Arc<dyn Store>,
+    c: fleetyard::domain::cluster::NewCluster,
+) -> Result<(), StoreError> {
+    store
+        .commit(&[fleetyard::store::Write::InsertCluster(Box::new(c))])
+        .await
+}
+
+async fn registry_name_of(store: &Arc<dyn Store>, project: &str, uuid: ClusterId) -> String {
+    store
+        .get_cluster(&scope(project), &Ident::Uuid(uuid.0))
+        .await
+        .expect("cluster")
+        .registry
+        .name
+}
+
+contract!(
+    registry_names_are_one_per_project_and_derived_ones_never_collide,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t")), &[])
+            .await
+            .expect("template")
+            .uuid;
+        // A registry create takes its name, and a second one of the same name is refused by
+        // the constraint (what the API answers 409 AlreadyExists for).
+        insert(
+            &store,
+            registry_cluster("p1", t, ClusterId::new(), "x", false),
+        )
+        .await
+        .expect("registered");
+        let err = insert(
+            &store,
+            registry_cluster("p1", t, ClusterId::new(), "x", false),
+        )
+        .await
+        .expect_err("taken");
+        assert!(
+            err.is_constraint("uniq_cluster0project_id0registry_name"),
+            "{err:?}"
+        );
+        // /v1 creates of the same name are never refused: uuids sharing their first 16 hex
+        // digits walk the candidates one by one.
+        let ids = ["0a", "0b", "0c", "0d", "0e"].map(|tail| {
+            ClusterId(
+                uuid::Uuid::parse_str(&format!("3f2a9c01-1234-4000-8000-0000000000{tail}"))
+                    .expect("uuid"),
+            )
+        });
+        // The last one's 32-digit candidate is a registered cluster's name already.
+        insert(
+            &store,
+            registry_cluster(
+                "p1",
+                t,
+                ClusterId::new(),
+                "x-3f2a9c0112344000800000000000000e",
+                false,
+            ),
+        )
+        .await
+        .expect("registered");
+        for id in ids {
+            insert(&store, registry_cluster("p1", t, id, "x", true))
+                .await
+                .expect("a /v1 name is never refused");
+        }
+        let mut names = Vec::new();
+        for id in ids {
+            names.push(registry_name_of(&store, "p1", id).await);
+        }
+        assert_eq!(
+            names,
+            [
+                "x-3f2a9c01",
+                "x-3f2a9c011234",
+                "x-3f2a9c0112344000",
+                "x-3f2a9c0112344000800000000000000d",
+                "x-3f2a9c0112344000800000000000000e-2",
+            ]
+        );
+        // A /v1 cluster literally named like a derived name gets its own derived name; a
+        // registry create of a derived name is refused.
+        let literal = ClusterId::new();
+        insert(
+            &store,
+            registry_cluster("p1", t, literal, "x-3f2a9c01", true),
+        )
+        .await
+        .expect("literal");
+        assert_eq!(
+            registry_name_of(&store, "p1", literal).await,
+            fleetyard::domain::registry::name_candidate("x-3f2a9c01", &literal.0, 1)
+        );
+        let err = insert(
+            &store,
+            registry_cluster("p1", t, ClusterId::new(), "x-3f2a9c011234", false),
+        )
+        .await
+        .expect_err("taken");
+        assert!(err.is_constraint("uniq_cluster0project_id0registry_name"));
+        // Every registry name reads back its one cluster.
+        for (id, name) in ids.iter().zip(&names) {
+            let e = store
+                .registry_get("p1", name)
+                .await
+                .expect("get")
+                .expect("found");
+            assert_eq!(e.cluster.uuid, *id);
+            assert_eq!(e.cluster.registry.name, *name);
+        }
+        // Names repeat in /v1: a lookup by one several clusters share is ambiguous.
+        let err = store
+            .get_cluster(&scope("p1"), &Ident::Name("x".into()))
+            .await
+            .expect_err("ambiguous");
+        assert!(matches!(err, StoreError::Ambiguous), "{err:?}");
+        // Another project has names of its own.
+        let other = ClusterId::new();
+        insert(&store, registry_cluster("p2", t, other, "x", true))
+            .await
+            .expect("other project");
+        assert_eq!(registry_name_of(&store, "p2", other).await, "x");
+    }
+);
+
+contract!(
+    each_change_keeps_the_object_as_it_was,
+    |store: Arc<dyn Store>, _url: String| async move {
+        use fleetyard::domain::registry::ServerEndpoint;
+        use fleetyard::store::{ChangeKind, Write};
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t")), &[])
+            .await
+            .expect("template")
+            .uuid;
+        let (from, _) = store.registry_bounds().await.expect("bounds");
+        let id = ClusterId::new();
+        let mut new = registry_cluster("p1", t, id, "snap", true);
+        new.registry.labels.insert("env".into(), "dev".into());
+        new.registry.server_endpoints = vec![ServerEndpoint {
+            client_cidr: "0.0.0.0/0".into(),
+            server_address: "10.0.0.1:6443".into(),
+        }];
+        insert(&store, new).await.expect("insert");
+        let mut c = store
+            .get_cluster(&scope("p1"), &Ident::Uuid(id.0))
+            .await
+            .expect("cluster");
+        c.registry.labels.insert("env".into(), "prod".into());
+        c.registry.server_endpoints[0].server_address = "10.0.0.2:6443".into();
+        c.status = fleetyard::domain::status::ClusterStatus::CreateComplete;
+        store
+            .commit(&[Write::UpdateCluster(Box::new(c))])
+            .await
+            .expect("update");
+        store
+            .commit(&[Write::DeleteCluster { uuid: id }])
+            .await
+            .expect("delete");
+
+        let changes = store.registry_changes(from, 100).await.expect("changes");
+        let kinds: Vec<ChangeKind> = changes.iter().map(|c| c.change).collect();
+        assert_eq!(
+            kinds,
+            [ChangeKind::Added, ChangeKind::Modified, ChangeKind::Deleted]
+        );
+        let shown: Vec<(String, String, String, String, i64, i64)> = changes
+            .iter()
+            .map(|ch| {
+                let o = ch.object.as_ref().expect("every line keeps its object");
+                assert_eq!(o.cluster.uuid, id);
+                assert_eq!(o.cluster.registry.resource_version, ch.resource_version);
+                (
+                    o.cluster.registry.name.clone(),
+                    o.cluster.registry.labels["env"].clone(),
+                    o.cluster.registry.server_endpoints[0]
+                        .server_address
+                        .clone(),
+                    o.cluster.status.as_str().to_string(),
+                    o.node_count,
+                    o.cluster.registry.generation,
+                )
+            })
+            .collect();
+        let row = |env: &str, addr: &str, status: &str, nodes: i64| {
+            (
+                "snap".to_string(),
+                env.to_string(),
+                addr.to_string(),
+                status.to_string(),
+                nodes,
+                1,
+            )
+        };
+        // The ADDED line is written with the row, before its node groups.
+        assert_eq!(
+            shown,
+            [
+                row("dev", "10.0.0.1:6443", "CREATE_IN_PROGRESS", 0),
+                row("prod", "10.0.0.2:6443", "CREATE_COMPLETE", 3),
+                // DELETED: the last full object, node groups included.
+                row("prod", "10.0.0.2:6443", "CREATE_COMPLETE", 3),
+            ]
+        );
+        assert!(changes
+            .iter()
+            .all(|ch| ch.object.as_ref().is_some_and(|o| o.driver == "fake")));
+    }
+);
+
+/// Migrates a fresh database up to (not including) the registry-identity migration, writes
+/// rows as they were, then lets the store migrate the rest: the registry names the registry
+/// showed those rows by are kept, and a derived name another row held is made unique.
+async fn existing_rows_keep_their_registry_names(backend: Backend) {
+    let db = crate::helpers::TestDb::new(backend).await;
+    let (folder, url) = match backend {
+        Backend::Postgres => ("migrations", db.url.clone()),
+        Backend::Sqlite => ("migrations-sqlite", format!("{}?mode=rwc", db.url)),
+    };
+    let earlier = std::env::temp_dir().join(format!("fy-mig-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&earlier).expect("temp dir");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    for f in std::fs::read_dir(&source).expect("migrations") {
+        let path = f.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name < "20261127000002" {
+            std::fs::copy(&path, earlier.join(name)).expect("copy");
+        }
+    }
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path())
+        .await
+        .expect("migrator");
+    let rows = [
+        ("3f2a9c01-0000-4000-8000-000000000001", "My_Cluster"),
+        (
+            "3f2a9c01-0000-4000-8000-000000000002",
+            "my-cluster-3f2a9c01",
+        ),
+        ("4f2a9c01-0000-4000-8000-000000000003", "A..b_"),
+        ("5f2a9c01-0000-4000-8000-000000000004", "___"),
+        ("6f2a9c01-0000-4000-8000-000000000005", "prod"),
+        ("8f2a9c01-0000-4000-8000-000000000007", "Ünï-Ωk.Z"),
+    ];
+    let insert = "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, \
+                  status, created_at) VALUES ($1, 'p', 'u', $2, \
+                  '00000000-0000-4000-8000-00000000e7e7', 'CREATE_COMPLETE', $3)";
+    let now = chrono::Utc::now();
+    match backend {
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&url).await.expect("pg");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for (id, name) in rows {
+                sqlx::query(insert)
+                    .bind(id)
+                    .bind(name)
+                    .bind(now)
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+            }
+            pool.close().await;
+        }
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for (id, name) in rows {
+                sqlx::query(insert)
+                    .bind(id)
+                    .bind(name)
+                    .bind(now)
+                    .execute(&pool)
+                    .await
+                    .expect("insert");
+            }
+            pool.close().await;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&earlier);
+    let store = fleetyard::store::connect(&db.url, 2).await.expect("store");
+    store.migrate().await.expect("the rest");
+    let mut names = Vec::new();
+    for (id, name) in rows {
+        let c = store
+            .get_cluster(&scope("p"), &Ident::Uuid(id.parse().expect("uuid")))
+            .await
+            .expect("cluster");
+        assert_eq!(c.name, name);
+        names.push(c.registry.name);
+    }
+    assert_eq!(
+        names,
+        [
+            // derived, but the name another cluster has as its own: made unique
+            "my-cluster-3f2a9c01000040008000000000000001",
+            "my-cluster-3f2a9c01",
+            "a.b-4f2a9c01",
+            "cluster-5f2a9c01",
+            "prod",
+            "n---k.z-8f2a9c01",
+        ]
+    );
+    // The rule the service derives names by gives the same names where nothing collides.
+    for (i, (id, name)) in rows.iter().enumerate().skip(1) {
+        let uuid: uuid::Uuid = id.parse().expect("uuid");
+        assert_eq!(
+            names[i],
+            fleetyard::domain::registry::registry_name(name, &uuid)
+        );
+    }
+    drop(store);
+}
+
+#[tokio::test]
+async fn existing_rows_keep_their_registry_names_on_postgres() {
+    existing_rows_keep_their_registry_names(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn existing_rows_keep_their_registry_names_on_sqlite() {
+    existing_rows_keep_their_registry_names(Backend::Sqlite).await;
+}

@@ -23,7 +23,7 @@ use crate::api::http::retry::{self, Attempt};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
 use crate::domain::managed_fields::ManagerId;
-use crate::domain::registry::{self, PROBER_CONDITION};
+use crate::domain::registry::PROBER_CONDITION;
 use crate::store::RegistryEntry;
 
 const RULE: &str = super::access::STATUS_UPDATE.rule;
@@ -245,7 +245,7 @@ fn conditions_of(
             ))
         })?,
     };
-    let registry_name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
+    let registry_name = e.cluster.registry.name.clone();
     let mut causes = Vec::new();
     let mut warnings = Vec::new();
     let mut kept: Vec<ClusterCondition> = Vec::new();

@@ -30,8 +30,8 @@ use crate::domain::cluster::{Cluster as Row, NewCluster};
 use crate::domain::managed_fields::{ManagedFields, ManagerId, Operation};
 use crate::domain::names::ClusterName;
 use crate::domain::registry::{
-    self, AuthPointers, ObjectRef, RegistryMeta, ServerEndpoint, EXTERNAL_DRIVER,
-    EXTERNAL_TEMPLATE, NAME_ANNOTATION,
+    AuthPointers, ObjectRef, RegistryMeta, ServerEndpoint, EXTERNAL_DRIVER, EXTERNAL_TEMPLATE,
+    NAME_ANNOTATION,
 };
 use crate::domain::selector::{FieldSelector, LabelSelector};
 use crate::domain::status::ClusterStatus;
@@ -376,12 +376,18 @@ pub(super) async fn list_entries(
         let exhausted = rows.len() < chunk as usize;
         for e in rows {
             scanned += 1;
-            let key = (e.cluster.project_id.clone(), e.cluster.name.clone());
+            let key = (
+                e.cluster.project_id.clone(),
+                e.cluster.registry.name.clone(),
+            );
             if items.len() == want {
                 // One more matching row exists past the page: continue from the last item.
                 if selectors_admit(selectors, &e) {
                     let last: &RegistryEntry = items.last().unwrap_or(&e);
-                    let last = (last.cluster.project_id.clone(), last.cluster.name.clone());
+                    let last = (
+                        last.cluster.project_id.clone(),
+                        last.cluster.registry.name.clone(),
+                    );
                     let remaining = if unfiltered {
                         let project = visible.project();
                         Some(
@@ -426,7 +432,7 @@ pub(super) async fn list_entries(
 }
 
 fn selectors_admit(s: &Selectors, e: &RegistryEntry) -> bool {
-    let name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
+    let name = e.cluster.registry.name.clone();
     s.matches(&name, &e.cluster.project_id, &e.cluster.registry.labels)
 }
 
@@ -865,7 +871,11 @@ fn new_cluster(
         master_lb_enabled: false,
         nodegroups: Vec::new(),
         status: ClusterStatus::CreateComplete,
-        registry: d.meta.clone(),
+        registry: RegistryMeta {
+            name: d.name.clone(),
+            ..d.meta.clone()
+        },
+        derive_registry_name: false,
     })
 }
 
@@ -897,7 +907,7 @@ async fn register(
     ];
     match state.store.commit(&writes).await {
         Ok(()) => {}
-        Err(e) if e.is_constraint("uniq_cluster0project_id0name") => {
+        Err(e) if e.is_constraint("uniq_cluster0project_id0registry_name") => {
             return Err(KubeError::already_exists(&CLUSTERS, &d.name))
         }
         Err(StoreError::LimitExceeded { limit }) => {
@@ -1066,7 +1076,7 @@ fn strip_server_fields(value: &mut Value, namespace: &str) -> Result<(), KubeErr
 /// endpoints, CA and credential pointers; a provisioned cluster's spec is the service's.
 fn changed_row(e: &RegistryEntry, d: &Desired) -> Result<Option<Row>, KubeError> {
     let c = &e.cluster;
-    let name = registry::registry_name(&c.name, &c.uuid.0);
+    let name = c.registry.name.clone();
     if let Some(uid) = &d.uid {
         if *uid != c.uuid.to_string() {
             return Err(KubeError::conflict(&CLUSTERS, name));
@@ -1516,7 +1526,7 @@ async fn delete_entry(
 fn federated(c: &Row) -> KubeError {
     KubeError::ConflictMessage(format!(
         "cluster {} belongs to a federation; unjoin it first",
-        registry::registry_name(&c.name, &c.uuid.0)
+        c.registry.name.clone()
     ))
 }
 
@@ -1622,7 +1632,7 @@ async fn dry_run_delete(state: &AppState, e: &RegistryEntry) -> Result<RegistryE
 
 /// `DeleteOptions.preconditions` (uid, resourceVersion): 409 when the object moved on.
 fn check_preconditions(options: &Delete, e: &RegistryEntry) -> Result<(), KubeError> {
-    let name = registry::registry_name(&e.cluster.name, &e.cluster.uuid.0);
+    let name = e.cluster.registry.name.clone();
     if let Some(uid) = &options.uid {
         if *uid != e.cluster.uuid.to_string() {
             return Err(KubeError::ConflictMessage(format!(

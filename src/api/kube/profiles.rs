@@ -19,7 +19,6 @@ use super::table;
 use super::view;
 use crate::api::http::error::ApiError;
 use crate::api::{AppState, RequestContext};
-use crate::domain::registry;
 use crate::domain::status::HealthStatus;
 use crate::store::RegistryEntry;
 
@@ -318,7 +317,7 @@ pub fn kubeconfig(entries: &[RegistryEntry], all_namespaces: bool) -> String {
         let Some(server) = c.api_address.clone() else {
             continue;
         };
-        let base = registry::registry_name(&c.name, &c.uuid.0);
+        let base = c.registry.name.clone();
         let name = if all_namespaces {
             format!("{}/{base}", c.project_id)
         } else {

@@ -1,6 +1,6 @@
 //! Clusters as the registry shows them: a cluster row (and what its statement brought from
-//! other tables) into a wire `Cluster`, and a change-log line into the object a `DELETED`
-//! watch event carries.
+//! other tables) into a wire `Cluster`, and a change-log line written before the log kept
+//! objects into the object a `DELETED` watch event carries.
 
 use base64::Engine;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -26,7 +26,12 @@ fn reference(r: &Option<ObjectRef>) -> Option<ObjectReference> {
     })
 }
 
+/// The metadata of the cluster named `name` (its own name) whose registry name is
+/// `registry_name`: a registry name that is not the cluster's own name brings the annotation
+/// holding the own name.
+#[allow(clippy::too_many_arguments)]
 fn metadata(
+    registry_name: String,
     name: &str,
     uuid: &uuid::Uuid,
     project: &str,
@@ -35,7 +40,6 @@ fn metadata(
     created: DateTime<Utc>,
     resource_version: i64,
 ) -> ObjectMeta {
-    let registry_name = registry::registry_name(name, uuid);
     let mut annotations = annotations.clone();
     if registry_name != name {
         annotations.insert(NAME_ANNOTATION.to_string(), name.to_string());
@@ -99,6 +103,7 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
     let c = &e.cluster;
     let r = &c.registry;
     let mut metadata = metadata(
+        r.name.clone(),
         &c.name,
         &c.uuid.0,
         &c.project_id,
@@ -166,13 +171,16 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
     }
 }
 
-/// What a `DELETED` event shows of a cluster that is gone (or renamed away from its old name).
+/// What a change-log line that kept no object (one written before the log kept objects)
+/// shows of a cluster that is gone: its metadata, with the registry name derived from its own
+/// name as it was then.
 pub fn deleted(ch: &ClusterChange) -> Cluster {
     let uuid = ch.cluster_uuid.0;
     Cluster {
         api_version: API_VERSION.into(),
         kind: KIND.into(),
         metadata: metadata(
+            registry::registry_name(&ch.name, &uuid),
             &ch.name,
             &uuid,
             &ch.project_id,

@@ -346,19 +346,25 @@ impl Watch {
     }
 
     /// The event one line of the change log makes for this watch, in the order the log has it
-    /// and with the line's own resourceVersion, name, labels and annotations (the rest of the
-    /// object as it is now, or as the line kept it once the object is gone). Label and field
-    /// selectors are decided on the line's labels before and after the change, as the API
-    /// server's watch cache does: an object that starts matching is `ADDED`, one that stops
-    /// matching is `DELETED` (showing the labels it had), one that matches before and after is
-    /// `MODIFIED`.
+    /// and with the line's own resourceVersion: the object as the line kept it (a `DELETED`
+    /// line: its last full state), with what is not the cluster row's (driver, node count,
+    /// CA, the health prober's times) from the current row while the cluster exists. A line
+    /// written before the log kept objects shows its name, labels and annotations and the rest
+    /// as it is now (only metadata once the object is gone). Label and field selectors are
+    /// decided on the line's labels before and after the change, as the API server's watch
+    /// cache does: an object that starts matching is `ADDED`, one that stops matching is
+    /// `DELETED` (showing the labels it had), one that matches before and after is `MODIFIED`.
     fn change_line(
         &mut self,
         ch: &ClusterChange,
         current: Option<&RegistryEntry>,
     ) -> Option<Bytes> {
+        let current = current.filter(|e| e.cluster.uuid == ch.cluster_uuid);
         let gone = view::deleted(ch);
-        let name = gone.metadata.name.clone();
+        let name = match &ch.object {
+            Some(o) => o.cluster.registry.name.clone(),
+            None => gone.metadata.name.clone(),
+        };
         let now_matches = self
             .selectors
             .matches(&name, &ch.project_id, &ch.registry_labels.0);
@@ -374,31 +380,50 @@ impl Watch {
             ),
         };
         let kind = match (kind, matched_before, now_matches) {
-            ("DELETED", _, _) => {
-                // A DELETED line carries the object's own labels (also as its "before").
-                return now_matches
-                    .then(|| self.shape.event("DELETED", None, &gone))
-                    .flatten();
-            }
+            // A DELETED line carries the object's own labels (also as its "before").
+            ("DELETED", _, true) => "DELETED",
+            ("DELETED", _, false) => return None,
             (_, false, true) => "ADDED",
             (_, true, true) => "MODIFIED",
-            (_, true, false) => "DELETED",
+            (_, true, false) => "LEFT",
             (_, false, false) => return None,
         };
-        match current.filter(|e| e.cluster.uuid == ch.cluster_uuid) {
+        if let Some(kept) = &ch.object {
+            let mut shown = (**kept).clone();
+            if let Some(e) = current {
+                shown.driver = e.driver.clone();
+                shown.node_count = e.node_count;
+                shown.ca_pem = e.ca_pem.clone();
+                shown.last_heartbeat = e.last_heartbeat;
+                shown.last_transition = e.last_transition;
+            }
+            if kind == "LEFT" {
+                // It left the selector: shown with the labels it had.
+                if let Some(p) = before {
+                    shown.cluster.registry.labels = p.clone();
+                }
+            }
+            let object = view::cluster(&shown);
+            return match kind {
+                "DELETED" | "LEFT" => self.shape.event("DELETED", None, &object),
+                _ => self.shape.event(kind, Some(&shown), &object),
+            };
+        }
+        if kind == "DELETED" {
+            return self.shape.event("DELETED", None, &gone);
+        }
+        match current {
             Some(e) => {
                 let mut shown = e.clone();
                 let r = &mut shown.cluster.registry;
                 if r.resource_version != ch.resource_version {
-                    // An earlier state: its own version, name and metadata.
+                    // An earlier state: its own version and metadata.
                     r.resource_version = ch.resource_version;
                     r.labels = ch.registry_labels.0.clone();
                     r.annotations = ch.registry_annotations.0.clone();
                     r.deletion_timestamp = ch.deletion_timestamp;
-                    shown.cluster.name = ch.name.clone();
                 }
-                if kind == "DELETED" {
-                    // It left the selector: shown with the labels it had.
+                if kind == "LEFT" {
                     if let Some(p) = before {
                         r.labels = p.clone();
                     }
@@ -410,10 +435,11 @@ impl Watch {
             }
             None => {
                 let mut object = gone;
-                if kind == "DELETED" {
+                if kind == "LEFT" {
                     if let Some(p) = before {
                         object.metadata.labels = p.clone();
                     }
+                    return self.shape.event("DELETED", None, &object);
                 }
                 self.shape.event(kind, None, &object)
             }

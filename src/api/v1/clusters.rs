@@ -210,10 +210,6 @@ async fn create(
         Err(StoreError::LimitExceeded { limit }) => Err(ApiError::forbidden(format!(
             "Resource limit exceeded: You have reached the maximum clusters per project, {limit}. Ask an administrator to raise the quota or delete clusters you no longer need."
         ))),
-        Err(e) if e.is_constraint("uniq_cluster0project_id0name") => Err(ApiError::conflict(format!(
-            "A cluster with name {} already exists in this project.",
-            new.name
-        ))),
         Err(e) => Err(e.into()),
     }
 }
