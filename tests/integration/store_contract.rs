@@ -1464,7 +1464,14 @@ contract!(
         let tu = t.uuid.to_string();
         let mut sql = Vec::new();
         for (project, name) in [("p1", "a"), ("p1", "b"), ("p2", "a")] {
-            sql.extend(cluster_fixture(project, name, &tu, "CREATE_COMPLETE", &[]).1);
+            // A fixture's registry name is its uuid; these are named as the registry shows them.
+            let (id, rows) = cluster_fixture(project, name, &tu, "CREATE_COMPLETE", &[]);
+            sql.extend(rows.into_iter().map(|s| {
+                s.replace(
+                    &format!("CURRENT_TIMESTAMP, '{id}')"),
+                    &format!("CURRENT_TIMESTAMP, '{name}')"),
+                )
+            }));
         }
         exec_all(&url, &sql).await;
         let count = |project: Option<&'static str>, after: Option<(&'static str, &'static str)>| {
