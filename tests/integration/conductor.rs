@@ -72,6 +72,10 @@ fn start_conductor(db_url: &str, log: &std::path::Path) -> Killable {
         .arg("conductor")
         .env("FLEETYARD__DATABASE__CONNECTION", db_url)
         .env("FLEETYARD__DATABASE__AUTO_MIGRATE", "false")
+        .env(
+            "FLEETYARD__CERTIFICATES__KEY_FILE",
+            crate::helpers::certificates_key_file(),
+        )
         .env("FLEETYARD__DEFAULT__HOST", "conductor-test")
         .env("FLEETYARD__CONDUCTOR__LEASE_SECONDS", "2")
         .env("FLEETYARD__CONDUCTOR__SYNC_INTERVAL", "1")
