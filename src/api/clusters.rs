@@ -11,7 +11,7 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
-use super::cluster_actions::{resize, upgrade};
+use super::cluster_actions::{resize, retry_create, upgrade};
 use super::error::ApiError;
 use super::initiator;
 use super::links::app_url;
@@ -70,6 +70,11 @@ pub fn configure_one(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/actions/upgrade")
             .route(web::post().to(upgrade))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/actions/retry")
+            .route(web::post().to(retry_create))
             .default_service(web::to(super::method_not_allowed)),
     );
 }
@@ -479,7 +484,7 @@ async fn update(
             let worker = worker.clone().ok_or_else(|| {
                 ApiError::bad_request("The cluster has no default worker node group to resize.")
             })?;
-            if !c.status.is_complete_like() {
+            if !c.status.accepts_update() {
                 return Err(not_in_state("Updating", &c));
             }
             check_counts(
