@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn versions_outside_the_range_are_unsupported() {
-        for bad in ["1.0", "0.9", "2.0", "1.999", "1.16", "99999999.1"] {
+        for bad in ["1.0", "0.9", "2.0", "1.999", "1.17", "99999999.1"] {
             assert_eq!(
                 negotiate(Some(&format!("container-infra {bad}"))),
                 Err(VersionError::Unsupported),
