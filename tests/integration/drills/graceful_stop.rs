@@ -144,7 +144,8 @@ async fn a_conductor_stopped_with_sigterm_gives_its_ten_jobs_back_and_another_fi
 
     // The second conductor takes them at once: its leases of 300 s are not waited out.
     let second = Process::start(Role::Conductor, "second", &conductor_env(&app, 60, 0)).await;
-    let finished = eventually(Duration::from_secs(60), || async {
+    // Well within the 300 s leases: only given-back jobs can be finished this soon.
+    let finished = eventually(Duration::from_secs(240), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
             .await
             == JOBS as i64
