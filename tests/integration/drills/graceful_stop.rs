@@ -28,9 +28,10 @@ async fn ten_creates(app: &TestApp) -> Vec<String> {
     clusters
 }
 
-/// Conductor settings: ten workers, leases of 300 s, the given grace period and driver latency.
-fn conductor_env(app: &TestApp, grace_seconds: u64, latency_ms: u64) -> Env {
-    Env::new(&app.db.url)
+/// Conductor settings over `base` (one `[certificates] key_file` for every conductor, as
+/// deployed): ten workers, leases of 300 s, the given grace period and driver latency.
+fn conductor_env(base: &Env, grace_seconds: u64, latency_ms: u64) -> Env {
+    base.clone()
         .set("DEFAULT__LOG_LEVEL", "info")
         .set("DEFAULT__GRACEFUL_SHUTDOWN_TIMEOUT", grace_seconds)
         .set("CONDUCTOR__LEASE_SECONDS", 300)
@@ -119,7 +120,9 @@ async fn a_conductor_stopped_with_sigterm_gives_its_ten_jobs_back_and_another_fi
     let clusters = ten_creates(&app).await;
 
     // The first conductor's driver calls take a minute: none finishes within the 1 s grace.
-    let mut first = Process::start(Role::Conductor, "first", &conductor_env(&app, 1, 60_000)).await;
+    let base = Env::new(&app.db.url);
+    let mut first =
+        Process::start(Role::Conductor, "first", &conductor_env(&base, 1, 60_000)).await;
     all_claimed_by(&db, &first).await;
     let exit = first.terminate(Duration::from_secs(30)).await;
     let log = first.log_tail();
@@ -143,7 +146,7 @@ async fn a_conductor_stopped_with_sigterm_gives_its_ten_jobs_back_and_another_fi
     );
 
     // The second conductor takes them at once: its leases of 300 s are not waited out.
-    let second = Process::start(Role::Conductor, "second", &conductor_env(&app, 60, 0)).await;
+    let second = Process::start(Role::Conductor, "second", &conductor_env(&base, 60, 0)).await;
     // Well within the 300 s leases: only given-back jobs can be finished this soon.
     let finished = eventually(Duration::from_secs(240), || async {
         db.count("SELECT COUNT(*) FROM job WHERE state = 'done'")
@@ -166,8 +169,9 @@ async fn a_conductor_stopped_with_sigterm_finishes_the_jobs_it_holds_within_the_
     let clusters = ten_creates(&app).await;
 
     // Driver calls of 2 s against a grace period of 120 s: every held job finishes.
+    let base = Env::new(&app.db.url);
     let mut first =
-        Process::start(Role::Conductor, "first", &conductor_env(&app, 120, 2_000)).await;
+        Process::start(Role::Conductor, "first", &conductor_env(&base, 120, 2_000)).await;
     all_claimed_by(&db, &first).await;
     let exit = first.terminate(Duration::from_secs(120)).await;
     let log = first.log_tail();
