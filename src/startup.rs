@@ -269,6 +269,7 @@ impl Application {
             n => n,
         };
         let cors = state.settings.cors.clone();
+        let grace = state.settings.default.graceful_shutdown_timeout;
         let state = web::Data::new(state);
         let app = move || {
             App::new()
@@ -294,7 +295,12 @@ impl Application {
         // `api::http::wire::ErrorBodies` (over TLS, the TLS stream): the errors actix-http's
         // dispatcher answers itself (a request head past its limits, one that is not HTTP)
         // get Magnum's body too.
-        let builder = actix_server::Server::build().workers(workers);
+        // Signals are the process's ([`run`] stops the roles in order); a stop lets in-flight
+        // requests finish within `[DEFAULT] graceful_shutdown_timeout`.
+        let builder = actix_server::Server::build()
+            .workers(workers)
+            .disable_signals()
+            .shutdown_timeout(grace);
         let (scheme, server) = match tls {
             None => (
                 "http",
@@ -340,8 +346,30 @@ impl Application {
         self.scheme
     }
 
+    /// The handle that stops the server (gracefully: no new connection, in-flight requests
+    /// finish within `[DEFAULT] graceful_shutdown_timeout`).
+    pub fn handle(&self) -> actix_server::ServerHandle {
+        self.server.handle()
+    }
+
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
+    }
+}
+
+/// Waits for SIGTERM or SIGINT (Ctrl-C); the signal's name.
+pub async fn shutdown_signal() -> std::io::Result<&'static str> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.map(|()| "SIGINT"),
+            _ = term.recv() => Ok("SIGTERM"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.map(|()| "Ctrl-C")
     }
 }
 
@@ -410,10 +438,21 @@ pub struct Roles {
     pub conductor: bool,
 }
 
-/// Runs the chosen roles until the process is stopped.
+/// Runs the chosen roles until the process is stopped (SIGTERM or Ctrl-C), then stops them
+/// in order: `/healthcheck` answers draining, the API accepts no new connection and a
+/// conductor claims no new job; in-flight requests and held jobs get
+/// `[DEFAULT] graceful_shutdown_timeout` to finish, the leases of unfinished jobs are given
+/// back, and the notification relay delivers one last round.
 pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
     let store = open_store(&settings).await?;
     let backends = Backends::build(&settings)?;
+    if roles.conductor {
+        if let Err(e) = backends.certificates.conductor_preflight() {
+            tracing::error!("{e}");
+            anyhow::bail!(e);
+        }
+    }
+    let grace = Duration::from_secs(settings.default.graceful_shutdown_timeout);
     let state = if roles.api {
         Some(api_state(
             settings.clone(),
@@ -434,6 +473,10 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
             }
         }));
     }
+    let (stop_conductor, conductor_stopped) = tokio::sync::watch::channel(false);
+    let (stop_relay, relay_stopped) = tokio::sync::watch::channel(false);
+    let mut conductor_task = None;
+    let mut relay_task = None;
     if roles.conductor {
         let conductor = Arc::new(
             crate::conductor::Conductor::new(
@@ -445,17 +488,25 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
             .with_certificates(backends.certificates.clone())
             .with_health_probe(settings.health_probe.clone()),
         );
-        background.push(tokio::spawn(conductor.run()));
+        let mut stopped = conductor_stopped;
+        conductor_task = Some(tokio::spawn(conductor.run_until(
+            async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            },
+            grace,
+        )));
         let relay = crate::notify::relay::RelaySettings::from_settings(&settings)?;
-        background.push(tokio::spawn(crate::notify::relay::relay_loop(
+        relay_task = Some(tokio::spawn(crate::notify::relay::relay_until(
             store.clone(),
             relay,
+            relay_stopped,
         )));
     }
     let result = if let Some(state) = state {
         if let Some(warning) = plaintext_token_warning(&settings) {
             tracing::warn!("{warning}");
         }
+        let draining = state.draining.clone();
         let app = Application::build(state)?;
         tracing::info!(
             address = %format!("{}://{}:{}", app.scheme(), settings.api.host, app.port()),
@@ -464,13 +515,52 @@ pub async fn run(settings: Settings, roles: Roles) -> anyhow::Result<()> {
             auth_strategy = ?settings.default.auth_strategy,
             "fleetyard API listening"
         );
-        app.run_until_stopped().await.map_err(anyhow::Error::from)
+        let handle = app.handle();
+        let mut serving = tokio::spawn(app.run_until_stopped());
+        tokio::select! {
+            served = &mut serving => served.map_err(anyhow::Error::from).and_then(|r| r.map_err(anyhow::Error::from)),
+            signal = shutdown_signal() => {
+                let signal = signal?;
+                draining.store(true, std::sync::atomic::Ordering::SeqCst);
+                tracing::info!(signal, grace_seconds = grace.as_secs(), "stopping: /healthcheck answers draining, no new connection or job is taken");
+                stop_conductor.send_replace(true);
+                handle.stop(true).await;
+                serving.await.map_err(anyhow::Error::from).and_then(|r| r.map_err(anyhow::Error::from))
+            }
+        }
     } else {
         tracing::info!("fleetyard conductor running");
-        tokio::signal::ctrl_c().await.map_err(anyhow::Error::from)
+        let signal = shutdown_signal().await?;
+        tracing::info!(
+            signal,
+            grace_seconds = grace.as_secs(),
+            "stopping: no new job is claimed"
+        );
+        stop_conductor.send_replace(true);
+        Ok(())
     };
+    stop_conductor.send_replace(true);
+    if let Some(task) = conductor_task {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the conductor did not stop cleanly");
+        }
+    }
+    // The relay's last round carries what the conductor committed while it stopped.
+    stop_relay.send_replace(true);
+    if let Some(mut task) = relay_task {
+        if tokio::time::timeout(grace.max(Duration::from_secs(1)), &mut task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the notification relay's last round did not finish in time; its events wait in the outbox");
+            task.abort();
+        }
+    }
     for task in background {
         task.abort();
+    }
+    if result.is_ok() {
+        tracing::info!("fleetyard stopped");
     }
     result
 }

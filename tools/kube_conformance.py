@@ -100,6 +100,7 @@ anything failed.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import queue
@@ -1151,6 +1152,12 @@ class Runner:
                 return
             database = pg_database_url(a.pg_url, dbname)
         server = Server(a.bin, workdir, database)
+        if backend == "postgresql":
+            # A conductor on PostgreSQL refuses to start without [certificates] key_file.
+            key_file = workdir / "certificates.key"
+            key_file.write_text(base64.b64encode(os.urandom(32)).decode())
+            key_file.chmod(0o600)
+            server.env["FLEETYARD__CERTIFICATES__KEY_FILE"] = str(key_file)
         # The checks create about 40 clusters in the one project; the default quota is 20.
         server.env["FLEETYARD__QUOTAS__MAX_CLUSTERS_PER_PROJECT"] = "1000"
         try:

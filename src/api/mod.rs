@@ -76,6 +76,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 const HEALTH_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(800);
 
 async fn healthcheck(state: web::Data<AppState>) -> HttpResponse {
+    // A stopping process finishes what it has and takes nothing new: balancers move away.
+    if state.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        return HttpResponse::ServiceUnavailable()
+            .content_type("text/plain")
+            .body("DRAINING");
+    }
     let probe = tokio::time::timeout(HEALTH_PROBE_TIMEOUT, state.store.ping()).await;
     match probe.unwrap_or(Err(crate::store::StoreError::TimedOut(
         HEALTH_PROBE_TIMEOUT,

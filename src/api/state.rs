@@ -24,6 +24,8 @@ pub struct AppState {
     pub links: crate::api::http::links::LinkBase,
     /// The cluster registry's change feed, started by the first watch.
     pub registry_feed: super::kube::feed::RegistryFeed,
+    /// Raised when the process is stopping: `/healthcheck` answers 503 `DRAINING`.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl AppState {
@@ -57,6 +59,7 @@ impl AppState {
             authenticator: Arc::new(parts.authenticator),
             drivers: parts.drivers,
             template_rules: parts.template_rules,
+            draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 }

@@ -54,6 +54,9 @@ pub struct Certificates {
     pub policy: CsrPolicy,
 }
 
+/// Why a process on PostgreSQL without `[certificates] key_file` has no certificates.
+pub const UNAVAILABLE: &str = "certificates are unavailable: [certificates] key_file is not set (required with PostgreSQL), so no cluster CA can be made nor any private key decrypted; set it to a file holding 32 random bytes, base64-encoded (head -c 32 /dev/urandom | base64), the same file for every API and conductor process";
+
 const NO_KEY: &str = "no [certificates] key_file is configured in this process, so private keys can be neither encrypted nor decrypted: set it to a file holding 32 random bytes, base64-encoded (the same file for every API and conductor process)";
 
 impl Certificates {
@@ -90,9 +93,7 @@ impl Certificates {
                 Some(made)
             }
         } else {
-            tracing::warn!(
-                "certificates are unavailable: [certificates] key_file is not set (required with PostgreSQL); clusters are created without CAs and certificate requests fail"
-            );
+            tracing::warn!("{}", UNAVAILABLE);
             None
         };
         Ok(Self::new(cipher.map(Arc::new), c.clone()))
@@ -100,6 +101,16 @@ impl Certificates {
 
     pub fn is_enabled(&self) -> bool {
         self.cipher.is_some()
+    }
+
+    /// What a conductor needs before it starts: a key, since every cluster it creates gets
+    /// its CAs from it (a conductor without one would create clusters that never get one).
+    pub fn conductor_preflight(&self) -> Result<(), String> {
+        if self.is_enabled() {
+            Ok(())
+        } else {
+            Err(format!("a conductor cannot start: {UNAVAILABLE}"))
+        }
     }
 
     pub fn cipher(&self) -> Result<&KeyCipher, CertificateError> {

@@ -191,6 +191,7 @@ impl Conductor {
     /// Works a claimed job under its lease, renewed while the driver runs.
     async fn work(&self, job: Job) -> StoreResult<Outcome> {
         tracing::info!("working job");
+        // Aborted when the job is worked, or when a stopping conductor cuts it short.
         let renewer = {
             let store = self.store.clone();
             let owner = self.owner.clone();
@@ -209,12 +210,13 @@ impl Conductor {
                 }
             })
         };
+        let renewer = super::AbortOnDrop(vec![renewer]);
         let result = if job.operation.resource_type() == "federation" {
             self.execute_federation(&job).await
         } else {
             self.execute_cluster(&job).await
         };
-        renewer.abort();
+        drop(renewer);
         match &result {
             Ok(outcome) => tracing::info!(outcome = ?outcome, "job worked"),
             Err(e) => tracing::warn!(error = %e, "job could not be recorded"),

@@ -138,11 +138,70 @@ impl Conductor {
 
     /// Works jobs, polls statuses and heartbeats until the task is dropped.
     pub async fn run(self: Arc<Self>) {
-        let mut tasks = Vec::new();
+        self.run_until(std::future::pending(), Duration::ZERO).await;
+    }
+
+    /// Works jobs, polls statuses and heartbeats until `stop` completes; then stops cleanly:
+    /// claims nothing more, lets the jobs it holds finish within `grace`, and gives back the
+    /// leases of those that did not (another conductor claims them at once). What it did.
+    pub async fn run_until(
+        self: Arc<Self>,
+        stop: impl std::future::Future<Output = ()>,
+        grace: Duration,
+    ) -> StopReport {
+        let (stopping, stopped) = tokio::sync::watch::channel(false);
+        // Guarded: a caller that drops this future stops everything at once.
+        let mut workers = AbortOnDrop(Vec::new());
         for _ in 0..self.settings.workers.max(1) {
             let me = self.clone();
-            tasks.push(tokio::spawn(async move { me.work_loop().await }));
+            let stopped = stopped.clone();
+            workers
+                .0
+                .push(tokio::spawn(async move { me.work_loop(stopped).await }));
         }
+        let background = self.clone().background_tasks();
+        stop.await;
+        stopping.send_replace(true);
+        drop(background);
+        tracing::info!(
+            owner = %self.owner,
+            grace_seconds = grace.as_secs_f64(),
+            "conductor stopping: no new job is claimed; jobs in flight may finish within the grace period"
+        );
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut cut_short = 0;
+        for worker in workers.0.iter_mut() {
+            if tokio::time::timeout_at(deadline, &mut *worker)
+                .await
+                .is_err()
+            {
+                worker.abort();
+                let _ = (&mut *worker).await;
+                cut_short += 1;
+            }
+        }
+        let released = match self.store.release_leases(&self.owner).await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(owner = %self.owner, error = %e, "the leases of unfinished jobs could not be given back: they expire after lease_seconds");
+                0
+            }
+        };
+        tracing::info!(
+            owner = %self.owner,
+            workers_cut_short = cut_short,
+            leases_released = released,
+            "conductor stopped"
+        );
+        StopReport {
+            workers_cut_short: cut_short,
+            leases_released: released,
+        }
+    }
+
+    /// The status sync, heartbeats and health polls, stopped when the guard is dropped.
+    fn background_tasks(self: Arc<Self>) -> AbortOnDrop {
+        let mut tasks = Vec::new();
         let me = self.clone();
         tasks.push(tokio::spawn(async move { me.sync_loop().await }));
         let me = self.clone();
@@ -155,17 +214,23 @@ impl Conductor {
             let me = self.clone();
             tasks.push(tokio::spawn(async move { me.health_probe_loop().await }));
         }
-        let guard = AbortOnDrop(tasks);
-        std::future::pending::<()>().await;
-        drop(guard);
+        AbortOnDrop(tasks)
     }
 
-    async fn work_loop(&self) {
+    /// Claims and works jobs one after another until `stopped` turns true (a job being worked
+    /// is finished first).
+    async fn work_loop(&self, mut stopped: tokio::sync::watch::Receiver<bool>) {
         let mut idle = Duration::from_millis(50);
         loop {
+            if *stopped.borrow() {
+                return;
+            }
             match self.try_execute_one().await {
                 Ok(Outcome::Idle) => {
-                    tokio::time::sleep(idle).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(idle) => {}
+                        _ = stopped.changed() => {}
+                    }
                     idle = (idle * 2).min(Duration::from_millis(500));
                 }
                 Ok(Outcome::Started { .. }) => {
@@ -244,7 +309,15 @@ impl Conductor {
     }
 }
 
-struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+/// What a conductor's stop did: workers whose job outlived the grace period, and the leases
+/// given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopReport {
+    pub workers_cut_short: usize,
+    pub leases_released: u64,
+}
+
+pub(crate) struct AbortOnDrop(pub(crate) Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

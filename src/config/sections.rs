@@ -37,6 +37,9 @@ pub struct DefaultSection {
     pub log_format: LogFormat,
     /// A tracing `EnvFilter` directive, e.g. `info` or `fleetyard=debug,info`.
     pub log_level: String,
+    /// Seconds a stopping process (SIGTERM, Ctrl-C) gives its in-flight requests and jobs
+    /// before it gives the jobs' leases back and exits (oslo.service's option name).
+    pub graceful_shutdown_timeout: u64,
 }
 
 impl Default for DefaultSection {
@@ -48,6 +51,7 @@ impl Default for DefaultSection {
             auth_strategy: AuthStrategy::Noauth,
             log_format: LogFormat::Text,
             log_level: "info".into(),
+            graceful_shutdown_timeout: 60,
         }
     }
 }
@@ -361,6 +365,10 @@ pub struct FakeDriverSection {
     pub federation_seconds: u64,
     /// Milliseconds every simulated backend call blocks (a slow cloud API).
     pub latency_ms: u64,
+    /// Operations (as the `fake_fail` label names them, comma-separated) this process's
+    /// simulator fails permanently, for every cluster: a broken infrastructure that an
+    /// operator later repairs (another process without it).
+    pub fail_operations: String,
 }
 
 impl Default for FakeDriverSection {
@@ -371,6 +379,7 @@ impl Default for FakeDriverSection {
             delete_seconds: 1,
             federation_seconds: 1,
             latency_ms: 0,
+            fail_operations: String::new(),
         }
     }
 }

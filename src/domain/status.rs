@@ -90,6 +90,27 @@ impl ClusterStatus {
     pub fn is_in_progress(&self) -> bool {
         self.as_str().ends_with("_IN_PROGRESS")
     }
+
+    /// States in which a change (a resize, an upgrade, a node count) is accepted: COMPLETE-like,
+    /// or `UPDATE_FAILED`, where repeating the change that failed is the way forward (the driver
+    /// resumes from where it stopped).
+    pub fn accepts_update(&self) -> bool {
+        self.is_complete_like() || *self == ClusterStatus::UpdateFailed
+    }
+
+    /// The way forward from a failed state, through the API: what a user does next.
+    pub fn way_forward(&self) -> Option<&'static str> {
+        match self {
+            ClusterStatus::CreateFailed => Some(
+                "retry the create (POST /v1/clusters/{cluster}/actions/retry, microversion 1.16) or delete the cluster",
+            ),
+            ClusterStatus::UpdateFailed | ClusterStatus::RollbackFailed => Some(
+                "repeat the resize, upgrade or node group change that failed, or delete the cluster",
+            ),
+            ClusterStatus::DeleteFailed => Some("delete the cluster again"),
+            _ => None,
+        }
+    }
 }
 
 string_enum! {
@@ -236,5 +257,19 @@ mod tests {
         assert!(ClusterStatus::RollbackFailed.is_failed());
         assert!(!ClusterStatus::UpdateComplete.is_failed());
         assert!(ClusterStatus::RollbackInProgress.is_in_progress());
+    }
+
+    #[test]
+    fn every_failed_state_has_a_way_forward_and_update_failed_accepts_changes() {
+        for s in ClusterStatus::ALL.iter().filter(|s| s.is_failed()) {
+            if *s != ClusterStatus::ResumeFailed {
+                assert!(s.way_forward().is_some(), "{s}");
+            }
+        }
+        assert!(ClusterStatus::UpdateFailed.accepts_update());
+        assert!(ClusterStatus::CreateComplete.accepts_update());
+        assert!(!ClusterStatus::CreateFailed.accepts_update());
+        assert!(!ClusterStatus::UpdateInProgress.accepts_update());
+        assert_eq!(ClusterStatus::CreateComplete.way_forward(), None);
     }
 }

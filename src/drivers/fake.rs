@@ -6,7 +6,10 @@
 //! Failure injection, by cluster label: `fake_fail=<op>` (`create`, `update`, `resize`,
 //! `upgrade`, `delete`, `rotate_ca`, `rotate_credential`, `federation`) makes that operation
 //! fail permanently; `fake_transient_failures=N` makes the first N attempts of each operation
-//! fail transiently.
+//! fail transiently. `[fake_driver] fail_operations` fails operations for every cluster of the
+//! process (an infrastructure broken until it is repaired). Every operation is idempotent:
+//! what it reports derives from the cluster's uuid and node groups, so a retried or resumed
+//! operation finds what an earlier attempt made.
 //!
 //! Nothing it builds grows with a count a client chose: a group lists the addresses (and the
 //! health reports) of its first [`LISTED_NODES`] nodes, whatever its node count.
@@ -67,6 +70,16 @@ impl FakeDriver {
     }
 
     fn check_failure(&self, ctx: &ClusterContext, op: &str) -> DriverResult<()> {
+        if self
+            .settings
+            .fail_operations
+            .split(',')
+            .any(|o| o.trim() == op)
+        {
+            return Err(DriverError::Permanent(format!(
+                "The fake driver simulated a failure of '{op}' ([fake_driver] fail_operations = {})."
+            , self.settings.fail_operations)));
+        }
         let labels = &ctx.cluster.labels;
         if labels
             .get("fake_fail")

@@ -411,7 +411,14 @@ impl Relay {
     /// Runs until the task is dropped: delivers, backs off (capped, exponential) while the
     /// broker or the database fails, logs the backlog every `status_interval` and prunes sent
     /// events past their retention.
-    pub async fn run(mut self) {
+    pub async fn run(self) {
+        let (_running, stop) = tokio::sync::watch::channel(false);
+        self.run_until(stop).await
+    }
+
+    /// As [`Relay::run`], until `stop` turns true (checked between rounds, and waits are cut
+    /// short): then one last round delivers what the process committed before it stopped.
+    pub async fn run_until(mut self, mut stop: tokio::sync::watch::Receiver<bool>) {
         tracing::info!(
             driver = ?self.settings.driver,
             owner = %self.settings.owner,
@@ -421,6 +428,19 @@ impl Relay {
         let mut last_status = Instant::now();
         let mut last_prune: Option<Instant> = None;
         loop {
+            if *stop.borrow() {
+                match self.deliver_backlog().await {
+                    Ok(r) => tracing::info!(
+                        sent = r.sent,
+                        failed = r.failed,
+                        "notification relay stopped after a last round"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "notification relay stopped: its last round failed; events wait in the outbox")
+                    }
+                }
+                return;
+            }
             if last_status.elapsed() >= self.settings.status_interval {
                 self.log_status().await;
                 last_status = Instant::now();
@@ -450,11 +470,12 @@ impl Relay {
                         .settings
                         .status_interval
                         .saturating_sub(last_status.elapsed());
-                    let wake = self
-                        .wakeups
-                        .wait(self.settings.poll_interval.min(next_status))
-                        .await;
-                    tracing::trace!(?wake, "notification relay woke");
+                    tokio::select! {
+                        wake = self.wakeups.wait(self.settings.poll_interval.min(next_status)) => {
+                            tracing::trace!(?wake, "notification relay woke");
+                        }
+                        _ = stop.changed() => {}
+                    }
                     continue;
                 }
                 Err(e) => {
@@ -464,7 +485,10 @@ impl Relay {
                     pause
                 }
             };
-            tokio::time::sleep(pause).await;
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stop.changed() => {}
+            }
         }
     }
 }
@@ -472,6 +496,15 @@ impl Relay {
 /// Runs the relay of this process until the task is dropped.
 pub async fn relay_loop(store: Arc<dyn Store>, settings: RelaySettings) {
     Relay::new(store, settings).run().await
+}
+
+/// Runs the relay of this process until `stop` turns true, then one last round.
+pub async fn relay_until(
+    store: Arc<dyn Store>,
+    settings: RelaySettings,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    Relay::new(store, settings).run_until(stop).await
 }
 
 #[cfg(test)]

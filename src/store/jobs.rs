@@ -96,6 +96,21 @@ pub(super) async fn renew_lease(
     Ok(done == 1)
 }
 
+/// Gives back every pending job `owner` holds, claimable at once; how many.
+#[tracing::instrument(level = "debug", skip_all, fields(owner = %owner))]
+pub(super) async fn release_leases(pool: &Pool, owner: &str) -> StoreResult<u64> {
+    let released = pool
+        .sql(
+            "UPDATE job SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
+             WHERE lease_owner = $2 AND state = 'pending'",
+        )
+        .bind(sql::now())
+        .bind(owner)
+        .execute(pool)
+        .await?;
+    Ok(released)
+}
+
 /// Whether a job other than `job_id` waits for the resource.
 #[tracing::instrument(level = "debug", skip_all, fields(resource = %resource, job_id = job_id))]
 pub(super) async fn other_pending(

@@ -282,6 +282,9 @@ pub trait ResourceStore: Send + Sync {
         owner: &str,
         lease: std::time::Duration,
     ) -> StoreResult<bool>;
+    /// Gives back every pending job `owner` holds: unleased, claimable by any conductor at
+    /// once (a stopping conductor's jobs it could not finish). How many.
+    async fn release_leases(&self, owner: &str) -> StoreResult<u64>;
     /// Whether a job other than `job_id` waits for the resource.
     async fn other_pending_job(&self, resource: &JobResource, job_id: i64) -> StoreResult<bool>;
     /// Which of these resources have a job waiting.

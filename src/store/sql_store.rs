@@ -190,6 +190,10 @@ impl ResourceStore for SqlStore {
         jobs::renew_lease(&self.pool, job_id, owner, lease).await
     }
 
+    async fn release_leases(&self, owner: &str) -> StoreResult<u64> {
+        jobs::release_leases(&self.pool, owner).await
+    }
+
     async fn other_pending_job(&self, resource: &JobResource, job_id: i64) -> StoreResult<bool> {
         jobs::other_pending(&self.pool, resource, job_id).await
     }

@@ -79,7 +79,8 @@ struct Row {
     /// Whether the endpoint takes names where it takes uuids (B's cases and the owner's reads
     /// are then repeated by name).
     names: bool,
-    /// Whether the owner's control acts on A's spare object of the kind the path ends with
+    /// Whether the owner's control acts on A's spare object of the kind the path's last
+    /// placeholder names
     /// (a DELETE, or a change the main object refuses while clusters use it).
     spare: bool,
     /// For a list: the placeholder of the kind it lists, whose A object B also tries as the
@@ -277,6 +278,16 @@ static MATRIX: &[Row] = &[
         "cluster:update",
         &[&[CL]],
     ),
+    // A's spare cluster is CREATE_FAILED (its create always fails); the retry fails it again
+    // and the delete below removes it.
+    spare(write(
+        "POST",
+        "/v1/clusters/{cluster_ident}/actions/retry",
+        None,
+        202,
+        "cluster:retry",
+        &[&[CL]],
+    )),
     spare(write(
         "DELETE",
         CLUSTER,
@@ -495,14 +506,14 @@ struct World {
 type Binding = BTreeMap<&'static str, String>;
 
 impl World {
-    /// A's objects; a spare row acts on the spare object its path ends with.
+    /// A's objects; a spare row acts on the spare object its last placeholder names.
     fn owner(&self, row: &Row, by_name: bool) -> Binding {
         let mut out = self.fixed.clone();
         let spared = row
             .spare
             .then(|| row.path.rsplit('{').next())
             .flatten()
-            .map(|last| last.trim_end_matches('}'));
+            .map(|last| last.split('}').next().unwrap_or(last));
         for (k, o) in &self.a {
             let o = match self.spare.get(k) {
                 Some(s) if spared == Some(*k) => s,
@@ -680,7 +691,11 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
     let t_next = template("a-template-next").await;
     let mut clusters = BTreeMap::new();
     for n in ["a-cluster", "a-member", "a-joiner", "a-spare"] {
-        let body = json!({"name": n, "cluster_template_id": t});
+        let mut body = json!({"name": n, "cluster_template_id": t});
+        if n == "a-spare" {
+            // CREATE_FAILED, so that its owner's retry is accepted.
+            body["labels"] = json!({"fake_fail": "create"});
+        }
         let uuid = created(n, app.post_as("/v1/clusters", &body, a).await, 202);
         clusters.insert(n, uuid);
     }

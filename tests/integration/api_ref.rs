@@ -679,6 +679,58 @@ async fn the_cluster_and_stats_samples_match_real_responses() {
 }
 
 #[tokio::test]
+async fn the_cluster_retry_sample_matches_a_real_response() {
+    use crate::helpers::{conductor, drain, instant};
+    use fleetyard::config::FakeDriverSection;
+
+    let app = spawn_app().await;
+    let h = crate::helpers::header_map(&[("OpenStack-API-Version", "container-infra latest")]);
+    let t = app
+        .post_as(
+            "/v1/clustertemplates",
+            &sample("clustertemplate-create-req.json"),
+            &h,
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.text);
+    let created = app
+        .post_as("/v1/clusters", &sample("cluster-create-req.json"), &h)
+        .await;
+    assert_eq!(created.status, 202, "{}", created.text);
+    let uuid = created.body["uuid"].as_str().expect("uuid").to_string();
+    let broken = conductor(
+        &app,
+        FakeDriverSection {
+            fail_operations: "create".into(),
+            ..instant()
+        },
+    );
+    drain(&broken).await;
+    let path = format!("/v1/clusters/{uuid}");
+    assert_eq!(app.get_as(&path, &h).await.body["status"], "CREATE_FAILED");
+    let r = app
+        .request(
+            reqwest::Method::POST,
+            &format!("{path}/actions/retry"),
+            &h,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let sample_uuid = sample("cluster-retry-resp.json")["uuid"]
+        .as_str()
+        .expect("uuid")
+        .to_string();
+    assert_sample(
+        &app,
+        &sample("cluster-retry-resp.json"),
+        &r.body,
+        &[(uuid, sample_uuid)],
+        "cluster-retry-resp.json",
+    );
+}
+
+#[tokio::test]
 async fn the_quota_and_service_samples_match_real_responses() {
     let app = spawn_app().await;
     let anon = HeaderMap::new();

@@ -795,3 +795,56 @@ async fn the_embedded_default_keeps_its_key_beside_the_sqlite_database() {
     let err = Certificates::from_settings(&pki.settings).expect_err("unusable key");
     assert!(err.contains("is not base64"), "{err}");
 }
+
+/// Runs `fleetyard <role>` against `db_url` without `[certificates] key_file` until it exits.
+async fn run_without_key_file(role: &str, db_url: &str) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetyard"))
+        .arg(role)
+        .env("FLEETYARD__DATABASE__CONNECTION", db_url)
+        .env("FLEETYARD__DATABASE__AUTO_MIGRATE", "false")
+        .env("FLEETYARD__API__HOST", "127.0.0.1")
+        .env("FLEETYARD__API__PORT", "0")
+        .env_remove("FLEETYARD__CERTIFICATES__KEY_FILE")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("fleetyard runs")
+}
+
+/// On PostgreSQL without `[certificates] key_file`, no cluster could ever get a CA: a conductor
+/// (alone or in `serve`) refuses to start with a line naming the setting and a non-zero exit,
+/// and every certificate answer about a cluster made without a CA names the setting too.
+#[tokio::test]
+async fn without_a_key_file_on_postgresql_a_conductor_refuses_to_start_and_certificate_answers_name_the_setting(
+) {
+    let app = crate::helpers::spawn_with(Backend::Postgres, crate::helpers::instant_settings).await;
+    for role in ["conductor", "serve"] {
+        let out = run_without_key_file(role, &app.db.url).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{role}: {stderr}");
+        assert!(
+            stderr.contains(
+                "a conductor cannot start: certificates are unavailable: [certificates] key_file is not set (required with PostgreSQL)"
+            ),
+            "{role}: {stderr}"
+        );
+    }
+
+    // A cluster made by a conductor without the key (as an earlier release did) has no CA.
+    let uuid = crate::helpers::complete_cluster_as(&app, "no-ca", &app.headers).await;
+    let r = app.get_certificate(&uuid).await;
+    let missing = format!(
+        "Cluster no-ca has no CA certificate, and none can be made: this service has no [certificates] key_file (required with PostgreSQL); an operator must set it in every API and conductor process, then the cluster's CA can be rotated (PATCH /v1/certificates/{uuid}) to make one."
+    );
+    r.assert_error(409, &missing);
+    let r = app
+        .sign_certificate(&csr_body(&uuid, &ec_csr("ann", None)))
+        .await;
+    r.assert_error(409, &missing);
+    let r = app.rotate_ca(&uuid).await;
+    r.assert_error(
+        503,
+        "Certificates are unavailable: the service has no [certificates] key_file to decrypt private keys with; an operator must configure it.",
+    );
+}

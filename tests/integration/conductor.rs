@@ -66,12 +66,15 @@ impl Drop for Killable {
     }
 }
 
-fn start_conductor(db_url: &str, log: &std::path::Path) -> Killable {
+/// A `fleetyard conductor` process over `db_url`, with `key_file` as its `[certificates]
+/// key_file` (the same file for every conductor of a deployment).
+fn start_conductor(db_url: &str, key_file: &str, log: &std::path::Path) -> Killable {
     let log_file = std::fs::File::create(log).expect("log file");
     let child = Command::new(env!("CARGO_BIN_EXE_fleetyard"))
         .arg("conductor")
         .env("FLEETYARD__DATABASE__CONNECTION", db_url)
         .env("FLEETYARD__DATABASE__AUTO_MIGRATE", "false")
+        .env("FLEETYARD__CERTIFICATES__KEY_FILE", key_file)
         .env("FLEETYARD__DEFAULT__HOST", "conductor-test")
         .env("FLEETYARD__CONDUCTOR__LEASE_SECONDS", "2")
         .env("FLEETYARD__CONDUCTOR__SYNC_INTERVAL", "1")
@@ -95,7 +98,8 @@ async fn a_conductor_killed_mid_job_loses_nothing_and_another_finishes_it_once()
     std::fs::create_dir_all(&dir).expect("dir");
 
     // Conductor A claims the job and is inside the (4-second) driver call when it is killed.
-    let mut a = start_conductor(&app.db.url, &dir.join("a.log"));
+    let key_file = crate::helpers::certificates_key_file();
+    let mut a = start_conductor(&app.db.url, &key_file, &dir.join("a.log"));
     let a_pid = a.0.id();
     let started = Instant::now();
     let owner: String = loop {
@@ -119,7 +123,7 @@ async fn a_conductor_killed_mid_job_loses_nothing_and_another_finishes_it_once()
         "claimed by {owner}, not A ({a_pid})"
     );
     // Conductor B runs beside it; it cannot take the job while A's lease is alive.
-    let _b = start_conductor(&app.db.url, &dir.join("b.log"));
+    let _b = start_conductor(&app.db.url, &key_file, &dir.join("b.log"));
     tokio::time::sleep(Duration::from_millis(500)).await;
     a.0.kill().expect("SIGKILL conductor A");
     let killed_at = Instant::now();

@@ -10,5 +10,6 @@ mod bus;
 mod conductor_kill;
 mod db;
 mod db_under_load;
+mod graceful_stop;
 mod process;
 mod scale_out;

@@ -241,6 +241,9 @@ async fn template_rows(app: &TestApp) -> i64 {
 #[case::a_token_not_valid_yet(
     rs256(&claims(json!({"nbf": now() + 3600}))),
     "The token is not valid yet.")]
+#[case::a_token_not_valid_yet_by_a_fractional_not_before(
+    rs256_with_raw(&format!(r#""exp":{},"nbf":{}.5"#, now() + 7200, now() + 3600)),
+    "The token is not valid yet.")]
 #[case::a_token_not_valid_before_the_largest_64_bit_time(
     rs256_with_raw(&format!(r#""exp":{},"nbf":18446744073709551615"#, now() + 600)),
     "The token is not valid yet.")]
@@ -335,6 +338,8 @@ async fn an_attack_token_is_refused_with_401_and_magnums_body_and_writes_nothing
     jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims(json!({})),
         &EncodingKey::from_secret(HMAC_SECRET.as_bytes())).expect("signs"))]
 #[case::a_valid_rs256_token_not_valid_before_now(rs256(&claims(json!({"nbf": now() - 10}))))]
+#[case::a_valid_rs256_token_with_fractional_nbf_iat_and_exp(rs256_with_raw(&format!(
+    r#""exp":{}.5,"nbf":{}.5,"iat":{}.25"#, now() + 600, now() - 10, now() - 10)))]
 #[tokio::test]
 async fn a_valid_token_is_accepted_for_reads_and_writes(#[case] token: String) {
     let app = spawn_jwt_service().await;

@@ -21,6 +21,7 @@ mod isolation;
 mod jwt_attacks;
 mod keystone;
 mod kubernetes_driver;
+mod lifecycle;
 mod metrics;
 mod noauth_identity;
 mod node_limit;

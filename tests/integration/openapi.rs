@@ -87,6 +87,12 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "cluster-retry-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/actions/retry",
+        202,
+    ),
+    (
         "nodegroup-create-resp.json",
         "post",
         "/v1/clusters/{cluster_ident}/nodegroups",
@@ -910,6 +916,28 @@ async fn a_real_response_of_every_operation_matches_the_document() {
     d.drain().await;
     d.call(Method::GET, one, &format!("/v1/clusters/{c}"), None, 200)
         .await;
+    // A create that fails, retried (the simulator fails it again).
+    let body = json!({"name": "k8s-failed", "cluster_template_id": t1,
+                      "labels": {"fake_fail": "create"}});
+    let failed = id(&d
+        .call(
+            Method::POST,
+            "/v1/clusters",
+            "/v1/clusters",
+            Some(&body),
+            202,
+        )
+        .await);
+    d.drain().await;
+    d.call(
+        Method::POST,
+        "/v1/clusters/{cluster_ident}/actions/retry",
+        &format!("/v1/clusters/{failed}/actions/retry"),
+        None,
+        202,
+    )
+    .await;
+    d.drain().await;
 
     // Federations.
     let fed = "/v1/federations/{federation_ident}";

@@ -41,10 +41,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-fn no_ca(c: &Cluster) -> ApiError {
+/// A cluster without a CA: still being created, or created when no `[certificates] key_file`
+/// was set (then only a CA rotation makes one, once the setting is there).
+fn no_ca(state: &AppState, c: &Cluster) -> ApiError {
+    if !state.certificates.is_enabled() {
+        tracing::error!(cluster = %c.uuid, "{}", certificates::UNAVAILABLE);
+        return ApiError::conflict(format!(
+            "Cluster {} has no CA certificate, and none can be made: this service has no [certificates] key_file (required with PostgreSQL); an operator must set it in every API and conductor process, then the cluster's CA can be rotated (PATCH /v1/certificates/{}) to make one.",
+            c.name, c.uuid
+        ));
+    }
+    if c.status == Verb::Create.in_progress() {
+        return ApiError::conflict(format!(
+            "Cluster {} has no CA certificate yet: the conductor makes it when it starts creating the cluster.",
+            c.name
+        ));
+    }
     ApiError::conflict(format!(
-        "Cluster {} has no CA certificate yet: the conductor makes it when it starts creating the cluster.",
-        c.name
+        "Cluster {} has no CA certificate: it was created while no [certificates] key_file was set; rotate its CA (PATCH /v1/certificates/{}) to make one.",
+        c.name, c.uuid
     ))
 }
 
@@ -75,7 +90,7 @@ async fn keypair(
     let rows = state.store.get_keypairs(&c.uuid).await?;
     certificates::find(&rows, kind)
         .cloned()
-        .ok_or_else(|| no_ca(c))
+        .ok_or_else(|| no_ca(state, c))
 }
 
 /// `GET /v1/certificates/{cluster_ident}[?ca_cert_type=T]`: the CA certificate (never a key).

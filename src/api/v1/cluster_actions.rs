@@ -1,6 +1,7 @@
 //! The actions of one cluster: `POST /v1/clusters/{cluster_ident}/actions/resize` (a node
-//! group to a node count, microversion 1.7) and `.../actions/upgrade` (the cluster or one node
-//! group to another template, 1.8). [`super::clusters`] mounts their routes.
+//! group to a node count, microversion 1.7), `.../actions/upgrade` (the cluster or one node
+//! group to another template, 1.8) and `.../actions/retry` (a failed create again, in place,
+//! 1.16). [`super::clusters`] mounts their routes.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -11,7 +12,9 @@ use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, t
 use super::views::AcceptedView;
 use crate::api::http::body::{invalid, json_object, query_params, Fields};
 use crate::api::http::error::ApiError;
-use crate::api::http::microversion::{CLUSTER_RESIZE, CLUSTER_UPGRADE, ZERO_NODE_COUNT};
+use crate::api::http::microversion::{
+    CLUSTER_RESIZE, CLUSTER_RETRY, CLUSTER_UPGRADE, ZERO_NODE_COUNT,
+};
 use crate::api::http::retry::{self, Attempt};
 use crate::api::initiator;
 use crate::api::AppState;
@@ -248,7 +251,7 @@ pub(super) async fn upgrade(
                 ng.name, c.cluster_template_id
             )));
         }
-        if !c.status.is_complete_like() {
+        if !c.status.accepts_update() {
             return Err(ApiError::bad_request(format!(
                 "Upgrading a cluster when status is \"{}\" is not supported.",
                 c.status
@@ -354,4 +357,92 @@ pub(super) fn zero_not_supported() -> ApiError {
     ApiError::bad_request(
         "Resizing a nodegroup to zero is not supported in the provided microversion.",
     )
+}
+
+/// `POST /v1/clusters/{cluster_ident}/actions/retry` (microversion 1.16; no body, or an empty
+/// object): a `CREATE_FAILED` cluster is created again in place. It goes `CREATE_IN_PROGRESS`
+/// with its failed node groups, the last reason cleared, with a new create job (a fresh
+/// `create_timeout` deadline) and its pending notification, in one commit; the driver's create
+/// is idempotent, so what the failed attempt made is found, not made twice. Any other status is
+/// a 409 that says what the way forward from it is.
+#[tracing::instrument(name = "clusters.retry", skip_all, fields(project = %ctx.project_id, ident = %path.as_str()))]
+pub(super) async fn retry_create(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    if ctx.version < CLUSTER_RETRY {
+        return Err(ApiError::Framework(StatusCode::NOT_ACCEPTABLE));
+    }
+    query_params(&req, &[])?;
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let obj = json_object(&req, &body, "retry")?;
+        Fields::new("retry", obj).finish()?;
+    }
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &path, true).await?;
+        ctx.authorize("cluster:retry", &target(&c))?;
+        if c.status != ClusterStatus::CreateFailed {
+            let forward = c
+                .status
+                .way_forward()
+                .map(|w| format!(": {w}"))
+                .unwrap_or_default();
+            return Err(ApiError::conflict(format!(
+                "Retrying a cluster when status is \"{}\" is not supported; only a cluster whose create failed (CREATE_FAILED) is retried{forward}.",
+                c.status
+            )));
+        }
+        let template = template_of(&state, &c).await?;
+        let driver = driver_for(&state, &template)?;
+        let ngs = nodegroups_of(&state, &c).await?;
+        let writes = retry_writes(&state, &ctx, &c, &ngs, driver.name());
+        match state.store.commit(&writes).await {
+            Ok(()) => Ok(Attempt::Done(
+                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
+            )),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
+}
+
+/// A retried create: the cluster and its failed node groups `CREATE_IN_PROGRESS`, the create
+/// job with a fresh deadline, and the pending create notification.
+fn retry_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    ngs: &[NodeGroup],
+    driver: &str,
+) -> Vec<Write> {
+    let now = chrono::Utc::now();
+    let mut next = c.clone();
+    next.begin(Verb::Create);
+    let mut next_ngs = ngs.to_vec();
+    let mut writes = vec![Write::update_cluster(&next)];
+    for ng in next_ngs.iter_mut() {
+        if ng.status == ClusterStatus::CreateFailed {
+            ng.begin(Verb::Create);
+            writes.push(Write::update_nodegroup(ng));
+        }
+    }
+    let mut job = state.job(JobPayload::ClusterCreate {}, c.uuid, driver);
+    let minutes = c.create_timeout.unwrap_or(0);
+    if minutes > 0 {
+        job.deadline_at = Some(now + chrono::Duration::minutes(i64::from(minutes)));
+    }
+    writes.push(Write::job(job));
+    writes.push(Write::event(events::cluster_event(
+        &state.settings.default.host,
+        Action::Create,
+        Outcome::Pending,
+        &next,
+        &next_ngs,
+        Some(&initiator(ctx)),
+    )));
+    writes
 }

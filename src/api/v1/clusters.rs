@@ -10,7 +10,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
-use super::cluster_actions::{not_in_state, resize, upgrade, zero_not_supported};
+use super::cluster_actions::{not_in_state, resize, retry_create, upgrade, zero_not_supported};
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
 use super::patch::{self, PatchRules};
 use super::views::clusters::Counts;
@@ -70,6 +70,11 @@ pub fn configure_one(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/actions/upgrade")
             .route(web::post().to(upgrade))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/actions/retry")
+            .route(web::post().to(retry_create))
             .default_service(web::to(super::method_not_allowed)),
     );
 }
@@ -462,7 +467,7 @@ async fn update(
             let worker = worker.clone().ok_or_else(|| {
                 ApiError::bad_request("The cluster has no default worker node group to resize.")
             })?;
-            if !c.status.is_complete_like() {
+            if !c.status.accepts_update() {
                 return Err(not_in_state("Updating", &c));
             }
             check_counts(

@@ -142,6 +142,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         [("POST", "/v1/clusters/{cluster_ident}/actions/upgrade")];
     "cluster:upgrade_all_projects" => ADMIN, "Upgrade an existing cluster across all projects.",
         [("POST", "/v1/clusters/{cluster_ident}/actions/upgrade")];
+    "cluster:retry" => MEMBER_DENY_CLUSTER_USER,
+        "Retry the create of a cluster whose create failed, in place.",
+        [("POST", "/v1/clusters/{cluster_ident}/actions/retry")];
 
     // ---- Cluster templates ----
     "clustertemplate:create" => MEMBER_DENY_CLUSTER_USER, "Create a new cluster template.",

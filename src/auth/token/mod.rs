@@ -373,12 +373,12 @@ impl TokenVerifier {
     /// `aud`): `nbf` must be a number, and a required `iss` a single string, where jsonwebtoken
     /// skips an `nbf` it cannot read and accepts an array of issuers holding the expected one.
     fn check_registered_claims(&self, claims: &Map<String, Value>) -> Result<(), TokenError> {
-        // jsonwebtoken reads `exp` and `nbf` as u64 seconds and refuses an `exp` it cannot read,
-        // but skips such an `nbf`: a negative, fractional or overflowing `nbf` is refused here,
-        // as the same `exp` is.
+        // jsonwebtoken reads `exp` and `nbf` as NumericDate seconds (a fraction is rounded, as
+        // RFC 7519 allows) and refuses an `exp` it cannot read, but skips such an `nbf`: a
+        // negative or overflowing `nbf` is refused here, as the same `exp` is.
         match claims.get("nbf") {
             None | Some(Value::Null) => {}
-            Some(Value::Number(n)) if n.as_u64().is_some() => {}
+            Some(Value::Number(n)) if numeric_date(n) => {}
             Some(_) => return Err(TokenError::InvalidClaim("nbf".to_string())),
         }
         if self.validation.iss.is_some() && !claims.get("iss").is_some_and(Value::is_string) {
@@ -405,6 +405,14 @@ impl TokenVerifier {
             domain_id,
         })
     }
+}
+
+/// Whether a JSON number is a NumericDate jsonwebtoken reads: whole or fractional seconds, not
+/// negative, below 2^64 (its own bound for `exp`).
+fn numeric_date(n: &serde_json::Number) -> bool {
+    n.as_u64().is_some()
+        || n.as_f64()
+            .is_some_and(|f| f.is_finite() && f >= 0.0 && f < u64::MAX as f64)
 }
 
 /// Finds a claim by exact top-level name, or else by a dotted path into nested objects
@@ -884,7 +892,7 @@ mod tests {
     #[test]
     fn nbf_and_exp_that_are_negative_or_overflow_64_bits_are_refused_alike() {
         let overflow: Value = serde_json::from_str("18446744073709551616").expect("number");
-        for bad in [json!(-1), overflow, json!(1.5)] {
+        for bad in [json!(-1), json!(-1.5), overflow] {
             let mut c = claims();
             c["nbf"] = bad.clone();
             assert_eq!(
@@ -896,6 +904,30 @@ mod tests {
             c["exp"] = bad.clone();
             assert!(hs_verifier().verify(&hs256(&c)).is_err(), "exp {bad}");
         }
+    }
+
+    #[test]
+    fn fractional_nbf_exp_and_iat_are_accepted_alike() {
+        // RFC 7519's NumericDate may carry a fraction in every time claim.
+        let mut c = claims();
+        c["nbf"] = json!(now() as f64 - 60.5);
+        c["exp"] = json!(now() as f64 + 600.5);
+        c["iat"] = json!(now() as f64 - 60.25);
+        assert_eq!(hs_verifier().verify(&hs256(&c)), Ok(expected_identity()));
+
+        let mut future = claims();
+        future["nbf"] = json!(now() as f64 + 600.5);
+        assert_eq!(
+            hs_verifier().verify(&hs256(&future)),
+            Err(TokenError::NotYetValid)
+        );
+
+        let mut expired = claims();
+        expired["exp"] = json!(now() as f64 - 600.5);
+        assert_eq!(
+            hs_verifier().verify(&hs256(&expired)),
+            Err(TokenError::Expired)
+        );
     }
 
     #[test]

@@ -37,9 +37,14 @@ pub struct Env {
 }
 
 impl Env {
-    /// Settings on `db_url`, already migrated, logging warnings only.
+    /// Settings on `db_url`, already migrated, logging warnings only, with a
+    /// `[certificates] key_file` of their own (a conductor on PostgreSQL needs one).
     pub fn new(db_url: &str) -> Env {
         Env { vars: Vec::new() }
+            .set(
+                "CERTIFICATES__KEY_FILE",
+                crate::helpers::certificates_key_file(),
+            )
             .set("DATABASE__CONNECTION", db_url)
             .set("DATABASE__AUTO_MIGRATE", "false")
             .set("DEFAULT__LOG_LEVEL", "warn")
@@ -153,6 +158,22 @@ impl Process {
     pub async fn kill(&mut self) {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
+    }
+
+    /// SIGTERM (what an init system or Kubernetes sends), then waits at most `limit` for the
+    /// exit; the exit status, or `None` when the process was still running.
+    pub async fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let pid = self.child.id().expect("a running process has an id");
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .await
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM to {}", self.name);
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .ok()
+            .map(|r| r.expect("the process is reaped"))
     }
 
     /// Whether the process is still running.

@@ -121,6 +121,11 @@ pub(crate) trait Api {
         let path = format!("{CLUSTERS}/{ident}/actions/upgrade");
         self.call(Method::POST, &path, Some(body)).await
     }
+    /// Retries a failed create in place (microversion 1.16), without a body.
+    async fn retry_cluster(&self, ident: &str) -> Resp {
+        let path = format!("{CLUSTERS}/{ident}/actions/retry");
+        self.call(Method::POST, &path, None).await
+    }
 
     // ---- /v1/clusters/{cluster}/nodegroups -------------------------------------------------
 

@@ -143,15 +143,20 @@ pub struct Pki {
     pub conductor: Conductor,
 }
 
+/// A fresh `[certificates] key_file` of its own (a conductor on PostgreSQL needs one).
+pub fn certificates_key_file() -> String {
+    let dir = std::env::temp_dir().join(format!("fy-certs-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("certificates.key");
+    KeyCipher::generate_file(&path).expect("key file");
+    path.display().to_string()
+}
+
 /// Spawns the app with a key file of its own (PostgreSQL), or the embedded default's key
 /// beside the database (SQLite, `key_file` left empty).
 pub async fn spawn_pki(backend: Backend, tweak: impl FnOnce(&mut Settings)) -> Pki {
     let key_file = if backend == Backend::Postgres {
-        let dir = std::env::temp_dir().join(format!("fy-certs-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("certificates.key");
-        KeyCipher::generate_file(&path).expect("key file");
-        path.display().to_string()
+        certificates_key_file()
     } else {
         String::new()
     };

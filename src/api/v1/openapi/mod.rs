@@ -44,6 +44,7 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         paths::delete_cluster,
         paths::resize_cluster,
         paths::upgrade_cluster,
+        paths::retry_cluster,
         paths::list_nodegroups,
         paths::list_nodegroups_detail,
         paths::create_nodegroup,
@@ -120,7 +121,7 @@ fn finish(doc: &mut Value) {
         "required": false,
         "description": negotiated,
         "schema": {"type": "string"},
-        "example": "container-infra 1.15",
+        "example": "container-infra 1.16",
     });
     components["headers"][VERSION] = json!({
         "description": format!("The negotiated version: `{SERVICE_TYPE} X.Y`. Sent with \

@@ -174,6 +174,13 @@ pub fn resize_cluster() {}
     responses((status = 202, description = "Accepted (microversion 1.8)", body = AcceptedView)))]
 pub fn upgrade_cluster() {}
 
+#[utoipa::path(post, path = "/v1/clusters/{cluster_ident}/actions/retry", tag = "clusters",
+    operation_id = "retryCluster",
+    params(("cluster_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 202, description = "Accepted (microversion 1.16); the CREATE_FAILED \
+        cluster is CREATE_IN_PROGRESS again", body = AcceptedView)))]
+pub fn retry_cluster() {}
+
 // Node groups (microversion 1.9).
 
 #[utoipa::path(get, path = "/v1/clusters/{cluster_ident}/nodegroups", tag = "nodegroups",
