@@ -18,14 +18,6 @@ pub const MAX_LIMIT: usize = 1000;
 /// The longest `continue` token taken.
 const MAX_TOKEN_LEN: usize = 2048;
 
-/// The sentence of a 410 on a continue token older than what the server can still serve.
-pub const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a \
-     consistent list result. You can start a new list without the continue parameter, or use \
-     the continue token in this response to retrieve the remainder of the results. Continuing \
-     with the provided token results in an inconsistent list - objects that were created, \
-     modified, or deleted between the time the first chunk was returned and now may show up in \
-     the list.";
-
 /// The sentence of a 410 on an exact list read at a version the server can no longer serve.
 pub const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
 
@@ -430,7 +422,7 @@ mod tests {
         assert_eq!(e.status_code().as_u16(), 410);
         let v = super::super::status::status_value(&e);
         assert_eq!(v["reason"], "Expired");
-        assert_eq!(v["message"], CONTINUE_EXPIRED);
+        assert_eq!(v["message"], super::super::status::CONTINUE_EXPIRED);
         let again = ContinueToken::decode(v["metadata"]["continue"].as_str().unwrap_or(""));
         assert_eq!(again.ok(), Some(ContinueToken::new(-1, "p1", "alpha")));
     }

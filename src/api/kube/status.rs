@@ -202,6 +202,14 @@ pub const PATH_NOT_FOUND_SENTENCE: &str = "the server could not find the request
 pub const INTERNAL_SENTENCE: &str =
     "Internal error occurred: an unexpected error prevented the server from fulfilling the request";
 
+/// The sentence of a 410 on a continue token older than what the server can still serve.
+pub const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a \
+     consistent list result. You can start a new list without the continue parameter, or use \
+     the continue token in this response to retrieve the remainder of the results. Continuing \
+     with the provided token results in an inconsistent list - objects that were created, \
+     modified, or deleted between the time the first chunk was returned and now may show up in \
+     the list.";
+
 /// Every Kubernetes-style failure, rendered as `metav1.Status`.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
@@ -290,7 +298,7 @@ pub enum KubeError {
     /// 410 Expired of a continue token whose list can no longer be served consistently: the
     /// Status's `metadata.continue` holds a token that goes on from the same place at the
     /// latest resourceVersion (the apiserver's "inconsistent continue").
-    #[error("{}", super::list::CONTINUE_EXPIRED)]
+    #[error("{}", CONTINUE_EXPIRED)]
     ExpiredContinue { token: String },
     /// 504 of a resourceVersion the server has not reached: `Timeout: Too large resource
     /// version: <asked>, current: <latest>`, retried after a second.
