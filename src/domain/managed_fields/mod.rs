@@ -356,6 +356,28 @@ mod tests {
         ManagerId::new(m, Operation::Apply, "")
     }
 
+    /// `manager`'s apply of `applied` onto `live` (`exists`: the object is stored), at `at`.
+    fn apply(
+        m: &mut ManagedFields,
+        live: &Value,
+        exists: bool,
+        applied: &Value,
+        manager: &str,
+        force: bool,
+        at: DateTime<Utc>,
+    ) -> Result<Value, Vec<Conflict>> {
+        m.apply(
+            &SCHEMA,
+            live,
+            exists,
+            applied,
+            &applier(manager),
+            V,
+            force,
+            at,
+        )
+    }
+
     fn fields_of(m: &ManagedFields, manager: &str) -> Value {
         m.0.iter()
             .find(|e| e.manager == manager)
@@ -454,30 +476,26 @@ mod tests {
     #[test]
     fn two_appliers_share_equal_values_and_conflict_on_different_ones() {
         let mut m = ManagedFields::default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &json!({}),
-                false,
-                &json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}}),
-                &applier("one"),
-                V,
-                false,
-                t(0),
-            )
-            .unwrap_or_default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"metadata": {"labels": {"b": "2"}}, "spec": {"x": 1}}),
-                &applier("two"),
-                V,
-                false,
-                t(1),
-            )
-            .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &json!({}),
+            false,
+            &json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}}),
+            "one",
+            false,
+            t(0),
+        )
+        .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"metadata": {"labels": {"b": "2"}}, "spec": {"x": 1}}),
+            "two",
+            false,
+            t(1),
+        )
+        .unwrap_or_default();
         assert_eq!(
             live,
             json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"x": 1}})
@@ -486,36 +504,32 @@ mod tests {
             fields_of(&m, "two"),
             json!({"f:metadata": {"f:labels": {"f:b": {}}}, "f:spec": {"f:x": {}}})
         );
-        let err = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"spec": {"x": 2}}),
-                &applier("two"),
-                V,
-                false,
-                t(2),
-            )
-            .err()
-            .unwrap_or_default();
+        let err = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"spec": {"x": 2}}),
+            "two",
+            false,
+            t(2),
+        )
+        .err()
+        .unwrap_or_default();
         assert_eq!(
             conflict_message(&err),
             "Apply failed with 1 conflict: conflict with \"one\": .spec.x"
         );
         // Forced, the field moves: "one" keeps its label only.
-        let live = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"spec": {"x": 2}}),
-                &applier("two"),
-                V,
-                true,
-                t(3),
-            )
-            .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"spec": {"x": 2}}),
+            "two",
+            true,
+            t(3),
+        )
+        .unwrap_or_default();
         assert_eq!(
             live,
             json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 2}})
@@ -530,42 +544,36 @@ mod tests {
     #[test]
     fn a_dropped_field_goes_unless_someone_else_owns_it() {
         let mut m = ManagedFields::default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &json!({}),
-                false,
-                &json!({"metadata": {"labels": {"a": "1", "s": "1"}}, "spec": {"x": 1}}),
-                &applier("one"),
-                V,
-                false,
-                t(0),
-            )
-            .unwrap_or_default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"metadata": {"labels": {"s": "1"}}}),
-                &applier("two"),
-                V,
-                false,
-                t(1),
-            )
-            .unwrap_or_default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"spec": {"x": 1}}),
-                &applier("one"),
-                V,
-                false,
-                t(2),
-            )
-            .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &json!({}),
+            false,
+            &json!({"metadata": {"labels": {"a": "1", "s": "1"}}, "spec": {"x": 1}}),
+            "one",
+            false,
+            t(0),
+        )
+        .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"metadata": {"labels": {"s": "1"}}}),
+            "two",
+            false,
+            t(1),
+        )
+        .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"spec": {"x": 1}}),
+            "one",
+            false,
+            t(2),
+        )
+        .unwrap_or_default();
         assert_eq!(
             live,
             json!({"metadata": {"labels": {"s": "1"}}, "spec": {"x": 1}})
@@ -587,19 +595,17 @@ mod tests {
             V,
             t(0),
         );
-        let err = m
-            .apply(
-                &SCHEMA,
-                &json!({"spec": {"x": 1, "y": 1}}),
-                true,
-                &json!({"spec": {"x": 2, "y": 2}}),
-                &applier("kubectl"),
-                V,
-                false,
-                t(1),
-            )
-            .err()
-            .unwrap_or_default();
+        let err = apply(
+            &mut m,
+            &json!({"spec": {"x": 1, "y": 1}}),
+            true,
+            &json!({"spec": {"x": 2, "y": 2}}),
+            "kubectl",
+            false,
+            t(1),
+        )
+        .err()
+        .unwrap_or_default();
         assert_eq!(
             conflict_message(&err),
             "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using clusterregistry.k8s.io/v1alpha1:\n- .spec.x\n- .spec.y"
@@ -609,19 +615,17 @@ mod tests {
     #[test]
     fn an_object_without_managed_fields_is_first_given_to_before_first_apply() {
         let mut m = ManagedFields::default();
-        let err = m
-            .apply(
-                &SCHEMA,
-                &json!({"spec": {"x": 1}}),
-                true,
-                &json!({"spec": {"x": 2}}),
-                &applier("kubectl"),
-                V,
-                false,
-                t(0),
-            )
-            .err()
-            .unwrap_or_default();
+        let err = apply(
+            &mut m,
+            &json!({"spec": {"x": 1}}),
+            true,
+            &json!({"spec": {"x": 2}}),
+            "kubectl",
+            false,
+            t(0),
+        )
+        .err()
+        .unwrap_or_default();
         assert_eq!(
             conflict_message(&err),
             "Apply failed with 1 conflict: conflict with \"before-first-apply\" using clusterregistry.k8s.io/v1alpha1: .spec.x"
@@ -632,44 +636,38 @@ mod tests {
     #[test]
     fn finalizers_are_a_set_and_owner_references_keyed_by_uid() {
         let mut m = ManagedFields::default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &json!({}),
-                false,
-                &json!({"metadata": {"finalizers": ["a"],
+        let live = apply(
+            &mut m,
+            &json!({}),
+            false,
+            &json!({"metadata": {"finalizers": ["a"],
                     "ownerReferences": [{"uid": "u1", "kind": "K"}]}}),
-                &applier("one"),
-                V,
-                false,
-                t(0),
-            )
-            .unwrap_or_default();
-        let live = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"metadata": {"finalizers": ["b"]}}),
-                &applier("two"),
-                V,
-                false,
-                t(1),
-            )
-            .unwrap_or_default();
+            "one",
+            false,
+            t(0),
+        )
+        .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"metadata": {"finalizers": ["b"]}}),
+            "two",
+            false,
+            t(1),
+        )
+        .unwrap_or_default();
         assert_eq!(live["metadata"]["finalizers"], json!(["a", "b"]));
-        let live = m
-            .apply(
-                &SCHEMA,
-                &live,
-                true,
-                &json!({"metadata": {"ownerReferences": [{"uid": "u1", "kind": "K"}]}}),
-                &applier("one"),
-                V,
-                false,
-                t(2),
-            )
-            .unwrap_or_default();
+        let live = apply(
+            &mut m,
+            &live,
+            true,
+            &json!({"metadata": {"ownerReferences": [{"uid": "u1", "kind": "K"}]}}),
+            "one",
+            false,
+            t(2),
+        )
+        .unwrap_or_default();
         assert_eq!(
             live,
             json!({"metadata": {"finalizers": ["b"], "ownerReferences": [{"uid": "u1", "kind": "K"}]}})
@@ -691,13 +689,12 @@ mod tests {
             V,
             t(0),
         );
-        let _ = m.apply(
-            &SCHEMA,
+        let _ = apply(
+            &mut m,
             &json!({"spec": {"y": 1}}),
             true,
             &json!({"spec": {"x": 1}}),
-            &applier("kubectl"),
-            V,
+            "kubectl",
             false,
             t(5),
         );
