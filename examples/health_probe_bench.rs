@@ -101,9 +101,9 @@ async fn run(args: &Args, db_url: &str) -> anyhow::Result<()> {
     .await?;
     // The steady state: reachable clusters are HEALTHY already, hanging ones not yet judged.
     sqlx::query(
-        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, api_address, \
-         status, health_status, created_at) \
-         SELECT gen_random_uuid()::text, 'bench', 'bench', 'bench-' || i, $1, \
+        "INSERT INTO cluster (uuid, project_id, user_id, name, registry_name, cluster_template_id, \
+         api_address, status, health_status, created_at) \
+         SELECT gen_random_uuid()::text, 'bench', 'bench', 'bench-' || i, 'bench-' || i, $1, \
          CASE WHEN i % $5 = 0 THEN ($3::text[])[1 + (i / $5) % cardinality($3::text[])] \
               ELSE ($2::text[])[1 + i % cardinality($2::text[])] END, \
          'CREATE_COMPLETE', CASE WHEN i % $5 = 0 THEN NULL ELSE 'HEALTHY' END, now() \

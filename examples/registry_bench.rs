@@ -222,12 +222,13 @@ async fn drop_database(admin: &str, name: &str) -> anyhow::Result<()> {
 /// `n` registered clusters over `projects` projects (`proj-000`...), in one statement.
 async fn load(pool: &sqlx::PgPool, n: u32, projects: u32) -> anyhow::Result<()> {
     sqlx::query(
-        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, \
-             labels, api_address, server_endpoints, registry_labels, registry_annotations, \
-             created_at) \
+        "INSERT INTO cluster (uuid, project_id, user_id, name, registry_name, \
+             cluster_template_id, status, labels, api_address, server_endpoints, \
+             registry_labels, registry_annotations, created_at) \
          SELECT gen_random_uuid()::text, \
              'proj-' || lpad(((g - 1) % $2)::text, 3, '0'), 'bench-user', \
-             'cluster-' || lpad(g::text, 7, '0'), $3, 'CREATE_COMPLETE', '{}'::jsonb, \
+             'cluster-' || lpad(g::text, 7, '0'), 'cluster-' || lpad(g::text, 7, '0'), $3, \
+             'CREATE_COMPLETE', '{}'::jsonb, \
              'https://10.' || (g / 65536) % 256 || '.' || (g / 256) % 256 || '.' || g % 256 || ':6443', \
              jsonb_build_array(jsonb_build_object('clientCIDR', '0.0.0.0/0', 'serverAddress', \
                  'https://10.' || (g / 65536) % 256 || '.' || (g / 256) % 256 || '.' || g % 256 || ':6443')), \

@@ -42,23 +42,7 @@ pub fn envelope_bytes(event: &OutboxEvent) -> Result<Vec<u8>, serde_json::Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn raw(v: &serde_json::Value) -> Box<serde_json::value::RawValue> {
-        serde_json::value::to_raw_value(v).expect("JSON")
-    }
-
-    fn event(id: i64, resource: &str) -> OutboxEvent {
-        OutboxEvent {
-            id,
-            message_id: uuid::Uuid::new_v4(),
-            resource_uuid: resource.into(),
-            event_type: "magnum.cluster.update".into(),
-            priority: "INFO".into(),
-            message: raw(&json!({})),
-            created_at: chrono::Utc::now(),
-            attempts: 0,
-        }
-    }
+    use crate::notify::fixtures::{event, raw};
 
     #[test]
     fn the_envelope_bytes_are_the_serialised_envelope() {

@@ -7,3 +7,6 @@ pub mod amqp;
 pub mod envelope;
 pub mod events;
 pub mod relay;
+
+#[cfg(test)]
+mod fixtures;

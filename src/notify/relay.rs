@@ -510,24 +510,7 @@ pub async fn relay_until(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn raw(v: &serde_json::Value) -> Box<serde_json::value::RawValue> {
-        serde_json::value::to_raw_value(v).expect("JSON")
-    }
-
-    fn event(id: i64, resource: &str) -> OutboxEvent {
-        OutboxEvent {
-            id,
-            message_id: uuid::Uuid::new_v4(),
-            resource_uuid: resource.into(),
-            event_type: "magnum.cluster.update".into(),
-            priority: "INFO".into(),
-            message: raw(&json!({})),
-            created_at: chrono::Utc::now(),
-            attempts: 0,
-        }
-    }
+    use crate::notify::fixtures::event;
 
     #[test]
     fn a_resources_events_go_out_in_successive_rounds() {

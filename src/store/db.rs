@@ -15,7 +15,7 @@ use sqlx::{Arguments, Encode, FromRow, Type};
 use super::arg::Arg;
 use super::dialect::{pg_migrator, sqlite_constraint_name, sqlite_migrator};
 use super::pg::batched::{self, Batcher};
-use super::pg::pool::{bounded, leased, pg_err, pool_limit, PgConnections, PgTx};
+use super::pg::pool::{bounded, leased, pg_err, pool_limit, Outcome, PgConnections, PgTx};
 use super::{map_sqlx, Dialect, StoreError, StoreResult, WaitObserver};
 
 /// A value both backends can bind.
@@ -203,22 +203,40 @@ impl Tx {
         Stmt::new(self.dialect(), text)
     }
 
-    /// Commits. On PostgreSQL, a COMMIT whose answer never came (the connection broke, or the
-    /// network held it past the statement timeout) may have been applied or not:
-    /// [`StoreError::CommitUnconfirmed`], never a plain failure, so that no caller is told a
-    /// change failed that the database kept.
+    /// Commits. On PostgreSQL, a COMMIT whose answer was lost with its connection (an I/O or
+    /// protocol error) is looked up by its transaction id on another connection within the
+    /// statement timeout: committed, it is a success; aborted, the change was not made and the
+    /// error is [`StoreError::Unavailable`]. A COMMIT that is not settled by then, or one held
+    /// past the statement timeout (a partition, whose other connections are held too), may have
+    /// been applied or not: [`StoreError::CommitUnconfirmed`], never a plain failure, so that no
+    /// caller is told a change failed that the database kept.
+    ///
+    /// On SQLite the commit happens in this process, on the database file: its outcome is
+    /// always known (a failed commit rolls back through the journal).
     pub async fn commit(self) -> StoreResult<()> {
         match self {
-            Tx::Pg(t, limit) => match tokio::time::timeout(limit, t.commit()).await {
-                Ok(Ok(())) => Ok(()),
-                Err(_) => Err(StoreError::CommitUnconfirmed(format!(
-                    "no answer within {limit:?}"
-                ))),
-                Ok(Err(e @ (sqlx::Error::Io(_) | sqlx::Error::Protocol(_)))) => {
-                    Err(StoreError::CommitUnconfirmed(e.to_string()))
+            Tx::Pg(t, limit) => {
+                let started = std::time::Instant::now();
+                let (pool, xid) = t.handle();
+                let lost = match tokio::time::timeout(limit, t.commit()).await {
+                    Ok(Ok(())) => return Ok(()),
+                    Err(_) => {
+                        return Err(StoreError::CommitUnconfirmed(format!(
+                            "no answer within {limit:?}"
+                        )))
+                    }
+                    Ok(Err(e @ (sqlx::Error::Io(_) | sqlx::Error::Protocol(_)))) => e,
+                    Ok(Err(e)) => return Err(pg_err(e)),
+                };
+                match PgTx::outcome(&pool, xid, started + limit).await {
+                    Outcome::Committed => {
+                        tracing::info!(xid, error = %lost, "a commit's answer was lost; the server committed it");
+                        Ok(())
+                    }
+                    Outcome::Aborted => Err(StoreError::Unavailable(lost)),
+                    Outcome::Unknown => Err(StoreError::CommitUnconfirmed(lost.to_string())),
                 }
-                Ok(Err(e)) => Err(pg_err(e)),
-            },
+            }
             Tx::Lite(t) => t.commit().await.map_err(lite_err),
         }
     }

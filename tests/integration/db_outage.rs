@@ -2,7 +2,8 @@
 //! network partition get 503 with Magnum's body within the configured timeouts (never a hang),
 //! `/healthcheck` reports them within a second, a commit held up by the partition is never
 //! applied after its client was answered 503, and requests succeed again seconds after the
-//! heal.
+//! heal. A commit whose answer was lost with its connection is looked up by transaction id:
+//! committed, it is answered as made; rolled back, it is a clean 503.
 
 use std::time::{Duration, Instant};
 
@@ -170,4 +171,103 @@ async fn a_partition_gets_503_within_the_timeouts_and_commits_nothing_behind_the
         )
         .await;
     assert_eq!(again.status, 201, "{}", again.text);
+}
+
+#[tokio::test]
+async fn a_commit_whose_answer_is_lost_after_the_server_committed_it_is_answered_as_made() {
+    let (app, proxy) = app_behind_proxy(2.0, 5.0).await;
+    let made = app
+        .post("/v1/clustertemplates", &template_body("before"))
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+
+    // The COMMIT reaches the server and its connection is cut before the answer comes back:
+    // the service looks the transaction up on another connection and finds it committed.
+    proxy.set(Link::CutAfterCommit);
+    let (post, took) = timed(
+        &app,
+        Method::POST,
+        "/v1/clustertemplates",
+        Some(&template_body("answer-lost")),
+    )
+    .await;
+    assert_eq!(proxy.link(), Link::Up, "the cut happened at the commit");
+    assert_eq!(post.status, 201, "{}", post.text);
+    assert_eq!(post.body["name"], "answer-lost", "{}", post.text);
+    assert!(took < Duration::from_secs(5), "the POST took {took:?}");
+
+    let list = app.get("/v1/clustertemplates").await;
+    let mut names = template_names(&list);
+    names.sort();
+    assert_eq!(names, ["answer-lost", "before"], "{}", list.text);
+    let shown = app
+        .get(&format!(
+            "/v1/clustertemplates/{}",
+            post.body["uuid"].as_str().unwrap_or_default()
+        ))
+        .await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert_eq!(shown.body["name"], "answer-lost", "{}", shown.text);
+}
+
+#[tokio::test]
+async fn a_commit_cut_before_it_reached_the_server_is_a_clean_503_and_writes_nothing() {
+    let (app, proxy) = app_behind_proxy(2.0, 5.0).await;
+    let made = app
+        .post("/v1/clustertemplates", &template_body("before"))
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+
+    // The connection is cut as the COMMIT is sent and the COMMIT never arrives: the server
+    // rolls the transaction back, the service finds it aborted and says the change was not
+    // made (the unavailable body, not "it may have been applied").
+    proxy.set(Link::CutBeforeCommit);
+    let (post, took) = timed(
+        &app,
+        Method::POST,
+        "/v1/clustertemplates",
+        Some(&template_body("never-made")),
+    )
+    .await;
+    assert_eq!(proxy.link(), Link::Up, "the cut happened at the commit");
+    post.assert_error(503, UNAVAILABLE);
+    assert!(took < Duration::from_secs(5), "the POST took {took:?}");
+
+    let list = app.get("/v1/clustertemplates").await;
+    assert_eq!(template_names(&list), ["before"], "{}", list.text);
+    // The same request again is simply made.
+    let again = app
+        .post("/v1/clustertemplates", &template_body("never-made"))
+        .await;
+    assert_eq!(again.status, 201, "{}", again.text);
+    let list = app.get("/v1/clustertemplates").await;
+    let mut names = template_names(&list);
+    names.sort();
+    assert_eq!(names, ["before", "never-made"], "{}", list.text);
+}
+
+#[tokio::test]
+async fn a_cluster_create_whose_commit_answer_is_lost_is_accepted_once_and_built() {
+    let (app, proxy) = app_behind_proxy(2.0, 5.0).await;
+    let template = app
+        .post("/v1/clustertemplates", &template_body("tpl"))
+        .await;
+    assert_eq!(template.status, 201, "{}", template.text);
+
+    proxy.set(Link::CutAfterCommit);
+    let body = json!({"name": "lost-answer", "cluster_template_id": "tpl"});
+    let (post, _) = timed(&app, Method::POST, "/v1/clusters", Some(&body)).await;
+    assert_eq!(proxy.link(), Link::Up, "the cut happened at the commit");
+    assert_eq!(post.status, 202, "{}", post.text);
+    let uuid = post.body["uuid"].as_str().unwrap_or_default().to_string();
+    assert!(!uuid.is_empty(), "{}", post.text);
+
+    let list = app.get("/v1/clusters").await;
+    let clusters = list.body["clusters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(clusters.len(), 1, "{}", list.text);
+    assert_eq!(clusters[0]["uuid"], uuid.as_str(), "{}", list.text);
+    assert_eq!(clusters[0]["name"], "lost-answer", "{}", list.text);
 }

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{ConnectOptions, Connection, Executor};
+use sqlx::{ConnectOptions, Connection, Executor, Row};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::store::dialect::pg_constraint_name;
@@ -347,16 +347,50 @@ impl Drop for Lease {
 /// A transaction on a leased connection. Dropped without [`PgTx::commit`], it is rolled back
 /// in the background, the connection held until then; if that fails, the connection is
 /// closed (and the server rolls back).
+///
+/// It knows its transaction id from the start (`txid_current()`, sent with `BEGIN` in one
+/// round trip), so that a COMMIT whose answer is lost can be looked up afterwards on another
+/// connection ([`PgTx::outcome`]).
 pub(crate) struct PgTx {
     lease: Option<Lease>,
+    xid: i64,
+    pool: PgConnections,
+}
+
+/// What the server says of a transaction whose COMMIT went unanswered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Committed,
+    Aborted,
+    /// Still running (its COMMIT not yet arrived), or no longer known to the server.
+    Unknown,
 }
 
 impl PgTx {
-    /// Starts a transaction on `lease`.
+    /// Starts a transaction on `lease` and reads its id, in one round trip.
     pub async fn begin(mut lease: Lease) -> Result<PgTx, sqlx::Error> {
         lease.set_reusable(false);
-        lease.conn().execute("BEGIN").await?;
-        Ok(PgTx { lease: Some(lease) })
+        let pool = PgConnections {
+            inner: lease.pool.clone(),
+        };
+        // Two statements in one simple-query message: one round trip, as `BEGIN` alone was.
+        let rows = lease
+            .conn()
+            .fetch_all("BEGIN; SELECT txid_current()")
+            .await?;
+        let xid = match rows.first() {
+            Some(row) => row.try_get::<i64, _>(0)?,
+            None => {
+                return Err(sqlx::Error::Protocol(
+                    "BEGIN; SELECT txid_current() returned no row".into(),
+                ))
+            }
+        };
+        Ok(PgTx {
+            lease: Some(lease),
+            xid,
+            pool,
+        })
     }
 
     pub fn conn(&mut self) -> &mut PgConnection {
@@ -364,6 +398,12 @@ impl PgTx {
             .as_mut()
             .expect("a transaction holds its lease until it ends")
             .conn()
+    }
+
+    /// This transaction's id and the pool to ask about it, for [`PgTx::outcome`] once the
+    /// transaction itself is gone.
+    pub fn handle(&self) -> (PgConnections, i64) {
+        (self.pool.clone(), self.xid)
     }
 
     /// Commits; the connection goes back to the pool only if the server confirmed.
@@ -375,7 +415,45 @@ impl PgTx {
         lease.set_reusable(true);
         Ok(())
     }
+
+    /// Asks the server, on another connection, what became of transaction `xid` (whose COMMIT
+    /// was sent and never answered), until it is settled or `until` passes: `txid_status()`
+    /// says `committed` or `aborted` once the server has seen the COMMIT or the broken
+    /// connection, and `in progress` until then.
+    pub async fn outcome(pool: &PgConnections, xid: i64, until: Instant) -> Outcome {
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Outcome::Unknown;
+            }
+            let asked = tokio::time::timeout(
+                left,
+                leased(pool, async |c| {
+                    sqlx::query_scalar::<_, Option<String>>("SELECT txid_status($1)")
+                        .bind(xid)
+                        .fetch_one(c)
+                        .await
+                }),
+            )
+            .await;
+            match asked {
+                Ok(Ok(Some(status))) if status == "committed" => return Outcome::Committed,
+                Ok(Ok(Some(status))) if status == "aborted" => return Outcome::Aborted,
+                // Too old to be known (NULL): it cannot be settled any more.
+                Ok(Ok(None)) => return Outcome::Unknown,
+                // `in progress`, or the server could not be asked yet: again, shortly.
+                Ok(Ok(Some(_))) | Ok(Err(_)) => {
+                    let pause = OUTCOME_POLL.min(until.saturating_duration_since(Instant::now()));
+                    tokio::time::sleep(pause).await;
+                }
+                Err(_) => return Outcome::Unknown,
+            }
+        }
+    }
 }
+
+/// How often [`PgTx::outcome`] asks again while a transaction is still in progress.
+const OUTCOME_POLL: Duration = Duration::from_millis(20);
 
 impl Drop for PgTx {
     fn drop(&mut self) {

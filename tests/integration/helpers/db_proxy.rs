@@ -2,7 +2,8 @@
 //! touching the machine's server: it forwards, refuses connections (its port closed, existing
 //! connections cut), or partitions the network (bytes held in both directions, none lost,
 //! delivered when the partition heals, as TCP retransmission would) — at once, or from the
-//! moment a client sends `COMMIT`.
+//! moment a client sends `COMMIT`; or it cuts the one connection that sends `COMMIT`, before
+//! or after passing it on, so that the COMMIT's answer is lost while the network works.
 
 use std::time::Duration;
 
@@ -23,11 +24,20 @@ pub enum Link {
     /// Bytes flow until a client sends `COMMIT`, which is the first byte held: the partition
     /// starts between a transaction's last statement and its commit.
     PartitionAtCommit,
+    /// The first connection that sends `COMMIT` is cut without passing it on (the server rolls
+    /// the transaction back when it sees the connection go); then the link is `Up` again.
+    CutBeforeCommit,
+    /// The first connection that sends `COMMIT` passes it on and is cut before the answer
+    /// comes back (the server commits; the client never hears); then the link is `Up` again.
+    CutAfterCommit,
 }
 
 impl Link {
     fn flows(self) -> bool {
-        matches!(self, Link::Up | Link::PartitionAtCommit)
+        matches!(
+            self,
+            Link::Up | Link::PartitionAtCommit | Link::CutBeforeCommit | Link::CutAfterCommit
+        )
     }
 }
 
@@ -130,10 +140,20 @@ async fn pipe(client: TcpStream, upstream: String, link: watch::Sender<Link>) {
         };
         let (client_read, client_write) = client.into_split();
         let (server_read, server_write) = server.into_split();
-        tokio::join!(
-            pump(client_read, server_write, &link, true),
-            pump(server_read, client_write, &link, false),
-        );
+        // This connection's own cut: set by the client side's pump, it stops both.
+        let (this_cut, _) = watch::channel(false);
+        tokio::select! {
+            _ = async {
+                tokio::join!(
+                    pump(client_read, server_write, &link, &this_cut, true),
+                    pump(server_read, client_write, &link, &this_cut, false),
+                )
+            } => {}
+            _ = async {
+                let mut cut = this_cut.subscribe();
+                let _ = cut.wait_for(|c| *c).await;
+            } => {}
+        }
     };
     // Refused cuts the connection: both sockets are dropped.
     tokio::select! {
@@ -146,6 +166,7 @@ async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     link: &watch::Sender<Link>,
+    this_cut: &watch::Sender<bool>,
     from_client: bool,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
@@ -158,11 +179,26 @@ async fn pump(
             Ok(n) => n,
         };
         let chunk = &buf[..n];
-        if from_client
-            && *link.borrow() == Link::PartitionAtCommit
-            && chunk.windows(6).any(|w| w == b"COMMIT")
-        {
+        let commit = from_client && chunk.windows(6).any(|w| w == b"COMMIT");
+        let now = *link.borrow();
+        if commit && now == Link::PartitionAtCommit {
             link.send_replace(Link::Partitioned);
+        }
+        if commit && now == Link::CutBeforeCommit {
+            link.send_replace(Link::Up);
+            this_cut.send_replace(true);
+            return;
+        }
+        if commit && now == Link::CutAfterCommit {
+            // Nothing more reaches the client from here: the answer is lost.
+            this_cut.send_replace(true);
+            link.send_replace(Link::Up);
+            let _ = to.write_all(chunk).await;
+            let _ = to.flush().await;
+            return;
+        }
+        if *this_cut.borrow() {
+            return;
         }
         if !until(link, Link::flows).await {
             return;
