@@ -6,6 +6,7 @@ use tracing::Instrument;
 use super::Conductor;
 use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobPayload, NextStep, Operation};
+use crate::domain::retry::Blocked;
 use crate::domain::status::{FederationStatus, Verb};
 use crate::domain::ClusterId;
 use crate::drivers::{DriverError, FederationContext, FederationProgress, MemberChange};
@@ -115,9 +116,9 @@ impl Conductor {
     ) -> Result<FederationProgress, DriverError> {
         let op = job.operation;
         if Self::deadline_passed(job) {
-            return Err(DriverError::Permanent(
-                "The federation operation timed out.".into(),
-            ));
+            return Err(DriverError::Permanent(job.gave_up_waiting().unwrap_or_else(
+                || "The federation operation timed out.".into(),
+            )));
         }
         let d = match self.drivers.get(&job.driver) {
             None => {
@@ -172,7 +173,13 @@ impl Conductor {
                 );
             }
             Ok(FederationProgress::Started) => {
-                let writes = vec![self.finish(job, false, None)];
+                let mut writes = Vec::new();
+                if Blocked::is_blocked_reason(f.status_reason.as_deref()) {
+                    let mut next = f.clone();
+                    next.status_reason = None;
+                    writes.push(Write::update_federation(&next));
+                }
+                writes.push(self.finish(job, false, None));
                 return (
                     writes,
                     Outcome::Started {
@@ -214,8 +221,10 @@ impl Conductor {
                 };
                 (next, EventOutcome::Success, None)
             }
-            Err(e) => match job.next_step(e.failure(), now()) {
-                NextStep::Retry { run_after } => return self.retry(job, run_after, e),
+            Err(e) => match job.next_step(e.failure(), now(), &self.retry_policy()) {
+                NextStep::Retry { blocked } => {
+                    return self.federation_blocked_writes(job, f, &blocked, e)
+                }
                 NextStep::Fail { reason } => {
                     let mut next = f.clone();
                     next.status = verb.federation_failed();
