@@ -16,13 +16,16 @@ use crate::store::{StoreError, StoreResult, Write};
 use super::execute::{action_of, now, verb_of, Outcome};
 
 impl Conductor {
+    /// The federation's host and members as drivers see them; the host's context carries
+    /// `attempt`, the job's attempt (1 for a status poll).
     pub(crate) async fn federation_context(
         &self,
         f: &Federation,
         extra_members: &[ClusterId],
+        attempt: i32,
     ) -> StoreResult<FederationContext> {
         let host = match self.store.find_cluster(&f.hostcluster_id).await? {
-            Some(c) => Some(self.context(c, 1).await?),
+            Some(c) => Some(self.context(c, attempt).await?),
             None => None,
         };
         let mut uuids = f.member_ids.clone();
@@ -71,7 +74,7 @@ impl Conductor {
             .chain(&change.unjoined)
             .copied()
             .collect();
-        let ctx = self.federation_context(&f, &own).await?;
+        let ctx = self.federation_context(&f, &own, job.attempts).await?;
         let result = self.call_federation_driver(job, &ctx, &change).await;
         let mut current = f;
         for _ in 0..5 {

@@ -156,11 +156,27 @@ fn bound_name(job: &Job) -> &'static str {
     }
 }
 
+/// `1 attempt`, `2 attempts`.
+fn attempts(n: i32) -> String {
+    if n == 1 {
+        "1 attempt".into()
+    } else {
+        format!("{n} attempts")
+    }
+}
+
 /// The reason of an operation that gave up on a refusal: `Gave up after <n> attempts,
 /// refused since <first refusal>, once <bound> passed at <deadline>: <last reason>`.
-pub fn gave_up(job: &Job, attempts: i32, since: DateTime<Utc>, deadline: DateTime<Utc>, message: &str) -> String {
+pub fn gave_up(
+    job: &Job,
+    tried: i32,
+    since: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+    message: &str,
+) -> String {
     format!(
-        "Gave up after {attempts} attempts, refused since {}, once {} passed at {}: {message}",
+        "Gave up after {}, refused since {}, once {} passed at {}: {message}",
+        attempts(tried),
         time(since),
         bound_name(job),
         time(deadline)
@@ -216,8 +232,8 @@ impl Job {
         if limited && self.attempts >= self.max_attempts {
             return NextStep::Fail {
                 reason: format!(
-                    "Gave up after {} attempts ([conductor] max_attempts), refused since {}: {message}",
-                    self.attempts,
+                    "Gave up after {} ([conductor] max_attempts), refused since {}: {message}",
+                    attempts(self.attempts),
                     time(since)
                 ),
             };

@@ -5,6 +5,7 @@ mod helpers;
 
 mod access_matrix;
 mod allocator;
+mod blocked;
 mod api_ref;
 mod certificates;
 mod cluster_templates;
