@@ -1,8 +1,8 @@
 //! Prometheus metrics: request latency per route template and status, the database pool,
-//! pending jobs, the blocked ones by operation and the age of the oldest due one, conductor job results, health probe rounds
-//! and probe outcomes, the outbox backlog and the relay's lag, notification publishes. Served
-//! as Prometheus text on `[metrics] listen_address`, an address of its own without
-//! authentication, never on the API's port.
+//! pending jobs, the blocked ones by operation and the age of the oldest due one, conductor
+//! job results, health probe rounds and probe outcomes, the outbox backlog and the relay's
+//! lag, notification publishes. Served as Prometheus text on `[metrics] listen_address`, an
+//! address of its own without authentication, never on the API's port.
 //!
 //! Counters and histograms are recorded where things happen (the request middleware, the
 //! conductor, the relay) through the `metrics` facade; gauges that describe the shared
