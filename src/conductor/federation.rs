@@ -119,9 +119,10 @@ impl Conductor {
     ) -> Result<FederationProgress, DriverError> {
         let op = job.operation;
         if Self::deadline_passed(job) {
-            return Err(DriverError::Permanent(job.gave_up_waiting().unwrap_or_else(
-                || "The federation operation timed out.".into(),
-            )));
+            return Err(DriverError::Permanent(
+                job.gave_up_waiting()
+                    .unwrap_or_else(|| "The federation operation timed out.".into()),
+            ));
         }
         let d = match self.drivers.get(&job.driver) {
             None => {

@@ -68,7 +68,10 @@ mod tests {
             (|s| s.operation_timeout = 0.0, "operation_timeout: "),
             (|s| s.retry_delay = f64::NAN, "retry_delay: "),
             (|s| s.retry_max_delay = 7200.0, "retry_max_delay: "),
-            (|s| s.retry_max_delay = 0.5, "retry_max_delay: must not be less"),
+            (
+                |s| s.retry_max_delay = 0.5,
+                "retry_max_delay: must not be less",
+            ),
             (|s| s.max_attempts = -1, "max_attempts: "),
         ];
         for (tweak, expected) in cases {

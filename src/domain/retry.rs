@@ -192,8 +192,7 @@ impl Job {
     /// The deadline of the job's operation when refused since `since`: the job's own, else
     /// `operation_timeout` after the first refusal.
     pub fn deadline(&self, since: DateTime<Utc>, policy: &RetryPolicy) -> DateTime<Utc> {
-        self.deadline_at
-            .unwrap_or(since + policy.operation_timeout)
+        self.deadline_at.unwrap_or(since + policy.operation_timeout)
     }
 
     /// Whether the job's own deadline (the cluster's `create_timeout`) has passed at `now`.
@@ -204,15 +203,30 @@ impl Job {
     /// The reason of a job whose own deadline passed while it waited on a refusal: the
     /// last refusal's, with what bounded it (`None` if it was never refused).
     pub fn gave_up_waiting(&self) -> Option<String> {
-        let (since, deadline, last) = (self.blocked_since?, self.deadline_at?, self.last_error.as_deref()?);
-        Some(gave_up(self, (self.attempts - 1).max(1), since, deadline, last))
+        let (since, deadline, last) = (
+            self.blocked_since?,
+            self.deadline_at?,
+            self.last_error.as_deref()?,
+        );
+        Some(gave_up(
+            self,
+            (self.attempts - 1).max(1),
+            since,
+            deadline,
+            last,
+        ))
     }
 
     /// The one retry rule of every job: a transient failure is retried after
     /// [`RetryPolicy::delay`] (never later than the deadline) while the deadline has not
     /// passed and attempts remain (`max_attempts` 0: no limit); anything else fails the job,
     /// a transient failure with [`gave_up`]'s reason, a permanent one with its own.
-    pub fn next_step(&self, failure: Failure<'_>, now: DateTime<Utc>, policy: &RetryPolicy) -> NextStep {
+    pub fn next_step(
+        &self,
+        failure: Failure<'_>,
+        now: DateTime<Utc>,
+        policy: &RetryPolicy,
+    ) -> NextStep {
         let message = match failure {
             Failure::Permanent(message) => {
                 return NextStep::Fail {
@@ -291,7 +305,11 @@ mod tests {
     fn the_wait_doubles_from_the_first_delay_up_to_the_cap() {
         let policy = RetryPolicy::default();
         for (attempts, wait) in [(0, 1), (1, 1), (2, 2), (3, 4), (6, 32), (7, 60), (40, 60)] {
-            assert_eq!(policy.delay(attempts), Duration::seconds(wait), "{attempts}");
+            assert_eq!(
+                policy.delay(attempts),
+                Duration::seconds(wait),
+                "{attempts}"
+            );
         }
         let fast = RetryPolicy {
             first_delay: Duration::milliseconds(50),

@@ -128,7 +128,10 @@ fn blocked_by(reason: &Value, job: &Job, deadline: DateTime<Utc>) -> Blocked {
     assert_eq!(b.attempt, job.attempts, "{text}");
     assert_eq!(b.max_attempts, None, "no limit but the deadline: {text}");
     assert_eq!(secs(b.gives_up_at), secs(deadline), "{text}");
-    assert!(b.since <= b.next_attempt && b.next_attempt <= b.gives_up_at, "{text}");
+    assert!(
+        b.since <= b.next_attempt && b.next_attempt <= b.gives_up_at,
+        "{text}"
+    );
     assert_eq!(b.reason(), text, "one sentence, written by the rule");
     b
 }
@@ -148,8 +151,14 @@ async fn a_create_refused_for_a_while_shows_what_it_waits_on_then_completes_with
         &h,
     )
     .await;
-    assert_eq!(seen(&app, &uuid).await, ("CREATE_IN_PROGRESS".into(), Value::Null));
-    assert_eq!(condition_types(&conditions(&app, "quota").await), vec!["OK"]);
+    assert_eq!(
+        seen(&app, &uuid).await,
+        ("CREATE_IN_PROGRESS".into(), Value::Null)
+    );
+    assert_eq!(
+        condition_types(&conditions(&app, "quota").await),
+        vec!["OK"]
+    );
 
     // The first refusal: in progress, blocked since now, until the create_timeout.
     let first = next_attempt(&c).await;
@@ -172,8 +181,16 @@ async fn a_create_refused_for_a_while_shows_what_it_waits_on_then_completes_with
     assert_eq!(
         groups(&app, &uuid).await,
         vec![
-            ("default-master".into(), "CREATE_IN_PROGRESS".into(), reason.clone()),
-            ("default-worker".into(), "CREATE_IN_PROGRESS".into(), reason.clone()),
+            (
+                "default-master".into(),
+                "CREATE_IN_PROGRESS".into(),
+                reason.clone()
+            ),
+            (
+                "default-worker".into(),
+                "CREATE_IN_PROGRESS".into(),
+                reason.clone()
+            ),
         ]
     );
     // The registry shows it as a Blocked condition.
@@ -203,15 +220,29 @@ async fn a_create_refused_for_a_while_shows_what_it_waits_on_then_completes_with
     // Accepted: complete, the reason gone everywhere.
     let third = next_attempt(&c).await;
     assert!(matches!(third, Outcome::Completed { .. }), "{third:?}");
-    assert_eq!(seen(&app, &uuid).await, ("CREATE_COMPLETE".into(), Value::Null));
+    assert_eq!(
+        seen(&app, &uuid).await,
+        ("CREATE_COMPLETE".into(), Value::Null)
+    );
     assert_eq!(
         groups(&app, &uuid).await,
         vec![
-            ("default-master".into(), "CREATE_COMPLETE".into(), Value::Null),
-            ("default-worker".into(), "CREATE_COMPLETE".into(), Value::Null),
+            (
+                "default-master".into(),
+                "CREATE_COMPLETE".into(),
+                Value::Null
+            ),
+            (
+                "default-worker".into(),
+                "CREATE_COMPLETE".into(),
+                Value::Null
+            ),
         ]
     );
-    assert_eq!(condition_types(&conditions(&app, "quota").await), vec!["OK"]);
+    assert_eq!(
+        condition_types(&conditions(&app, "quota").await),
+        vec!["OK"]
+    );
     let (job, state) = job_of(&app, &uuid).await;
     assert_eq!((job.attempts, state.as_str()), (3, "done"));
     let events: Vec<(String, String)> = events_of(&app, &uuid)
@@ -240,7 +271,9 @@ async fn move_deadline(app: &TestApp, backend: Backend, uuid: &str, to: DateTime
             r.expect("update").rows_affected()
         }
         Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(&app.db.url).await.expect("sqlite");
+            let pool = sqlx::SqlitePool::connect(&app.db.url)
+                .await
+                .expect("sqlite");
             let r = sqlx::query(sql).bind(to).bind(uuid).execute(&pool).await;
             pool.close().await;
             r.expect("update").rows_affected()
@@ -291,15 +324,29 @@ async fn a_create_still_refused_at_its_create_timeout_fails_with_the_last_reason
             reason: expected.clone(),
         }
     );
-    assert_eq!(seen(&app, &uuid).await, ("CREATE_FAILED".into(), json!(expected)));
+    assert_eq!(
+        seen(&app, &uuid).await,
+        ("CREATE_FAILED".into(), json!(expected))
+    );
     assert_eq!(
         groups(&app, &uuid).await,
         vec![
-            ("default-master".into(), "CREATE_FAILED".into(), json!(expected)),
-            ("default-worker".into(), "CREATE_FAILED".into(), json!(expected)),
+            (
+                "default-master".into(),
+                "CREATE_FAILED".into(),
+                json!(expected)
+            ),
+            (
+                "default-worker".into(),
+                "CREATE_FAILED".into(),
+                json!(expected)
+            ),
         ]
     );
-    assert_eq!(condition_types(&conditions(&app, "starved").await), vec!["OK"]);
+    assert_eq!(
+        condition_types(&conditions(&app, "starved").await),
+        vec!["OK"]
+    );
     let (job, state) = job_of(&app, &uuid).await;
     assert_eq!(state, "failed");
     assert_eq!(job.last_error.as_deref(), Some(expected.as_str()));
@@ -358,7 +405,10 @@ async fn without_a_create_timeout_refusals_are_bounded_by_the_operation_timeout(
             refused("create", job.attempts, 10000)
         )
     );
-    assert_eq!(seen(&app, &uuid).await, ("CREATE_FAILED".into(), json!(reason)));
+    assert_eq!(
+        seen(&app, &uuid).await,
+        ("CREATE_FAILED".into(), json!(reason))
+    );
 }
 
 #[rstest]
@@ -383,11 +433,17 @@ async fn a_permanent_refusal_fails_the_create_at_once_with_the_drivers_reason(
         "{only:?}"
     );
     assert_eq!(c.try_execute_one().await.expect("idle"), Outcome::Idle);
-    assert_eq!(seen(&app, &uuid).await, ("CREATE_FAILED".into(), json!(reason)));
+    assert_eq!(
+        seen(&app, &uuid).await,
+        ("CREATE_FAILED".into(), json!(reason))
+    );
     let (job, state) = job_of(&app, &uuid).await;
     assert_eq!((job.attempts, state.as_str()), (1, "failed"));
     assert_eq!(job.blocked_since, None, "never blocked");
-    assert_eq!(condition_types(&conditions(&app, "no-image").await), vec!["OK"]);
+    assert_eq!(
+        condition_types(&conditions(&app, "no-image").await),
+        vec!["OK"]
+    );
 }
 
 /// A cluster taken to `CREATE_COMPLETE` through its first refusal (label
@@ -403,7 +459,10 @@ async fn refused_once_cluster(app: &TestApp, c: &Conductor, name: &str, h: &Head
     .await;
     assert!(matches!(next_attempt(c).await, Outcome::Retried { .. }));
     assert!(matches!(next_attempt(c).await, Outcome::Completed { .. }));
-    assert_eq!(seen(app, &uuid).await, ("CREATE_COMPLETE".into(), Value::Null));
+    assert_eq!(
+        seen(app, &uuid).await,
+        ("CREATE_COMPLETE".into(), Value::Null)
+    );
     uuid
 }
 
@@ -445,11 +504,17 @@ async fn a_node_group_create_refused_once_shows_blocked_on_the_group_and_its_clu
 
     let second = next_attempt(&c).await;
     assert!(matches!(second, Outcome::Completed { .. }), "{second:?}");
-    assert_eq!(seen(&app, &uuid).await, ("UPDATE_COMPLETE".into(), Value::Null));
+    assert_eq!(
+        seen(&app, &uuid).await,
+        ("UPDATE_COMPLETE".into(), Value::Null)
+    );
     let ng = api.get_nodegroup(&uuid, "gpu").await;
     assert_eq!(ng.body["status"], "CREATE_COMPLETE");
     assert_eq!(ng.body["status_reason"], Value::Null);
-    assert_eq!(condition_types(&conditions(&app, "grown").await), vec!["OK"]);
+    assert_eq!(
+        condition_types(&conditions(&app, "grown").await),
+        vec!["OK"]
+    );
 }
 
 #[rstest]

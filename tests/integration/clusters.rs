@@ -1843,9 +1843,7 @@ async fn a_transient_failure_beyond_max_attempts_fails_for_good() {
     assert_eq!(c["status"], "CREATE_FAILED");
     let reason = c["status_reason"].as_str().unwrap_or_default();
     assert!(
-        reason.starts_with(
-            "Gave up after 1 attempt ([conductor] max_attempts), refused since 20"
-        ),
+        reason.starts_with("Gave up after 1 attempt ([conductor] max_attempts), refused since 20"),
         "{reason}"
     );
     assert!(
