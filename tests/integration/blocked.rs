@@ -563,7 +563,7 @@ async fn metrics_count_the_blocked_jobs_by_operation() {
             .find_map(|l| l.strip_prefix(series.as_str()))
             .and_then(|v| v.trim().parse().ok())
     };
-    let scrape = || async {
+    let scrape = move || async move {
         let r = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
             .await
             .expect("metrics answer");
