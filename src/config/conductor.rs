@@ -64,7 +64,8 @@ mod tests {
 
     #[test]
     fn retry_options_out_of_range_are_refused_with_the_option_named() {
-        let cases: [(fn(&mut ConductorSection), &str); 5] = [
+        type Tweak = fn(&mut ConductorSection);
+        let cases: [(Tweak, &str); 5] = [
             (|s| s.operation_timeout = 0.0, "operation_timeout: "),
             (|s| s.retry_delay = f64::NAN, "retry_delay: "),
             (|s| s.retry_max_delay = 7200.0, "retry_max_delay: "),

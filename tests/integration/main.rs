@@ -5,8 +5,8 @@ mod helpers;
 
 mod access_matrix;
 mod allocator;
-mod blocked;
 mod api_ref;
+mod blocked;
 mod certificates;
 mod cluster_templates;
 mod clusters;
