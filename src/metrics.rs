@@ -1,8 +1,8 @@
 //! Prometheus metrics: request latency per route template and status, the database pool,
-//! pending jobs and the age of the oldest due one, conductor job results, health probe rounds
-//! and probe outcomes, the outbox backlog and the relay's lag, notification publishes. Served
-//! as Prometheus text on `[metrics] listen_address`, an address of its own without
-//! authentication, never on the API's port.
+//! pending jobs, the blocked ones by operation and the age of the oldest due one, conductor
+//! job results, health probe rounds and probe outcomes, the outbox backlog and the relay's
+//! lag, notification publishes. Served as Prometheus text on `[metrics] listen_address`, an
+//! address of its own without authentication, never on the API's port.
 //!
 //! Counters and histograms are recorded where things happen (the request middleware, the
 //! conductor, the relay) through the `metrics` facade; gauges that describe the shared
@@ -91,6 +91,11 @@ fn describe() {
     metrics::describe_gauge!(
         "fleetyard_jobs",
         "Pending conductor jobs: due and not leased, or under a live lease."
+    );
+    metrics::describe_gauge!(
+        "fleetyard_jobs_blocked",
+        "Pending jobs refused transiently by their driver (a quota, an unreachable API, a \
+         conflict) and waiting to try again, by operation."
     );
     metrics::describe_gauge!(
         "fleetyard_jobs_oldest_due_age_seconds",
@@ -206,6 +211,9 @@ async fn refresh(store: &dyn Store) {
             metrics::gauge!("fleetyard_jobs", "state" => "due").set(jobs.due as f64);
             metrics::gauge!("fleetyard_jobs", "state" => "leased").set(jobs.leased as f64);
             metrics::gauge!("fleetyard_jobs_oldest_due_age_seconds").set(age(jobs.oldest_due));
+            for (operation, n) in jobs.blocked {
+                metrics::gauge!("fleetyard_jobs_blocked", "operation" => operation).set(n as f64);
+            }
             metrics::gauge!("fleetyard_outbox_backlog").set(backlog as f64);
             metrics::gauge!("fleetyard_outbox_oldest_pending_age_seconds").set(age(oldest));
             metrics::gauge!("fleetyard_scrape_database_up").set(1.0);

@@ -3,6 +3,7 @@
 use chrono::Utc;
 use tracing::Instrument;
 
+use super::blocked::unblock;
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
@@ -249,29 +250,6 @@ impl Conductor {
         job.deadline_passed(Utc::now())
     }
 
-    /// A failed attempt that [`Job::next_step`] retries: the job goes back to the queue with
-    /// the error, to run again at `run_after`.
-    pub(super) fn retry(
-        &self,
-        job: &Job,
-        run_after: chrono::DateTime<Utc>,
-        error: &DriverError,
-    ) -> (Vec<Write>, Outcome) {
-        (
-            vec![Write::RetryJob {
-                id: job.id,
-                owner: self.owner.clone(),
-                run_after,
-                error: error.to_string(),
-            }],
-            Outcome::Retried {
-                operation: job.operation,
-                resource: job.resource.to_string(),
-                error: error.to_string(),
-            },
-        )
-    }
-
     async fn execute_cluster(&self, job: &Job) -> StoreResult<Outcome> {
         let op = job.operation;
         let resource = job.resource.to_string();
@@ -343,10 +321,12 @@ impl Conductor {
         ctx: &ClusterContext,
     ) -> Result<Progress, DriverError> {
         if Self::deadline_passed(job) {
-            return Err(DriverError::Permanent(format!(
-                "The operation did not finish within the cluster's create_timeout of {} minutes.",
-                ctx.cluster.create_timeout.unwrap_or(60)
-            )));
+            return Err(DriverError::Permanent(job.gave_up_waiting().unwrap_or_else(|| {
+                format!(
+                    "The operation did not finish within the cluster's create_timeout of {} minutes.",
+                    ctx.cluster.create_timeout.unwrap_or(60)
+                )
+            })));
         }
         let driver = self.drivers.get(&job.driver).ok_or_else(|| {
             DriverError::Permanent(format!(
@@ -460,6 +440,7 @@ impl Conductor {
                 let mut c = ctx.cluster.clone();
                 let mut ngs = ctx.nodegroups.clone();
                 apply_observation(&mut c, &mut ngs, obs);
+                unblock(&mut c, &mut ngs);
                 let mut writes = cluster_writes(ctx, &c, &ngs);
                 writes.push(self.finish(job, false, None));
                 let outcome = Outcome::Started {
@@ -468,8 +449,8 @@ impl Conductor {
                 };
                 (writes, outcome)
             }
-            Err(e) => match job.next_step(e.failure(), now()) {
-                NextStep::Retry { run_after } => self.retry(job, run_after, e),
+            Err(e) => match job.next_step(e.failure(), now(), &self.retry_policy()) {
+                NextStep::Retry { blocked } => self.cluster_blocked_writes(job, ctx, &blocked, e),
                 NextStep::Fail { reason } => {
                     let writes = self.cluster_failed_writes(job, ctx, &reason);
                     let outcome = Outcome::Failed {
@@ -499,8 +480,8 @@ impl Conductor {
             };
             return (vec![self.finish(job, false, None)], outcome);
         };
-        match job.next_step(e.failure(), now()) {
-            NextStep::Retry { run_after } => self.retry(job, run_after, e),
+        match job.next_step(e.failure(), now(), &self.retry_policy()) {
+            NextStep::Retry { blocked } => self.retry(job, &blocked, e),
             NextStep::Fail { .. } => {
                 tracing::error!(cluster = %resource, error = %e, "credential rotation failed");
                 let outcome = Outcome::Failed {
@@ -532,6 +513,7 @@ impl Conductor {
             }
             Err(e) => Some(e.to_string()),
         };
+        unblock(&mut c, &mut ngs);
         let mut writes = cluster_writes(ctx, &c, &ngs);
         writes.push(self.finish(job, error.is_some(), error));
         let outcome = Outcome::Completed {

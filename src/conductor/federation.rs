@@ -6,6 +6,7 @@ use tracing::Instrument;
 use super::Conductor;
 use crate::domain::federation::Federation;
 use crate::domain::job::{Job, JobPayload, NextStep, Operation};
+use crate::domain::retry::Blocked;
 use crate::domain::status::{FederationStatus, Verb};
 use crate::domain::ClusterId;
 use crate::drivers::{DriverError, FederationContext, FederationProgress, MemberChange};
@@ -15,13 +16,16 @@ use crate::store::{StoreError, StoreResult, Write};
 use super::execute::{action_of, now, verb_of, Outcome};
 
 impl Conductor {
+    /// The federation's host and members as drivers see them; the host's context carries
+    /// `attempt`, the job's attempt (1 for a status poll).
     pub(crate) async fn federation_context(
         &self,
         f: &Federation,
         extra_members: &[ClusterId],
+        attempt: i32,
     ) -> StoreResult<FederationContext> {
         let host = match self.store.find_cluster(&f.hostcluster_id).await? {
-            Some(c) => Some(self.context(c, 1).await?),
+            Some(c) => Some(self.context(c, attempt).await?),
             None => None,
         };
         let mut uuids = f.member_ids.clone();
@@ -70,7 +74,7 @@ impl Conductor {
             .chain(&change.unjoined)
             .copied()
             .collect();
-        let ctx = self.federation_context(&f, &own).await?;
+        let ctx = self.federation_context(&f, &own, job.attempts).await?;
         let result = self.call_federation_driver(job, &ctx, &change).await;
         let mut current = f;
         for _ in 0..5 {
@@ -116,7 +120,8 @@ impl Conductor {
         let op = job.operation;
         if Self::deadline_passed(job) {
             return Err(DriverError::Permanent(
-                "The federation operation timed out.".into(),
+                job.gave_up_waiting()
+                    .unwrap_or_else(|| "The federation operation timed out.".into()),
             ));
         }
         let d = match self.drivers.get(&job.driver) {
@@ -172,7 +177,13 @@ impl Conductor {
                 );
             }
             Ok(FederationProgress::Started) => {
-                let writes = vec![self.finish(job, false, None)];
+                let mut writes = Vec::new();
+                if Blocked::is_blocked_reason(f.status_reason.as_deref()) {
+                    let mut next = f.clone();
+                    next.status_reason = None;
+                    writes.push(Write::update_federation(&next));
+                }
+                writes.push(self.finish(job, false, None));
                 return (
                     writes,
                     Outcome::Started {
@@ -214,8 +225,10 @@ impl Conductor {
                 };
                 (next, EventOutcome::Success, None)
             }
-            Err(e) => match job.next_step(e.failure(), now()) {
-                NextStep::Retry { run_after } => return self.retry(job, run_after, e),
+            Err(e) => match job.next_step(e.failure(), now(), &self.retry_policy()) {
+                NextStep::Retry { blocked } => {
+                    return self.federation_blocked_writes(job, f, &blocked, e)
+                }
                 NextStep::Fail { reason } => {
                     let mut next = f.clone();
                     next.status = verb.federation_failed();

@@ -6,6 +6,7 @@
 //! Any number of conductors may run against one PostgreSQL: a killed conductor's lease expires
 //! and another one finishes its job.
 
+mod blocked;
 mod certificates;
 mod execute;
 mod federation;

@@ -218,7 +218,7 @@ impl Conductor {
         &self,
         f: &crate::domain::federation::Federation,
     ) -> StoreResult<bool> {
-        let ctx = self.federation_context(f, &[]).await?;
+        let ctx = self.federation_context(f, &[], 1).await?;
         let driver_name = ctx
             .host
             .as_ref()

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod conductor;
 mod sections;
 
 pub use sections::*;
@@ -230,6 +231,9 @@ impl Settings {
                 "[keystone_authtoken] auth_url: must be set with [DEFAULT] auth_strategy = keystone"
                     .into(),
             ));
+        }
+        if let Some(reason) = self.conductor.retry_problem() {
+            return Err(ConfigError::Invalid(format!("[conductor] {reason}")));
         }
         if let Err(reason) = self.health_probe.validate() {
             return Err(ConfigError::Invalid(format!("[health_probe] {reason}")));

@@ -452,9 +452,15 @@ pub struct ConductorSection {
     pub sync_interval: u64,
     /// Seconds between health polls of clusters; 0 disables them.
     pub health_interval: u64,
-    /// Attempts at a job before it fails for good (transient driver errors are retried with
-    /// exponential backoff).
+    /// Attempts at a job before it fails for good; 0: no limit but the operation's deadline.
     pub max_attempts: i32,
+    /// Seconds an operation without a deadline of its own may stay refused transiently, from
+    /// its first refusal (a cluster create has its `create_timeout`); see `conductor.rs`.
+    pub operation_timeout: f64,
+    /// Seconds before the next attempt of a job refused transiently, doubled after each
+    /// further refusal up to `retry_max_delay`.
+    pub retry_delay: f64,
+    pub retry_max_delay: f64,
     /// Jobs one conductor process works on at once.
     pub workers: usize,
 }
@@ -467,7 +473,10 @@ impl Default for ConductorSection {
             lease_seconds: 30,
             sync_interval: 10,
             health_interval: 60,
-            max_attempts: 5,
+            max_attempts: 0,
+            operation_timeout: 3600.0,
+            retry_delay: 1.0,
+            retry_max_delay: 60.0,
             workers: 4,
         }
     }

@@ -7,11 +7,14 @@ use serde_json::Value;
 
 use super::{ClusterId, FederationId, Id, JobId, NodeGroupId, TemplateId};
 
+pub use super::retry::{Failure, NextStep};
+
 macro_rules! operations {
     ($($variant:ident = $text:literal),+ $(,)?) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Operation { $($variant),+ }
         impl Operation {
+            pub const ALL: &'static [Operation] = &[$(Operation::$variant),+];
             pub fn as_str(&self) -> &'static str {
                 match self { $(Operation::$variant => $text),+ }
             }
@@ -225,8 +228,10 @@ pub struct NewJob {
     pub driver: String,
     /// The operation and its arguments (e.g. the old and new node counts, the member diff).
     pub payload: JobPayload,
-    /// After this, the job fails instead of retrying (the cluster's `create_timeout`).
+    /// After this, the job fails instead of retrying (the cluster's `create_timeout`);
+    /// without it, refusals are bounded by `[conductor] operation_timeout`.
     pub deadline_at: Option<DateTime<Utc>>,
+    /// Attempts before the job fails for good; 0: no limit but the deadline.
     pub max_attempts: i32,
 }
 
@@ -242,7 +247,7 @@ impl NewJob {
             driver: driver.into(),
             payload,
             deadline_at: None,
-            max_attempts: 5,
+            max_attempts: 0,
         }
     }
 
@@ -266,126 +271,15 @@ pub struct Job {
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
+    /// When a transient refusal first stopped the job (`None` until one did).
+    pub blocked_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
-}
-
-/// How an attempt of a job failed, as its retry rule sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure<'a> {
-    /// Worth another attempt (backend unreachable, conflict, timeout).
-    Transient(&'a str),
-    /// Another attempt cannot help.
-    Permanent(&'a str),
-}
-
-/// What a failed attempt leads to: [`Job::next_step`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NextStep {
-    /// The job runs again, not before `run_after`.
-    Retry { run_after: DateTime<Utc> },
-    /// The job fails for good; the resource goes `*_FAILED` with `reason`.
-    Fail { reason: String },
-}
-
-/// The wait before attempt `attempts + 1`: 1, 2, 4, ... seconds, capped at 60.
-pub fn backoff(attempts: i32) -> chrono::Duration {
-    let exp = attempts.clamp(1, 7) - 1;
-    chrono::Duration::seconds((1_i64 << exp).min(60))
-}
-
-impl Job {
-    /// Whether the job's deadline (the cluster's `create_timeout`) has passed at `now`.
-    pub fn deadline_passed(&self, now: DateTime<Utc>) -> bool {
-        self.deadline_at.is_some_and(|d| now > d)
-    }
-
-    /// The one retry rule of every job: a transient failure is retried after [`backoff`]
-    /// while attempts remain and the deadline has not passed; anything else fails the job,
-    /// a transient failure saying how many attempts it took.
-    pub fn next_step(&self, failure: Failure<'_>, now: DateTime<Utc>) -> NextStep {
-        match failure {
-            Failure::Transient(_)
-                if self.attempts < self.max_attempts && !self.deadline_passed(now) =>
-            {
-                NextStep::Retry {
-                    run_after: now + backoff(self.attempts),
-                }
-            }
-            Failure::Transient(message) => NextStep::Fail {
-                reason: format!("{message} (gave up after {} attempts)", self.attempts),
-            },
-            Failure::Permanent(message) => NextStep::Fail {
-                reason: message.to_string(),
-            },
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn job(attempts: i32, max_attempts: i32, deadline_at: Option<DateTime<Utc>>) -> Job {
-        Job {
-            id: 1,
-            uuid: JobId::new(),
-            operation: Operation::ClusterCreate,
-            resource: ClusterId::new().into(),
-            driver: "fake".into(),
-            payload: JobPayload::ClusterCreate {},
-            attempts,
-            max_attempts,
-            deadline_at,
-            lease_owner: None,
-            lease_expires_at: None,
-            last_error: None,
-            created_at: Utc::now(),
-        }
-    }
-
-    #[test]
-    fn a_transient_failure_is_retried_with_a_growing_capped_backoff() {
-        let now = Utc::now();
-        for (attempts, wait) in [(1, 1), (2, 2), (3, 4), (6, 32), (7, 60), (40, 60)] {
-            assert_eq!(
-                job(attempts, 100, None).next_step(Failure::Transient("busy"), now),
-                NextStep::Retry {
-                    run_after: now + chrono::Duration::seconds(wait)
-                },
-                "attempt {attempts}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_transient_failure_fails_the_job_once_attempts_or_the_deadline_run_out() {
-        let now = Utc::now();
-        assert_eq!(
-            job(5, 5, None).next_step(Failure::Transient("backend unreachable"), now),
-            NextStep::Fail {
-                reason: "backend unreachable (gave up after 5 attempts)".into()
-            }
-        );
-        let past = now - chrono::Duration::seconds(1);
-        assert_eq!(
-            job(1, 5, Some(past)).next_step(Failure::Transient("slow"), now),
-            NextStep::Fail {
-                reason: "slow (gave up after 1 attempts)".into()
-            }
-        );
-        assert!(!job(1, 5, Some(now)).deadline_passed(now));
-    }
-
-    #[test]
-    fn a_permanent_failure_fails_the_job_at_once_with_its_message() {
-        assert_eq!(
-            job(1, 5, None).next_step(Failure::Permanent("no such image"), Utc::now()),
-            NextStep::Fail {
-                reason: "no such image".into()
-            }
-        );
-    }
 
     #[test]
     fn operations_round_trip_and_name_their_resource() {

@@ -11,6 +11,7 @@ pub mod labels;
 pub mod managed_fields;
 pub mod names;
 pub mod registry;
+pub mod retry;
 pub mod scope;
 pub mod selector;
 pub mod status;

@@ -87,8 +87,13 @@ pub struct Condition {
     pub message: Option<String>,
 }
 
-/// The condition type the service's health prober owns; outside controllers own the others.
+/// The condition type the service's health prober owns; outside controllers own the others
+/// (but [`BLOCKED_CONDITION`]).
 pub const PROBER_CONDITION: &str = "OK";
+
+/// The condition type the service shows while an operation on the cluster waits on a
+/// transient refusal of its driver; one written through the status subresource is not shown.
+pub const BLOCKED_CONDITION: &str = "Blocked";
 
 /// The registry's part of a cluster row.
 #[derive(Debug, Clone, PartialEq, Eq)]

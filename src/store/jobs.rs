@@ -10,7 +10,7 @@ use super::db::{Pool, Tx};
 use super::rows::{JobRow, JobStateRow, JOB_COLUMNS};
 use super::sql;
 use super::{Dialect, StoreError, StoreResult};
-use crate::domain::job::{Job, JobResource, NewJob};
+use crate::domain::job::{Job, JobResource, NewJob, Operation};
 use uuid::Uuid;
 
 /// The next claimable job: due, not leased (or the lease expired), and no earlier pending job
@@ -217,26 +217,28 @@ pub(super) async fn finish(
     Ok(())
 }
 
-/// Releases a job the caller holds the lease of, to run again after `run_after`;
-/// [`StoreError::Stale`] when it does not hold it.
+/// Releases a job the caller holds the lease of, to run again after `run_after`, blocked
+/// since the first refusal (kept once set); [`StoreError::Stale`] when it does not hold it.
 #[tracing::instrument(level = "debug", skip_all, fields(job_id = id, owner = %owner))]
 pub(super) async fn retry(
     tx: &mut Tx,
     id: i64,
     owner: &str,
-    run_after: DateTime<Utc>,
+    (run_after, blocked_since): (DateTime<Utc>, DateTime<Utc>),
     error: &str,
     now: DateTime<Utc>,
 ) -> StoreResult<()> {
     let done = tx
         .sql(
             "UPDATE job SET run_after = $1, last_error = $2, lease_owner = NULL, \
-             lease_expires_at = NULL, updated_at = $3 WHERE id = $4 AND lease_owner = $5 \
+             lease_expires_at = NULL, updated_at = $3, \
+             blocked_since = COALESCE(blocked_since, $4) WHERE id = $5 AND lease_owner = $6 \
              AND state = 'pending'",
         )
         .bind(run_after)
         .bind(error)
         .bind(now)
+        .bind(blocked_since)
         .bind(id)
         .bind(owner)
         .execute(&mut *tx)
@@ -247,8 +249,8 @@ pub(super) async fn retry(
     Ok(())
 }
 
-/// Pending jobs: due and unleased (with the oldest due time, in the same statement), and under
-/// a live lease. Both read the pending rows only (the `ix_job_due` partial index), however many
+/// Pending jobs: due and unleased (with the oldest due time, in the same statement), under
+/// a live lease, and blocked (refused transiently) by operation. Both read the pending rows only (the `ix_job_due` partial index), however many
 /// jobs are done.
 #[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn gauges(pool: &Pool) -> StoreResult<super::JobGauges> {
@@ -266,9 +268,24 @@ pub(super) async fn gauges(pool: &Pool) -> StoreResult<super::JobGauges> {
         .bind(now)
         .scalar_one(pool)
         .await?;
+    let counted: Vec<(String, i64)> = pool
+        .sql(
+            "SELECT operation, COUNT(*) FROM job WHERE state = 'pending' \
+             AND blocked_since IS NOT NULL GROUP BY operation",
+        )
+        .fetch_all(pool)
+        .await?;
+    let blocked = Operation::ALL
+        .iter()
+        .map(|op| {
+            let n = counted.iter().find(|(o, _)| o == op.as_str());
+            (op.as_str(), n.map_or(0, |(_, n)| *n))
+        })
+        .collect();
     Ok(super::JobGauges {
         due,
         leased,
         oldest_due,
+        blocked,
     })
 }

@@ -463,14 +463,15 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     fn registry_wakeups(&self) -> OutboxWakeups;
 
     // ---- Operations ---------------------------------------------------------------------------
-    /// Pending jobs: due and unleased, leased, and when the oldest due one became due.
+    /// Pending jobs: due and unleased, leased, when the oldest due one became due, and the
+    /// blocked ones (refused transiently) by operation.
     async fn job_gauges(&self) -> StoreResult<JobGauges>;
     /// The connection pool's size, idle connections and limit.
     fn pool_status(&self) -> PoolStatus;
 }
 
 /// Pending jobs as `/metrics` shows them.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobGauges {
     /// Due (`run_after` passed) and not held by a live lease.
     pub due: i64,
@@ -478,6 +479,9 @@ pub struct JobGauges {
     pub leased: i64,
     /// When the oldest due job became due.
     pub oldest_due: Option<DateTime<Utc>>,
+    /// Jobs refused transiently and waiting to try again (or trying), for every operation
+    /// (0 for one with none).
+    pub blocked: Vec<(&'static str, i64)>,
 }
 
 /// The connection pool, as `/metrics` shows it.

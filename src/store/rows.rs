@@ -369,7 +369,8 @@ impl FederationRow {
 }
 
 pub(crate) const JOB_COLUMNS: &str = "id, uuid, operation, resource_uuid, driver, payload, \
-    attempts, max_attempts, deadline_at, lease_owner, lease_expires_at, last_error, created_at";
+    attempts, max_attempts, deadline_at, lease_owner, lease_expires_at, last_error, \
+    blocked_since, created_at";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct JobRow {
@@ -385,6 +386,7 @@ pub(crate) struct JobRow {
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
+    pub blocked_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -407,6 +409,7 @@ impl JobRow {
             lease_owner: self.lease_owner,
             lease_expires_at: self.lease_expires_at,
             last_error: self.last_error,
+            blocked_since: self.blocked_since,
             created_at: self.created_at,
         })
     }

@@ -86,12 +86,14 @@ pub enum Write {
         failed: bool,
         error: Option<String>,
     },
-    /// Releases a job the caller holds the lease of, to run again after `run_after`.
+    /// Releases a job the caller holds the lease of, to run again after `run_after`;
+    /// `blocked_since` (the first refusal) is kept once set.
     RetryJob {
         id: i64,
         owner: String,
         run_after: DateTime<Utc>,
         error: String,
+        blocked_since: DateTime<Utc>,
     },
     Event(Box<NewEvent>),
     /// Inserts a cluster's key pair (its private key already sealed).
@@ -210,7 +212,8 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             owner,
             run_after,
             error,
-        } => jobs::retry(tx, *id, owner, *run_after, error, now).await?,
+            blocked_since,
+        } => jobs::retry(tx, *id, owner, (*run_after, *blocked_since), error, now).await?,
         Write::Event(e) => outbox::insert(tx, e).await?,
         Write::InsertKeypair(k) => keypairs::insert(tx, k, now).await?,
         Write::DeleteKeypairs { cluster_uuid, kind } => {

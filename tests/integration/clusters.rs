@@ -1841,9 +1841,16 @@ async fn a_transient_failure_beyond_max_attempts_fails_for_good() {
     );
     let c = show(&app, &uuid).await;
     assert_eq!(c["status"], "CREATE_FAILED");
-    assert_eq!(
-        c["status_reason"],
-        "The fake driver simulated a transient failure of 'create' (attempt 1 of the first 5). (gave up after 1 attempts)"
+    let reason = c["status_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("Gave up after 1 attempt ([conductor] max_attempts), refused since 20"),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with(
+            "Z: The fake driver simulated a transient failure of 'create' (attempt 1 of the first 5)."
+        ),
+        "{reason}"
     );
     assert_eq!(
         events_of(&app, &uuid).await,

@@ -6,6 +6,7 @@ mod helpers;
 mod access_matrix;
 mod allocator;
 mod api_ref;
+mod blocked;
 mod certificates;
 mod cluster_templates;
 mod clusters;

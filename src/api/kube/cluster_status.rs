@@ -23,7 +23,7 @@ use crate::api::http::retry::{self, Attempt};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
 use crate::domain::managed_fields::ManagerId;
-use crate::domain::registry::PROBER_CONDITION;
+use crate::domain::registry::{BLOCKED_CONDITION, PROBER_CONDITION};
 use crate::store::RegistryEntry;
 
 const RULE: &str = super::access::STATUS_UPDATE.rule;
@@ -263,6 +263,10 @@ fn conditions_of(
     }
     for (i, c) in status.conditions.into_iter().enumerate() {
         let field = |f: &str| format!("status.conditions[{i}].{f}");
+        if c.type_ == BLOCKED_CONDITION {
+            // The service shows it while an operation waits on a refusal; never stored.
+            continue;
+        }
         if c.type_ == PROBER_CONDITION {
             if shown_ok
                 .as_ref()

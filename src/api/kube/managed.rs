@@ -14,7 +14,7 @@ use crate::domain::managed_fields::{
     conflict_message, path_string, Conflict, ManagedFields, Operation, Schema, OBJECT_META_LISTS,
     UNTRACKED,
 };
-use crate::domain::registry::{NAME_ANNOTATION, PROBER_CONDITION};
+use crate::domain::registry::{BLOCKED_CONDITION, NAME_ANNOTATION, PROBER_CONDITION};
 
 /// A `Cluster`'s shape for field ownership: `metav1.ObjectMeta`'s lists (finalizers a set,
 /// ownerReferences keyed by uid); the spec's lists are atomic, as a CRD's lists without
@@ -210,7 +210,10 @@ pub fn tracked(object: &Value, part: Part) -> Value {
             if let Some(status) = o.get("status").and_then(Value::as_object) {
                 let mut status = status.clone();
                 if let Some(cs) = status.get_mut("conditions").and_then(Value::as_array_mut) {
-                    cs.retain(|c| c["type"].as_str() != Some(PROBER_CONDITION));
+                    cs.retain(|c| {
+                        let t = c["type"].as_str();
+                        t != Some(PROBER_CONDITION) && t != Some(BLOCKED_CONDITION)
+                    });
                 }
                 drop_empty(&mut status);
                 if !status.is_empty() {

@@ -10,7 +10,8 @@ use super::objects::{
     ObjectMeta, ObjectReference, ServerAddressByClientCidr, API_VERSION, KIND,
 };
 use crate::domain::registry::{self, ObjectRef, NAME_ANNOTATION};
-use crate::domain::status::HealthStatus;
+use crate::domain::retry::Blocked;
+use crate::domain::status::{HealthStatus, Verb};
 use crate::store::{ClusterChange, RegistryEntry};
 
 /// `metav1.Time`: RFC 3339 in UTC with seconds.
@@ -98,6 +99,31 @@ fn ok_condition(e: &RegistryEntry) -> ClusterCondition {
     }
 }
 
+/// The `Blocked` condition, while a `/v1` operation on the cluster waits on a transient
+/// refusal of its driver (absent otherwise): `status` `True`, `reason` `CreateBlocked`,
+/// `UpdateBlocked` or `DeleteBlocked`, `message` the cluster's `status_reason` (what it waits
+/// on, since when, the attempt, the next one, the deadline), `lastTransitionTime` the first
+/// refusal, `lastHeartbeatTime` the latest attempt.
+fn blocked_condition(e: &RegistryEntry) -> Option<ClusterCondition> {
+    let c = &e.cluster;
+    let verb = c.status.verb().filter(|_| c.status.is_in_progress())?;
+    let message = c.status_reason.as_deref()?;
+    let blocked = Blocked::parse(message)?;
+    let reason = match verb {
+        Verb::Create => "CreateBlocked",
+        Verb::Update => "UpdateBlocked",
+        Verb::Delete => "DeleteBlocked",
+    };
+    Some(ClusterCondition {
+        type_: registry::BLOCKED_CONDITION.into(),
+        status: "True".into(),
+        last_heartbeat_time: c.updated_at.map(kube_time),
+        last_transition_time: Some(kube_time(blocked.since)),
+        reason: Some(reason.into()),
+        message: Some(message.to_string()),
+    })
+}
+
 /// The registry object of a cluster.
 pub fn cluster(e: &RegistryEntry) -> Cluster {
     let c = &e.cluster;
@@ -160,10 +186,14 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
         },
         status: ClusterStatus {
             conditions: std::iter::once(ok_condition(e))
+                .chain(blocked_condition(e))
                 .chain(
                     r.conditions
                         .iter()
-                        .filter(|c| c.type_ != registry::PROBER_CONDITION)
+                        .filter(|c| {
+                            c.type_ != registry::PROBER_CONDITION
+                                && c.type_ != registry::BLOCKED_CONDITION
+                        })
                         .cloned(),
                 )
                 .collect(),
