@@ -7,12 +7,12 @@
 //! `upgrade`, `delete`, `rotate_ca`, `rotate_credential`, `federation`) makes that operation
 //! fail permanently; `fake_transient_failures=N` makes the first N attempts of each operation
 //! fail transiently. `[fake_driver] fail_operations` fails operations for every cluster of the
-//! process (an infrastructure broken until it is repaired), `[fake_driver]
-//! transient_operations` fails them transiently on every attempt (an unreachable API). A delete that fails reports what
-//! it left behind: the stack, network and load balancer named after the cluster's uuid and a
-//! server group per node group (see `leftovers`). Every operation is idempotent:
-//! what it reports derives from the cluster's uuid and node groups, so a retried or resumed
-//! operation finds what an earlier attempt made.
+//! process (an infrastructure broken until it is repaired), and `[fake_driver]
+//! transient_operations` fails them transiently on every attempt (an unreachable API). A
+//! delete that fails reports what it left behind: the stack, network and load balancer named
+//! after the cluster's uuid and a server group per node group (see `leftovers`). Every
+//! operation is idempotent: what it reports derives from the cluster's uuid and node groups,
+//! so a retried or resumed operation finds what an earlier attempt made.
 //!
 //! Nothing it builds grows with a count a client chose: a group lists the addresses (and the
 //! health reports) of its first [`LISTED_NODES`] nodes, whatever its node count.

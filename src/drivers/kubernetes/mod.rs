@@ -466,14 +466,14 @@ impl Driver for KubernetesDriver {
     async fn delete_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
         let name = cluster_name(&ctx.cluster.uuid);
         let cluster_object = || vec![Leftover::new("Cluster.cluster.x-k8s.io", name.clone())];
-        let existed = async {
-            self.management()
-                .await?
-                .delete(CAPI_API_VERSION, "Cluster", Some(self.ns()), &name)
-                .await
-        }
-        .await
-        .map_err(|e| e.leaving(cluster_object()))?;
+        let deleted = match self.management().await {
+            Ok(mgmt) => {
+                mgmt.delete(CAPI_API_VERSION, "Cluster", Some(self.ns()), &name)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let existed = deleted.map_err(|e| e.leaving(cluster_object()))?;
         if existed {
             let mut obs = ClusterObservation::phase(Phase::InProgress);
             obs.stack_id = Some(name.clone());

@@ -190,6 +190,11 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
     } else {
         Phase::InProgress
     };
+    let leftovers = if deleting {
+        leftovers(&name, observed)
+    } else {
+        Vec::new()
+    };
     ClusterObservation {
         phase,
         stack_id: Some(name),
@@ -197,11 +202,7 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
         coe_version,
         container_version: None,
         nodegroups,
-        leftovers: if deleting {
-            leftovers(&name, observed)
-        } else {
-            Vec::new()
-        },
+        leftovers,
     }
 }
 
