@@ -485,7 +485,9 @@ impl Conductor {
                 NextStep::Retry { run_after } => self.retry(job, run_after, e),
                 NextStep::Fail { reason } => {
                     let reason = match op {
-                        Operation::ClusterDelete => delete_failed_reason(&reason, e.leftovers()),
+                        Operation::ClusterDelete | Operation::NodegroupDelete => {
+                            delete_failed_reason(&reason, e.leftovers())
+                        }
                         _ => reason,
                     };
                     let writes = self.cluster_failed_writes(job, ctx, &reason, e.leftovers());
@@ -658,6 +660,13 @@ impl Conductor {
             )
         };
         writes.push(Write::event(event));
+        if let JobPayload::NodegroupDelete { nodegroup } = &job.payload {
+            if let Some(ng) = ngs.iter().find(|n| n.uuid == *nodegroup) {
+                writes.push(Write::event(events::nodegroup_delete_failed_event(
+                    &self.host, ng, leftovers,
+                )));
+            }
+        }
         writes.push(self.finish(job, true, Some(reason.to_string())));
         writes
     }

@@ -300,9 +300,14 @@ impl Driver for FakeDriver {
     async fn delete_nodegroup(
         &self,
         ctx: &ClusterContext,
-        _ng: &NodeGroup,
+        ng: &NodeGroup,
     ) -> DriverResult<Progress> {
-        self.simulate(ctx, "update").await?;
+        self.simulate(ctx, "update").await.map_err(|e| {
+            e.leaving(vec![Leftover::new(
+                "server_group",
+                format!("fake-sg-{}", ng.uuid),
+            )])
+        })?;
         Ok(self.progress(ctx, self.settings.update_seconds))
     }
 

@@ -303,6 +303,18 @@ pub fn cluster_delete_failed_event(
     e
 }
 
+/// The failure event of a node group delete that could not finish: the group as stored
+/// (`DELETE_FAILED`, its reason naming the leftovers) and a `leftovers` attachment.
+pub fn nodegroup_delete_failed_event(
+    host: &str,
+    n: &crate::domain::cluster::NodeGroup,
+    leftovers: &[Leftover],
+) -> NewEvent {
+    let mut e = nodegroup_event(host, Action::Delete, Outcome::Failure, n, None);
+    attach_leftovers(&mut e, leftovers);
+    e
+}
+
 /// The audit notification of a forced delete, `magnum.cluster.force_delete`: the record went
 /// after one last best-effort clean-up; `c` is the cluster as it was removed (its reason says
 /// what the clean-up answered), the `leftovers` attachment lists what the infrastructure may
