@@ -317,7 +317,7 @@ async fn a_delete_failed_cluster_is_deleted_again(
     // A retry is for creates: the answer names the way forward from DELETE_FAILED.
     api.retry_cluster(&uuid).await.assert_error(
         409,
-        "Retrying a cluster when status is \"DELETE_FAILED\" is not supported; only a cluster whose create failed (CREATE_FAILED) is retried: delete the cluster again.",
+        "Retrying a cluster when status is \"DELETE_FAILED\" is not supported; only a cluster whose create failed (CREATE_FAILED) is retried: delete the cluster again, or have an administrator force its delete (DELETE /v1/clusters/{cluster}?force=true, microversion 1.18).",
     );
     assert_eq!(api.delete_cluster(&uuid).await.status, 204);
     assert_eq!(
