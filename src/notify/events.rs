@@ -488,7 +488,10 @@ mod tests {
     #[test]
     fn a_failed_delete_and_a_forced_one_list_their_leftovers() {
         let c = cluster();
-        let left = vec![Leftover::new("server", "s-1"), Leftover::new("network", "n-1")];
+        let left = vec![
+            Leftover::new("server", "s-1"),
+            Leftover::new("network", "n-1"),
+        ];
         let failed = cluster_delete_failed_event("h", &c, &[], &left);
         let p = &failed.message["payload"];
         assert_eq!(failed.event_type, "magnum.cluster.delete");

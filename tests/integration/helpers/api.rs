@@ -115,8 +115,12 @@ pub(crate) trait Api {
     }
     /// An administrator's forced delete (`?force=true`, microversion 1.18).
     async fn force_delete_cluster(&self, ident: &str) -> Resp {
-        self.call(Method::DELETE, &format!("{CLUSTERS}/{ident}?force=true"), None)
-            .await
+        self.call(
+            Method::DELETE,
+            &format!("{CLUSTERS}/{ident}?force=true"),
+            None,
+        )
+        .await
     }
     async fn resize_cluster(&self, ident: &str, body: &Value) -> Resp {
         let path = format!("{CLUSTERS}/{ident}/actions/resize");
