@@ -7,7 +7,8 @@ use super::blocked::unblock;
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
-use crate::domain::job::{Job, JobPayload, JobResource, NextStep, Operation};
+use crate::domain::job::{ForcedBy, Job, JobPayload, JobResource, NextStep, Operation};
+use crate::domain::leftover::{delete_failed_reason, Leftover};
 use crate::domain::status::Verb;
 use crate::domain::NodeGroupId;
 use crate::drivers::{ClusterContext, ClusterObservation, DriverError, Phase, Progress, Resize};
@@ -320,7 +321,8 @@ impl Conductor {
         job: &Job,
         ctx: &ClusterContext,
     ) -> Result<Progress, DriverError> {
-        if Self::deadline_passed(job) {
+        // A delete is tried once more past its deadline: that last attempt says what is left.
+        if Self::deadline_passed(job) && job.operation != Operation::ClusterDelete {
             return Err(DriverError::Permanent(job.gave_up_waiting().unwrap_or_else(|| {
                 format!(
                     "The operation did not finish within the cluster's create_timeout of {} minutes.",
@@ -369,7 +371,7 @@ impl Conductor {
                     .upgrade_cluster(ctx, &ctx.template, *max_batch_size, ng.as_deref())
                     .await
             }
-            JobPayload::ClusterDelete {} => driver.delete_cluster(ctx).await,
+            JobPayload::ClusterDelete { .. } => driver.delete_cluster(ctx).await,
             JobPayload::NodegroupCreate { nodegroup: uuid } => {
                 driver.create_nodegroup(ctx, &nodegroup(uuid)?).await
             }
@@ -419,7 +421,18 @@ impl Conductor {
         if op == Operation::CredentialRotate {
             return self.credential_rotation_writes(job, result);
         }
-        if others_pending && !matches!(result, Err(DriverError::Transient(_))) {
+        if let JobPayload::ClusterDelete {
+            forced: Some(forced),
+        } = &job.payload
+        {
+            let writes = self.forced_delete_writes(job, ctx, result, forced);
+            let outcome = Outcome::Completed {
+                operation: op,
+                resource,
+            };
+            return (writes, outcome);
+        }
+        if others_pending && !result.as_ref().is_err_and(DriverError::is_transient) {
             return self.superseded_cluster_writes(job, ctx, result);
         }
         let completed = |writes| {
@@ -452,7 +465,13 @@ impl Conductor {
             Err(e) => match job.next_step(e.failure(), now(), &self.retry_policy()) {
                 NextStep::Retry { blocked } => self.cluster_blocked_writes(job, ctx, &blocked, e),
                 NextStep::Fail { reason } => {
-                    let writes = self.cluster_failed_writes(job, ctx, &reason);
+                    let reason = match op {
+                        Operation::ClusterDelete | Operation::NodegroupDelete => {
+                            delete_failed_reason(&reason, e.leftovers())
+                        }
+                        _ => reason,
+                    };
+                    let writes = self.cluster_failed_writes(job, ctx, &reason, e.leftovers());
                     let outcome = Outcome::Failed {
                         operation: op,
                         resource,
@@ -576,8 +595,15 @@ impl Conductor {
     }
 
     /// The job failed for good: what the request changed ahead of the driver (a node count,
-    /// an upgrade's template) is undone and the status fails with `reason`.
-    fn cluster_failed_writes(&self, job: &Job, ctx: &ClusterContext, reason: &str) -> Vec<Write> {
+    /// an upgrade's template) is undone and the status fails with `reason`; a failed delete's
+    /// notification lists what it left behind.
+    fn cluster_failed_writes(
+        &self,
+        job: &Job,
+        ctx: &ClusterContext,
+        reason: &str,
+        leftovers: &[Leftover],
+    ) -> Vec<Write> {
         let verb = verb_of(job.operation);
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
@@ -603,15 +629,83 @@ impl Conductor {
         }
         fail(&mut c, &mut ngs, verb, reason);
         let mut writes = cluster_writes(ctx, &c, &ngs);
-        writes.push(Write::event(events::cluster_event(
-            &self.host,
-            action_of(verb),
-            EventOutcome::Failure,
-            &c,
-            &ngs,
-            None,
-        )));
+        let event = if verb == Verb::Delete {
+            events::cluster_delete_failed_event(&self.host, &c, &ngs, leftovers)
+        } else {
+            events::cluster_event(
+                &self.host,
+                action_of(verb),
+                EventOutcome::Failure,
+                &c,
+                &ngs,
+                None,
+            )
+        };
+        writes.push(Write::event(event));
+        if let JobPayload::NodegroupDelete { nodegroup } = &job.payload {
+            if let Some(ng) = ngs.iter().find(|n| n.uuid == *nodegroup) {
+                writes.push(Write::event(events::nodegroup_delete_failed_event(
+                    &self.host, ng, leftovers,
+                )));
+            }
+        }
         writes.push(self.finish(job, true, Some(reason.to_string())));
         writes
     }
+
+    /// A forced delete after its one best-effort attempt: the row goes whatever the driver
+    /// answered, with the audit notification naming what the infrastructure may still hold
+    /// (what a failed attempt left behind, or what a started teardown has yet to remove).
+    fn forced_delete_writes(
+        &self,
+        job: &Job,
+        ctx: &ClusterContext,
+        result: &Result<Progress, DriverError>,
+        forced: &ForcedBy,
+    ) -> Vec<Write> {
+        let (leftovers, said) = match result {
+            Ok(Progress::Done(obs)) => (obs.leftovers.clone(), None),
+            Ok(Progress::Started(obs)) => (
+                obs.leftovers.clone(),
+                Some("The driver's teardown was still under way.".to_string()),
+            ),
+            Err(e) => (e.leftovers().to_vec(), Some(e.to_string())),
+        };
+        let mut c = ctx.cluster.clone();
+        c.status = Verb::Delete.complete();
+        let reason = forced_reason(said.as_deref(), &leftovers);
+        c.status_reason = Some(reason.clone());
+        let initiator = events::Initiator {
+            user_id: Some(forced.user_id.clone()),
+            project_id: Some(forced.project_id.clone()),
+            is_admin: true,
+            request_id: forced.request_id.clone(),
+            ..events::Initiator::default()
+        };
+        if !leftovers.is_empty() {
+            tracing::warn!(cluster = %c.uuid, reason = %reason, "forced delete left objects behind");
+        }
+        vec![
+            Write::DeleteCluster {
+                uuid: ctx.cluster.uuid,
+            },
+            Write::event(events::cluster_forced_delete_event(
+                &self.host,
+                &c,
+                &ctx.nodegroups,
+                &leftovers,
+                Some(&initiator),
+            )),
+            self.finish(job, false, Some(reason)),
+        ]
+    }
+}
+
+/// The reason a forced delete records: what the last clean-up answered, and what it left.
+fn forced_reason(said: Option<&str>, leftovers: &[Leftover]) -> String {
+    let head = match said {
+        Some(said) => format!("Forced delete; the last clean-up answered: {said}"),
+        None => "Forced delete; the last clean-up finished.".to_string(),
+    };
+    delete_failed_reason(&head, leftovers)
 }

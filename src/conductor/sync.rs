@@ -3,14 +3,16 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
 
 use super::execute::{action_of, apply_observation, cluster_writes, complete, fail};
 use super::Conductor;
 use crate::domain::cluster::Cluster;
+use crate::domain::leftover::delete_failed_reason;
 use crate::domain::status::{ClusterStatus, FederationStatus, HealthStatus, Verb};
 use crate::domain::{ClusterId, Id, TemplateId};
-use crate::drivers::{ClusterContext, Phase};
+use crate::drivers::{ClusterContext, ClusterObservation, Phase};
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::{PageRequest, Scope, SortDir, StoreError, StoreResult, Write};
 use uuid::Uuid;
@@ -83,14 +85,30 @@ impl Conductor {
                 .await?
                 .into_iter()
                 .collect();
+            // A deletion held by registry finalizers has no driver work to poll yet.
             let idle: Vec<Cluster> = batch
                 .into_iter()
-                .filter(|c| !busy.contains(&c.uuid.uuid()))
+                .filter(|c| !busy.contains(&c.uuid.uuid()) && !c.registry.deletion_waits())
+                .collect();
+            let deleting: Vec<Uuid> = idle
+                .iter()
+                .filter(|c| c.status == ClusterStatus::DeleteInProgress)
+                .map(|c| c.uuid.uuid())
+                .collect();
+            let deadlines: BTreeMap<Uuid, DateTime<Utc>> = self
+                .store
+                .delete_deadlines(&deleting)
+                .await?
+                .into_iter()
                 .collect();
             let contexts = self.contexts_for(idle).await?;
             report.polled += contexts.len();
+            let deadlines = &deadlines;
             let changed: Vec<bool> = stream::iter(contexts)
-                .map(|ctx| async move { self.sync_cluster(ctx).await })
+                .map(|ctx| async move {
+                    let deadline = deadlines.get(&ctx.cluster.uuid.uuid()).copied();
+                    self.sync_cluster(ctx, deadline).await
+                })
                 .buffer_unordered(CONCURRENCY)
                 .collect::<Vec<StoreResult<bool>>>()
                 .await
@@ -125,24 +143,42 @@ impl Conductor {
         Ok(report)
     }
 
+    /// Polls one cluster; `delete_deadline` is when its delete (if it is being deleted) must
+    /// have finished: past it, a delete still under way (or whose poll fails) fails with what
+    /// the backend still holds.
     #[tracing::instrument(level = "debug", skip_all, fields(cluster = %ctx.cluster.uuid))]
-    async fn sync_cluster(&self, ctx: ClusterContext) -> StoreResult<bool> {
+    async fn sync_cluster(
+        &self,
+        ctx: ClusterContext,
+        delete_deadline: Option<DateTime<Utc>>,
+    ) -> StoreResult<bool> {
         let Some(driver) = self
             .drivers
             .get(ctx.template.spec.driver.as_deref().unwrap_or_default())
         else {
             return Ok(false);
         };
+        let overdue = delete_deadline.filter(|d| Utc::now() > *d);
         let obs = match driver.cluster_status(&ctx).await {
             Ok(obs) => obs,
             Err(e) => {
                 tracing::warn!(cluster = %ctx.cluster.uuid, error = %e, "status poll failed");
-                return Ok(false);
+                let Some(deadline) = overdue else {
+                    return Ok(false);
+                };
+                let mut obs = ClusterObservation::phase(Phase::InProgress);
+                obs.leftovers = e.leftovers().to_vec();
+                return self
+                    .delete_overdue(&ctx, &obs, deadline, Some(&e.to_string()))
+                    .await;
             }
         };
         let Some(verb) = ctx.cluster.status.verb() else {
             return Ok(false);
         };
+        if let (Some(deadline), Verb::Delete, Phase::InProgress) = (overdue, verb, &obs.phase) {
+            return self.delete_overdue(&ctx, &obs, deadline, None).await;
+        }
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
         if obs.phase == Phase::Gone && verb == Verb::Delete {
@@ -197,6 +233,37 @@ impl Conductor {
                 None,
             )));
         }
+        self.commit_sync(writes).await
+    }
+
+    /// A delete the driver started has not finished by its deadline: `DELETE_FAILED`, the
+    /// reason naming the deadline (and the poll's error, if it failed) and what the backend
+    /// still holds, with the failure notification listing it.
+    async fn delete_overdue(
+        &self,
+        ctx: &ClusterContext,
+        obs: &ClusterObservation,
+        deadline: DateTime<Utc>,
+        poll_error: Option<&str>,
+    ) -> StoreResult<bool> {
+        let mut reason = format!(
+            "The delete did not finish by its deadline, {} ([conductor] delete_timeout after it was asked for).",
+            deadline.format("%Y-%m-%dT%H:%M:%SZ")
+        );
+        if let Some(e) = poll_error {
+            reason = format!("{reason} The last status poll failed: {e}");
+        }
+        let reason = delete_failed_reason(&reason, &obs.leftovers);
+        let mut c = ctx.cluster.clone();
+        let mut ngs = ctx.nodegroups.clone();
+        fail(&mut c, &mut ngs, Verb::Delete, &reason);
+        let mut writes = cluster_writes(ctx, &c, &ngs);
+        writes.push(Write::event(events::cluster_delete_failed_event(
+            &self.host,
+            &c,
+            &ngs,
+            &obs.leftovers,
+        )));
         self.commit_sync(writes).await
     }
 

@@ -369,6 +369,9 @@ pub struct FakeDriverSection {
     /// simulator fails permanently, for every cluster: a broken infrastructure that an
     /// operator later repairs (another process without it).
     pub fail_operations: String,
+    /// Operations this process's simulator fails transiently, for every cluster and every
+    /// attempt: an infrastructure API that stays unreachable.
+    pub transient_operations: String,
 }
 
 impl Default for FakeDriverSection {
@@ -380,6 +383,7 @@ impl Default for FakeDriverSection {
             federation_seconds: 1,
             latency_ms: 0,
             fail_operations: String::new(),
+            transient_operations: String::new(),
         }
     }
 }
@@ -461,6 +465,11 @@ pub struct ConductorSection {
     /// further refusal up to `retry_max_delay`.
     pub retry_delay: f64,
     pub retry_max_delay: f64,
+    /// Minutes a cluster delete may take from its request: a delete job failing transiently
+    /// gives up then (or after `max_attempts`, whichever comes first), and a teardown the
+    /// driver started and that has not finished by then fails `DELETE_FAILED` naming what the
+    /// backend still holds. 0: no bound.
+    pub delete_timeout: u32,
     /// Jobs one conductor process works on at once.
     pub workers: usize,
 }
@@ -477,6 +486,7 @@ impl Default for ConductorSection {
             operation_timeout: 3600.0,
             retry_delay: 1.0,
             retry_max_delay: 60.0,
+            delete_timeout: 60,
             workers: 4,
         }
     }

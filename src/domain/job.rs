@@ -136,8 +136,13 @@ pub enum JobPayload {
         #[serde(default)]
         nodegroup: Option<NodeGroupId>,
     },
+    /// A delete; `forced` when an administrator forced it (`DELETE ...?force=true`): one
+    /// best-effort attempt, then the row goes whatever the driver answered.
     #[serde(rename = "cluster.delete")]
-    ClusterDelete {},
+    ClusterDelete {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forced: Option<ForcedBy>,
+    },
     #[serde(rename = "nodegroup.create")]
     NodegroupCreate { nodegroup: NodeGroupId },
     #[serde(rename = "nodegroup.update")]
@@ -174,6 +179,15 @@ fn one() -> i32 {
     1
 }
 
+/// Who forced a delete, for its audit notification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForcedBy {
+    pub user_id: String,
+    pub project_id: String,
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
 impl JobPayload {
     pub fn operation(&self) -> Operation {
         match self {
@@ -181,7 +195,7 @@ impl JobPayload {
             JobPayload::ClusterUpdate { .. } => Operation::ClusterUpdate,
             JobPayload::ClusterResize { .. } => Operation::ClusterResize,
             JobPayload::ClusterUpgrade { .. } => Operation::ClusterUpgrade,
-            JobPayload::ClusterDelete {} => Operation::ClusterDelete,
+            JobPayload::ClusterDelete { .. } => Operation::ClusterDelete,
             JobPayload::NodegroupCreate { .. } => Operation::NodegroupCreate,
             JobPayload::NodegroupUpdate { .. } => Operation::NodegroupUpdate,
             JobPayload::NodegroupDelete { .. } => Operation::NodegroupDelete,
@@ -333,6 +347,30 @@ mod tests {
             let tagged = serde_json::to_value(&payload).expect("serializes");
             assert_eq!(tagged["operation"], operation.as_str());
         }
+    }
+
+    #[test]
+    fn a_forced_delete_names_who_forced_it_and_a_plain_one_stays_empty() {
+        let forced = JobPayload::ClusterDelete {
+            forced: Some(ForcedBy {
+                user_id: "u".into(),
+                project_id: "p".into(),
+                request_id: Some("req-1".into()),
+            }),
+        };
+        let stored = forced.stored();
+        assert_eq!(
+            stored,
+            json!({"forced": {"user_id": "u", "project_id": "p", "request_id": "req-1"}})
+        );
+        assert_eq!(
+            JobPayload::from_stored(Operation::ClusterDelete, stored).expect("reads"),
+            forced
+        );
+        assert_eq!(
+            JobPayload::ClusterDelete { forced: None }.stored(),
+            json!({})
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod job;
 pub mod keypair;
 pub mod labels;
+pub mod leftover;
 pub mod managed_fields;
 pub mod names;
 pub mod registry;

@@ -151,6 +151,7 @@ impl Blocked {
 fn bound_name(job: &Job) -> &'static str {
     match (job.deadline_at.is_some(), job.operation) {
         (true, Operation::ClusterCreate) => "the cluster's create_timeout",
+        (true, Operation::ClusterDelete) => "[conductor] delete_timeout",
         (true, _) => "the operation's deadline",
         (false, _) => "[conductor] operation_timeout",
     }

@@ -107,7 +107,9 @@ impl ClusterStatus {
             ClusterStatus::UpdateFailed | ClusterStatus::RollbackFailed => Some(
                 "repeat the resize, upgrade or node group change that failed, or delete the cluster",
             ),
-            ClusterStatus::DeleteFailed => Some("delete the cluster again"),
+            ClusterStatus::DeleteFailed => Some(
+                "delete the cluster again, or have an administrator force its delete (DELETE /v1/clusters/{cluster}?force=true, microversion 1.18)",
+            ),
             _ => None,
         }
     }

@@ -7,9 +7,12 @@
 //! `upgrade`, `delete`, `rotate_ca`, `rotate_credential`, `federation`) makes that operation
 //! fail permanently; `fake_transient_failures=N` makes the first N attempts of each operation
 //! fail transiently. `[fake_driver] fail_operations` fails operations for every cluster of the
-//! process (an infrastructure broken until it is repaired). Every operation is idempotent:
-//! what it reports derives from the cluster's uuid and node groups, so a retried or resumed
-//! operation finds what an earlier attempt made.
+//! process (an infrastructure broken until it is repaired), and `[fake_driver]
+//! transient_operations` fails them transiently on every attempt (an unreachable API). A
+//! delete that fails reports what it left behind: the stack, network and load balancer named
+//! after the cluster's uuid and a server group per node group (see `leftovers`). Every
+//! operation is idempotent: what it reports derives from the cluster's uuid and node groups,
+//! so a retried or resumed operation finds what an earlier attempt made.
 //!
 //! Nothing it builds grows with a count a client chose: a group lists the addresses (and the
 //! health reports) of its first [`LISTED_NODES`] nodes, whatever its node count.
@@ -26,6 +29,7 @@ use super::{
 };
 use crate::config::FakeDriverSection;
 use crate::domain::cluster::{NodeGroup, ROLE_MASTER};
+use crate::domain::leftover::Leftover;
 use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::template::ClusterTemplate;
 
@@ -79,6 +83,17 @@ impl FakeDriver {
             return Err(DriverError::Permanent(format!(
                 "The fake driver simulated a failure of '{op}' ([fake_driver] fail_operations = {})."
             , self.settings.fail_operations)));
+        }
+        if self
+            .settings
+            .transient_operations
+            .split(',')
+            .any(|o| o.trim() == op)
+        {
+            return Err(DriverError::Transient(format!(
+                "The fake driver simulated a transient failure of '{op}' ([fake_driver] transient_operations = {}).",
+                self.settings.transient_operations
+            )));
         }
         let labels = &ctx.cluster.labels;
         if labels
@@ -171,7 +186,26 @@ fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
         coe_version: Some(kube_version(ctx)),
         container_version: Some("containerd 1.7.20".into()),
         nodegroups,
+        leftovers: Vec::new(),
     }
+}
+
+/// What a delete of the cluster that has not finished leaves behind, as the simulated
+/// infrastructure names it: the stack, its network and load balancer (derived from the
+/// cluster's uuid) and one server group per node group (from the group's uuid).
+fn leftovers(ctx: &ClusterContext) -> Vec<Leftover> {
+    let uuid = ctx.cluster.uuid;
+    let mut out = vec![
+        Leftover::new("stack", format!("fake-{uuid}")),
+        Leftover::new("network", format!("fake-net-{uuid}")),
+        Leftover::new("load_balancer", format!("fake-lb-{uuid}")),
+    ];
+    out.extend(
+        ctx.nodegroups
+            .iter()
+            .map(|ng| Leftover::new("server_group", format!("fake-sg-{}", ng.uuid))),
+    );
+    out
 }
 
 fn kube_version(ctx: &ClusterContext) -> String {
@@ -234,13 +268,15 @@ impl Driver for FakeDriver {
     }
 
     async fn delete_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
-        self.simulate(ctx, "delete").await?;
+        self.simulate(ctx, "delete")
+            .await
+            .map_err(|e| e.leaving(leftovers(ctx)))?;
         if self.settings.delete_seconds == 0 {
             return Ok(Progress::Done(ClusterObservation::phase(Phase::Gone)));
         }
-        Ok(Progress::Started(ClusterObservation::phase(
-            Phase::InProgress,
-        )))
+        let mut obs = ClusterObservation::phase(Phase::InProgress);
+        obs.leftovers = leftovers(ctx);
+        Ok(Progress::Started(obs))
     }
 
     async fn create_nodegroup(
@@ -264,9 +300,14 @@ impl Driver for FakeDriver {
     async fn delete_nodegroup(
         &self,
         ctx: &ClusterContext,
-        _ng: &NodeGroup,
+        ng: &NodeGroup,
     ) -> DriverResult<Progress> {
-        self.simulate(ctx, "update").await?;
+        self.simulate(ctx, "update").await.map_err(|e| {
+            e.leaving(vec![Leftover::new(
+                "server_group",
+                format!("fake-sg-{}", ng.uuid),
+            )])
+        })?;
         Ok(self.progress(ctx, self.settings.update_seconds))
     }
 
@@ -278,7 +319,11 @@ impl Driver for FakeDriver {
         let since = ctx.cluster.updated_at.unwrap_or(ctx.cluster.created_at);
         let elapsed = (Utc::now() - since).num_milliseconds().max(0) as u64;
         if elapsed < self.seconds_for(status) * 1000 {
-            return Ok(observe(ctx, Phase::InProgress));
+            let mut obs = observe(ctx, Phase::InProgress);
+            if status == ClusterStatus::DeleteInProgress {
+                obs.leftovers = leftovers(ctx);
+            }
+            return Ok(obs);
         }
         if status == ClusterStatus::DeleteInProgress {
             return Ok(ClusterObservation::phase(Phase::Gone));

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use crate::config::{split_list, DriversSection, FakeDriverSection};
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
+use crate::domain::leftover::Leftover;
 use crate::domain::template::ClusterTemplate;
 use crate::domain::ClusterId;
 
@@ -44,14 +45,61 @@ pub enum DriverError {
     /// Retrying cannot help; the resource goes `*_FAILED` with this reason.
     #[error("{0}")]
     Permanent(String),
+    /// A delete that stopped short: why, whether another attempt may finish it, and what the
+    /// backend still holds (typed, by kind and id). A delete that ends this way goes
+    /// `DELETE_FAILED` with the leftovers named in its reason and its notification.
+    #[error("{reason}")]
+    Incomplete {
+        reason: String,
+        transient: bool,
+        leftovers: Vec<Leftover>,
+    },
 }
 
 impl DriverError {
     /// The failure as a job's retry rule ([`crate::domain::job::Job::next_step`]) sees it.
     pub fn failure(&self) -> crate::domain::job::Failure<'_> {
+        use crate::domain::job::Failure;
         match self {
-            DriverError::Transient(message) => crate::domain::job::Failure::Transient(message),
-            DriverError::Permanent(message) => crate::domain::job::Failure::Permanent(message),
+            DriverError::Transient(message) => Failure::Transient(message),
+            DriverError::Permanent(message) => Failure::Permanent(message),
+            DriverError::Incomplete {
+                reason,
+                transient: true,
+                ..
+            } => Failure::Transient(reason),
+            DriverError::Incomplete { reason, .. } => Failure::Permanent(reason),
+        }
+    }
+
+    /// Whether another attempt may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            DriverError::Transient(_)
+                | DriverError::Incomplete {
+                    transient: true,
+                    ..
+                }
+        )
+    }
+
+    /// What the backend still holds, for a delete that stopped short (else nothing).
+    pub fn leftovers(&self) -> &[Leftover] {
+        match self {
+            DriverError::Incomplete { leftovers, .. } => leftovers,
+            _ => &[],
+        }
+    }
+
+    /// The same failure of a delete, with what it left behind.
+    pub fn leaving(self, leftovers: Vec<Leftover>) -> DriverError {
+        let transient = self.is_transient();
+        let reason = self.to_string();
+        DriverError::Incomplete {
+            reason,
+            transient,
+            leftovers,
         }
     }
 }
@@ -132,6 +180,9 @@ pub struct ClusterObservation {
     pub container_version: Option<String>,
     /// By node group uuid.
     pub nodegroups: BTreeMap<String, NodeGroupObservation>,
+    /// While a delete is under way: what the backend still holds. A delete that does not
+    /// finish within `[conductor] delete_timeout` fails naming these.
+    pub leftovers: Vec<Leftover>,
 }
 
 impl ClusterObservation {
@@ -143,6 +194,7 @@ impl ClusterObservation {
             coe_version: None,
             container_version: None,
             nodegroups: BTreeMap::new(),
+            leftovers: Vec::new(),
         }
     }
 }

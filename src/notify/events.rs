@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
+use crate::domain::leftover::Leftover;
 use crate::domain::ClusterId;
 use crate::store::NewEvent;
 
@@ -271,6 +272,86 @@ pub fn cluster_event(
     )
 }
 
+/// The `leftovers` attachment: what a delete left behind, by kind and id.
+fn leftovers_attachment(resource_type: &str, leftovers: &[Leftover]) -> Value {
+    json!({
+        "typeURI": format!("service/magnum/{resource_type}/leftovers"),
+        "name": "leftovers",
+        "content": leftovers,
+    })
+}
+
+/// Adds the `leftovers` attachment to an event's CADF target.
+fn attach_leftovers(e: &mut NewEvent, leftovers: &[Leftover]) {
+    let attachment = leftovers_attachment(&e.resource_type, leftovers);
+    if let Some(list) = e.message["payload"]["target"]["attachments"].as_array_mut() {
+        list.push(attachment);
+    }
+}
+
+/// The failure event of a cluster delete that could not finish: the cluster as stored
+/// (`DELETE_FAILED`, its reason naming the leftovers) and a `leftovers` attachment listing
+/// every object left behind.
+pub fn cluster_delete_failed_event(
+    host: &str,
+    c: &crate::domain::cluster::Cluster,
+    ngs: &[crate::domain::cluster::NodeGroup],
+    leftovers: &[Leftover],
+) -> NewEvent {
+    let mut e = cluster_event(host, Action::Delete, Outcome::Failure, c, ngs, None);
+    attach_leftovers(&mut e, leftovers);
+    e
+}
+
+/// The failure event of a node group delete that could not finish: the group as stored
+/// (`DELETE_FAILED`, its reason naming the leftovers) and a `leftovers` attachment.
+pub fn nodegroup_delete_failed_event(
+    host: &str,
+    n: &crate::domain::cluster::NodeGroup,
+    leftovers: &[Leftover],
+) -> NewEvent {
+    let mut e = nodegroup_event(host, Action::Delete, Outcome::Failure, n, None);
+    attach_leftovers(&mut e, leftovers);
+    e
+}
+
+/// The audit notification of a forced delete, `magnum.cluster.force_delete`: the record went
+/// after one last best-effort clean-up; `c` is the cluster as it was removed (its reason says
+/// what the clean-up answered), the `leftovers` attachment lists what the infrastructure may
+/// still hold. WARN when something was left behind, INFO otherwise; the initiator is the
+/// administrator who forced it.
+pub fn cluster_forced_delete_event(
+    host: &str,
+    c: &crate::domain::cluster::Cluster,
+    ngs: &[crate::domain::cluster::NodeGroup],
+    leftovers: &[Leftover],
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    let mut e = build(
+        host,
+        Action::Delete,
+        Outcome::Success,
+        Target {
+            resource_type: "cluster",
+            uuid: c.uuid.to_string(),
+            name: c.name.clone(),
+            content: cluster_content(c, ngs),
+        },
+        initiator,
+    );
+    e.event_type = FORCED_DELETE.to_string();
+    e.message["event_type"] = json!(FORCED_DELETE);
+    if !leftovers.is_empty() {
+        e.priority = "WARN".into();
+        e.message["priority"] = json!("WARN");
+    }
+    attach_leftovers(&mut e, leftovers);
+    e
+}
+
+/// The event type of a forced delete's audit notification.
+pub const FORCED_DELETE: &str = "magnum.cluster.force_delete";
+
 /// A federation event; `change` is the member change of a join or unjoin.
 pub fn federation_event(
     host: &str,
@@ -368,6 +449,76 @@ mod tests {
             "CREATE_IN_PROGRESS"
         );
         assert!(p["eventTime"].as_str().expect("time").ends_with("+0000"));
+    }
+
+    fn cluster() -> crate::domain::cluster::Cluster {
+        crate::domain::cluster::Cluster {
+            id: 1,
+            uuid: ClusterId::new(),
+            project_id: "p1".into(),
+            user_id: "u1".into(),
+            name: "k1".into(),
+            cluster_template_id: crate::domain::TemplateId::new(),
+            keypair: None,
+            docker_volume_size: None,
+            labels: Default::default(),
+            master_flavor_id: None,
+            flavor_id: None,
+            stack_id: None,
+            api_address: None,
+            status: crate::domain::status::ClusterStatus::DeleteFailed,
+            status_reason: None,
+            health_status: None,
+            health_status_reason: Default::default(),
+            create_timeout: Some(60),
+            discovery_url: None,
+            coe_version: None,
+            container_version: None,
+            fixed_network: None,
+            fixed_subnet: None,
+            floating_ip_enabled: false,
+            master_lb_enabled: false,
+            version: 1,
+            created_at: Utc::now(),
+            updated_at: None,
+            registry: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_failed_delete_and_a_forced_one_list_their_leftovers() {
+        let c = cluster();
+        let left = vec![
+            Leftover::new("server", "s-1"),
+            Leftover::new("network", "n-1"),
+        ];
+        let failed = cluster_delete_failed_event("h", &c, &[], &left);
+        let p = &failed.message["payload"];
+        assert_eq!(failed.event_type, "magnum.cluster.delete");
+        assert_eq!(p["outcome"], "failure");
+        assert_eq!(p["target"]["attachments"][1]["name"], "leftovers");
+        assert_eq!(
+            p["target"]["attachments"][1]["content"],
+            json!([{"kind": "server", "id": "s-1"}, {"kind": "network", "id": "n-1"}])
+        );
+
+        let forced = cluster_forced_delete_event("h", &c, &[], &left, Some(&initiator()));
+        assert_eq!(forced.event_type, "magnum.cluster.force_delete");
+        assert_eq!(forced.message["event_type"], "magnum.cluster.force_delete");
+        assert_eq!(forced.priority, "WARN");
+        assert_eq!(forced.message["priority"], "WARN");
+        assert_eq!(forced.message["payload"]["action"], "delete");
+        assert_eq!(forced.message["payload"]["initiator"]["user_id"], "u1");
+        assert_eq!(
+            forced.message["payload"]["target"]["attachments"][1]["content"][0]["id"],
+            "s-1"
+        );
+        let clean = cluster_forced_delete_event("h", &c, &[], &[], None);
+        assert_eq!(clean.priority, "INFO");
+        assert_eq!(
+            clean.message["payload"]["target"]["attachments"][1]["content"],
+            json!([])
+        );
     }
 
     #[test]

@@ -151,6 +151,36 @@ pub(super) async fn resources_pending(pool: &Pool, uuids: &[Uuid]) -> StoreResul
         .collect()
 }
 
+/// The deadline of the latest delete of each of these clusters that has one (a delete the
+/// driver started is failed by the status sync once it passes), in one statement.
+#[tracing::instrument(level = "debug", skip_all, fields(count = uuids.len()))]
+pub(super) async fn delete_deadlines(
+    pool: &Pool,
+    uuids: &[Uuid],
+) -> StoreResult<Vec<(Uuid, DateTime<Utc>)>> {
+    if uuids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = format!(
+        "SELECT resource_uuid, MAX(deadline_at) FROM job WHERE operation = 'cluster.delete' \
+         AND deadline_at IS NOT NULL AND resource_uuid IN ({}) GROUP BY resource_uuid",
+        sql::placeholders(1, uuids.len())
+    );
+    let rows: Vec<(String, Option<DateTime<Utc>>)> = pool
+        .sql(&text)
+        .bind_all(uuids.iter().map(|u| u.hyphenated().to_string()))
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter()
+        .filter_map(|(text, deadline)| deadline.map(|d| (text, d)))
+        .map(|(text, deadline)| {
+            Uuid::try_parse(&text)
+                .map(|u| (u, deadline))
+                .map_err(|_| StoreError::Corrupt(format!("job.resource_uuid {text}")))
+        })
+        .collect()
+}
+
 /// Every job of a resource with its state.
 #[tracing::instrument(level = "debug", skip_all, fields(resource = %resource_uuid))]
 pub(super) async fn of_resource(
@@ -214,6 +244,27 @@ pub(super) async fn finish(
     if done == 0 {
         return Err(StoreError::Stale);
     }
+    Ok(())
+}
+
+/// Ends every pending job of `resource` as failed with `error`.
+#[tracing::instrument(level = "debug", skip_all, fields(resource = %resource))]
+pub(super) async fn supersede(
+    tx: &mut Tx,
+    resource: &JobResource,
+    error: &str,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    tx.sql(
+        "UPDATE job SET state = 'failed', last_error = $1, lease_owner = NULL, \
+         lease_expires_at = NULL, updated_at = $2 WHERE resource_uuid = $3 \
+         AND state = 'pending'",
+    )
+    .bind(error)
+    .bind(now)
+    .bind(resource.to_string())
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 

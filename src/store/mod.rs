@@ -289,6 +289,11 @@ pub trait ResourceStore: Send + Sync {
     async fn other_pending_job(&self, resource: &JobResource, job_id: i64) -> StoreResult<bool>;
     /// Which of these resources have a job waiting.
     async fn resources_with_pending_jobs(&self, uuids: &[Uuid]) -> StoreResult<Vec<Uuid>>;
+    /// The deadline of the latest delete job of each of these clusters that has one.
+    async fn delete_deadlines(
+        &self,
+        uuids: &[Uuid],
+    ) -> StoreResult<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>>;
     /// Every job of a resource with its state (`pending`, `done`, `failed`).
     async fn jobs_for(&self, resource_uuid: Uuid) -> StoreResult<Vec<(Job, String)>>;
 

@@ -205,6 +205,13 @@ impl ResourceStore for SqlStore {
         jobs::resources_pending(&self.pool, uuids).await
     }
 
+    async fn delete_deadlines(
+        &self,
+        uuids: &[uuid::Uuid],
+    ) -> StoreResult<Vec<(uuid::Uuid, chrono::DateTime<chrono::Utc>)>> {
+        jobs::delete_deadlines(&self.pool, uuids).await
+    }
+
     async fn jobs_for(&self, resource_uuid: uuid::Uuid) -> StoreResult<Vec<(Job, String)>> {
         jobs::of_resource(&self.pool, resource_uuid).await
     }

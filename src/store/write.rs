@@ -15,7 +15,7 @@ use super::{
 };
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
 use crate::domain::federation::{Federation, NewFederation};
-use crate::domain::job::NewJob;
+use crate::domain::job::{JobResource, NewJob};
 use crate::domain::keypair::NewKeyPair;
 use crate::domain::status::FederationStatus;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
@@ -85,6 +85,12 @@ pub enum Write {
         owner: String,
         failed: bool,
         error: Option<String>,
+    },
+    /// Ends every pending job of the resource as failed with `error` (a forced delete takes
+    /// over from them); a conductor working one of them finds its lease gone.
+    SupersedeJobs {
+        resource: JobResource,
+        error: String,
     },
     /// Releases a job the caller holds the lease of, to run again after `run_after`;
     /// `blocked_since` (the first refusal) is kept once set.
@@ -214,6 +220,9 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             error,
             blocked_since,
         } => jobs::retry(tx, *id, owner, (*run_after, *blocked_since), error, now).await?,
+        Write::SupersedeJobs { resource, error } => {
+            jobs::supersede(tx, resource, error, now).await?
+        }
         Write::Event(e) => outbox::insert(tx, e).await?,
         Write::InsertKeypair(k) => keypairs::insert(tx, k, now).await?,
         Write::DeleteKeypairs { cluster_uuid, kind } => {

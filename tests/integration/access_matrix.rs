@@ -296,6 +296,16 @@ static MATRIX: &[Row] = &[
         "cluster:delete",
         &[&[CL]],
     )),
+    Row {
+        query: "?force=true",
+        owner: Policy("cluster:delete_force"),
+        other: Missing,
+        reader: Policy("cluster:delete"),
+        cross: &[&[CL]],
+        note: "microversion 1.18; the admin's forced delete, which removes the record, is \
+               tests/integration/deletes.rs",
+        ..row("DELETE", CLUSTER)
+    },
     write(
         "POST",
         "/v1/clusters/{cluster_ident}/actions/resize",
@@ -1303,20 +1313,26 @@ async fn every_served_route_has_exactly_one_row() {
     let admin = at(&app.admin(), "latest");
     let doc = app.get("/v1/openapi.json").await.body;
 
-    let mut rows: BTreeMap<(String, String), usize> = BTreeMap::new();
+    // One row per operation: a route, or a route with the query that makes it another
+    // operation (a forced delete).
+    let mut operations: BTreeMap<(String, String), usize> = BTreeMap::new();
     for row in MATRIX {
-        *rows
-            .entry((row.method.to_string(), shape(row.path)))
+        *operations
+            .entry((row.method.to_string(), shape(row.path) + row.query))
             .or_default() += 1;
     }
     let mut problems = Vec::new();
-    for ((m, p), n) in &rows {
+    for ((m, p), n) in &operations {
         if *n > 1 {
             problems.push(format!(
                 "{m} {p} has {n} rows in the access matrix; it must have one."
             ));
         }
     }
+    let rows: BTreeMap<(String, String), usize> = MATRIX
+        .iter()
+        .map(|row| ((row.method.to_string(), shape(row.path)), 1))
+        .collect();
 
     let mut served: BTreeMap<(String, String), String> = BTreeMap::new();
     for (path, item) in doc["paths"].as_object().expect("the document has paths") {
@@ -1395,13 +1411,17 @@ async fn every_served_route_has_exactly_one_row() {
 /// The rules that decide a request about the caller's own project on (method, path): those the
 /// defaults list for it, less the variants for other projects and publishing (the matrix signs
 /// a privileged subject, so certificate:create_privileged decides too).
-fn deciding_rules(method: &str, path: &str) -> Vec<&'static str> {
+fn deciding_rules(method: &str, path: &str, query: &str) -> Vec<&'static str> {
+    // A row with a query (a forced delete) is decided by the rules of its route and those of
+    // the route with that query.
+    let with_query = shape(path) + query;
     Enforcer::defaults()
         .iter()
         .filter(|d| {
-            d.operations
-                .iter()
-                .any(|(m, p)| *m == method && shape(p) == shape(path))
+            d.operations.iter().any(|(m, p)| {
+                *m == method
+                    && (shape(p) == shape(path) || (!query.is_empty() && shape(p) == with_query))
+            })
         })
         .map(|d| d.name)
         .filter(|n| !n.ends_with("_all_projects") && *n != "clustertemplate:publish")
@@ -1466,7 +1486,7 @@ fn the_matrix_agrees_with_the_default_policy() {
                 name(row)
             ));
         }
-        let rules = deciding_rules(row.method, row.path);
+        let rules = deciding_rules(row.method, row.path, row.query);
         let public = matches!(row.owner, Public(_));
         if public != rules.is_empty() {
             problems.push(format!(

@@ -841,3 +841,19 @@ fn a_wrong_link_host_uuid_or_address_fails_the_sample_comparison() {
         assert!(failed, "{what} must fail the comparison");
     }
 }
+
+#[tokio::test]
+async fn the_forced_delete_sample_matches_a_members_refusal() {
+    use crate::helpers::{complete_cluster_as, Api};
+
+    let app = spawn_app().await;
+    let h = app.headers.clone();
+    let uuid = complete_cluster_as(&app, "k1", &h).await;
+    let refused = app.at("latest").force_delete_cluster(&uuid).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert_matches(
+        &sample("error-cluster-force-delete-resp.json"),
+        &refused.body,
+        "error-cluster-force-delete-resp.json",
+    );
+}

@@ -14,6 +14,7 @@ use fake_kube::{FakeKube, Recorded};
 use fleetyard::config::{KubernetesDriverSection, Secret};
 use fleetyard::domain::cluster::{Cluster, NodeGroup, Taint};
 use fleetyard::domain::federation::Federation;
+use fleetyard::domain::leftover::Leftover;
 use fleetyard::domain::status::{ClusterStatus, FederationStatus};
 use fleetyard::domain::template::{ClusterTemplate, TemplateSpec};
 use fleetyard::drivers::kubernetes::KubernetesDriver;
@@ -1040,6 +1041,9 @@ async fn delete_reports_the_cluster_gone_only_once_the_management_cluster_answer
         panic!("the delete converges later: {progress:?}")
     };
     assert_eq!(obs.phase, Phase::InProgress);
+    // What is left until Cluster API finishes: the Cluster object (which owns the rest).
+    let cluster_object = Leftover::new("Cluster.cluster.x-k8s.io", C1_NAME);
+    assert_eq!(obs.leftovers, vec![cluster_object.clone()]);
     let writes = env.mgmt.writes();
     assert_eq!(writes.len(), 1);
     assert_eq!(
@@ -1047,15 +1051,9 @@ async fn delete_reports_the_cluster_gone_only_once_the_management_cluster_answer
         ("DELETE", cluster_path.as_str())
     );
 
-    assert_eq!(
-        env.driver
-            .cluster_status(&deleting)
-            .await
-            .expect("status")
-            .phase,
-        Phase::InProgress,
-        "finalizers hold it"
-    );
+    let held = env.driver.cluster_status(&deleting).await.expect("status");
+    assert_eq!(held.phase, Phase::InProgress, "finalizers hold it");
+    assert_eq!(held.leftovers.first(), Some(&cluster_object));
     assert_eq!(
         env.driver
             .cluster_status(&deleting)

@@ -307,17 +307,21 @@ async fn a_delete_failed_cluster_is_deleted_again(
         ("DELETE_IN_PROGRESS".to_string(), Value::Null)
     );
     drain(&broken(&app, "delete")).await;
-    assert_eq!(
-        seen(&app, &uuid, &h).await,
-        (
-            "DELETE_FAILED".to_string(),
-            json!(failure("delete", "delete"))
-        )
+    // The reason names what was left behind (tests/integration/deletes.rs has the whole list).
+    let (status, reason) = seen(&app, &uuid, &h).await;
+    assert_eq!(status, "DELETE_FAILED");
+    let left = format!(
+        "{} Left behind on the infrastructure: stack fake-{uuid}, network fake-net-{uuid}, load_balancer fake-lb-{uuid}, server_group fake-sg-",
+        failure("delete", "delete")
+    );
+    assert!(
+        reason.as_str().is_some_and(|r| r.starts_with(&left)),
+        "{reason}"
     );
     // A retry is for creates: the answer names the way forward from DELETE_FAILED.
     api.retry_cluster(&uuid).await.assert_error(
         409,
-        "Retrying a cluster when status is \"DELETE_FAILED\" is not supported; only a cluster whose create failed (CREATE_FAILED) is retried: delete the cluster again.",
+        "Retrying a cluster when status is \"DELETE_FAILED\" is not supported; only a cluster whose create failed (CREATE_FAILED) is retried: delete the cluster again, or have an administrator force its delete (DELETE /v1/clusters/{cluster}?force=true, microversion 1.18).",
     );
     assert_eq!(api.delete_cluster(&uuid).await.status, 204);
     assert_eq!(

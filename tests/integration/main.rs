@@ -13,6 +13,7 @@ mod clusters;
 mod conductor;
 mod conventions;
 mod db_outage;
+mod deletes;
 mod drills;
 mod federation_jobs;
 mod federations;

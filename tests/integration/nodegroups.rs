@@ -1342,12 +1342,35 @@ async fn a_driver_failure_fails_the_group_and_the_cluster_with_the_reason() {
         e.api().get_nodegroup(&c, &uuid).await.body["status"],
         "DELETE_IN_PROGRESS"
     );
-    // The injected failure hits the delete too.
+    // The injected failure hits the delete too: the group is DELETE_FAILED, naming what it
+    // left behind, and its delete's failure notification lists it.
     e.drain().await;
     let after = e.api().get_nodegroup(&c, &uuid).await.body;
     assert_eq!(after["status"], "DELETE_FAILED");
-    assert_eq!(after["status_reason"], reason);
+    assert_eq!(
+        after["status_reason"],
+        format!("{reason} Left behind on the infrastructure: server_group fake-sg-{uuid}.")
+    );
     assert_eq!(e.cluster_status(&c).await.0, "UPDATE_FAILED");
+    assert_eq!(
+        e.events_of(&uuid).await.last().cloned(),
+        Some(ev("magnum.nodegroup.delete", "failure"))
+    );
+    let failure = e
+        .app
+        .store
+        .pending_events(10_000)
+        .await
+        .expect("events")
+        .into_iter()
+        .rfind(|m| m.resource_uuid == uuid)
+        .expect("the failure event")
+        .message_json();
+    assert_eq!(
+        failure["payload"]["target"]["attachments"][1],
+        json!({"typeURI": "service/magnum/nodegroup/leftovers", "name": "leftovers",
+               "content": [{"kind": "server_group", "id": format!("fake-sg-{uuid}")}]})
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

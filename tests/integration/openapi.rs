@@ -117,6 +117,12 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "error-cluster-force-delete-resp.json",
+        "delete",
+        "/v1/clusters/{cluster_ident}",
+        403,
+    ),
+    (
         "error-nodegroup-delete-default-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",

@@ -428,6 +428,61 @@ async fn a_v1_delete_waits_for_registry_finalizers_then_the_driver_tears_down(
 
 #[rstest]
 #[tokio::test]
+async fn a_forced_v1_delete_still_waits_for_registry_finalizers(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let h = app.headers.clone();
+    let t = template_as(&app, "force-tpl", json!({}), &h).await;
+    let r = app
+        .at("latest")
+        .create_cluster(&json!({"name": "held", "cluster_template_id": t}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let uuid = r.body["uuid"].as_str().expect("uuid").to_string();
+    let c = conductor(&app, instant());
+    drain(&c).await;
+    let r = merge(
+        &app,
+        "held",
+        json!({"metadata": {"finalizers": ["example.com/backup"]}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    // Forced by an administrator: it waits for the finalizer as a plain delete does, and
+    // neither a job nor a status poll tears it down meanwhile.
+    let admin = app.with_headers(&app.admin()).at("latest");
+    let r = admin.force_delete_cluster(&uuid).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    drain(&c).await;
+    c.sync_round().await.expect("sync");
+    let waiting = "Deletion waits for the registry finalizers to be removed: example.com/backup";
+    let v1 = app.at("latest").get_cluster(&uuid).await;
+    assert_eq!(
+        (v1.body["status"].clone(), v1.body["status_reason"].clone()),
+        (json!("DELETE_IN_PROGRESS"), json!(waiting)),
+        "{}",
+        v1.text
+    );
+    // Forced again while it waits: still waiting.
+    assert_eq!(admin.force_delete_cluster(&uuid).await.status, 204);
+    drain(&c).await;
+    assert_eq!(
+        app.at("latest").get_cluster(&uuid).await.body["status_reason"],
+        waiting
+    );
+
+    // The last finalizer goes: the teardown runs.
+    let r = merge(&app, "held", json!({"metadata": {"finalizers": []}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    drain(&c).await;
+    assert_eq!(app.get_cluster(&uuid).await.status, 404);
+    assert_not_found(&get(&app, "held").await, "held");
+}
+
+#[rstest]
+#[tokio::test]
 async fn a_provisioned_cluster_being_deleted_shows_its_deletion_timestamp(
     #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
 ) {

@@ -11,6 +11,7 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::cluster_actions::{not_in_state, resize, retry_create, upgrade, zero_not_supported};
+use super::cluster_delete::{self, force_requested, forced_delete_attempt};
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
 use super::patch::{self, PatchRules};
 use super::views::clusters::Counts;
@@ -656,19 +657,42 @@ async fn delete(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    query_params(&req, &[])?;
+    let force = force_requested(&req, &ctx)?;
     if ctx.is_admin {
         ctx.authorize_own("cluster:delete_all_projects")?;
     }
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &path, true).await?;
         ctx.authorize("cluster:delete", &target(&c))?;
-        Ok(match delete_attempt(&state, &ctx, &c).await? {
+        let attempt = if force {
+            ctx.authorize(cluster_delete::RULE, &target(&c))?;
+            forced_delete_attempt(&state, &ctx, &c).await?
+        } else {
+            delete_attempt(&state, &ctx, &c).await?
+        };
+        Ok(match attempt {
             Attempt::Done(()) => Attempt::Done(HttpResponse::NoContent().finish()),
             Attempt::Retry => Attempt::Retry,
         })
     })
     .await
+}
+
+/// Magnum's 409 for the delete of a cluster that hosts or belongs to a federation.
+pub(crate) async fn refuse_if_federated(state: &AppState, c: &Cluster) -> Result<(), ApiError> {
+    let feds = state.store.federations_of_cluster(&c.uuid).await?;
+    if feds.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = feds
+        .iter()
+        .map(|f| format!("{} ({})", f.name, f.uuid))
+        .collect();
+    Err(ApiError::conflict(format!(
+        "Cluster {} hosts or belongs to federation(s) {}; unjoin it or delete the federation first.",
+        c.name,
+        names.join(", ")
+    )))
 }
 
 /// One attempt at starting the delete of `c` (looked up and authorized by the caller): refused
@@ -680,18 +704,7 @@ pub(crate) async fn delete_attempt(
     ctx: &RequestContext,
     c: &Cluster,
 ) -> Result<Attempt<()>, ApiError> {
-    let feds = state.store.federations_of_cluster(&c.uuid).await?;
-    if !feds.is_empty() {
-        let names: Vec<String> = feds
-            .iter()
-            .map(|f| format!("{} ({})", f.name, f.uuid))
-            .collect();
-        return Err(ApiError::conflict(format!(
-            "Cluster {} hosts or belongs to federation(s) {}; unjoin it or delete the federation first.",
-            c.name,
-            names.join(", ")
-        )));
-    }
+    refuse_if_federated(state, c).await?;
     // Already being deleted, or waiting for its registry finalizers.
     if c.status == ClusterStatus::DeleteInProgress {
         return Ok(Attempt::Done(()));
@@ -738,8 +751,9 @@ pub(crate) fn waiting_delete_writes(
 }
 
 /// The writes that start the teardown of `next` (a cluster marked `DELETE_IN_PROGRESS`, at the
-/// version it was read at): the row, the driver's delete job and the pending event; refused
-/// under the row lock when a federation was created or joined meanwhile.
+/// version it was read at): the row, the driver's delete job (due to end within `[conductor]
+/// delete_timeout`) and the pending event; refused under the row lock when a federation was
+/// created or joined meanwhile.
 pub(crate) async fn delete_writes(
     state: &AppState,
     ctx: &RequestContext,
@@ -748,7 +762,15 @@ pub(crate) async fn delete_writes(
     let template = template_of(state, next).await?;
     let driver = driver_for(state, &template)?;
     let ngs = nodegroups_of(state, next).await?;
-    let job = state.job(JobPayload::ClusterDelete {}, next.uuid, driver.name());
+    let mut job = state.job(
+        JobPayload::ClusterDelete { forced: None },
+        next.uuid,
+        driver.name(),
+    );
+    let minutes = state.settings.conductor.delete_timeout;
+    if minutes > 0 {
+        job.deadline_at = Some(Utc::now() + chrono::Duration::minutes(i64::from(minutes)));
+    }
     Ok(vec![
         Write::update_cluster(next),
         // Re-checked under the row lock: a federation created or joined meanwhile wins.

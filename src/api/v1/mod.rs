@@ -4,6 +4,7 @@
 
 pub mod certificates;
 pub mod cluster_actions;
+pub mod cluster_delete;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod credentials;

@@ -118,6 +118,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
     "cluster:delete" => MEMBER_DENY_CLUSTER_USER, "Delete a cluster.", [("DELETE", CLUSTER)];
     "cluster:delete_all_projects" => ADMIN, "Delete a cluster from any project.",
         [("DELETE", CLUSTER)];
+    "cluster:delete_force" => ADMIN,
+        "Force the delete of a cluster (?force=true, microversion 1.18): its record is removed after one last best-effort clean-up, whatever the driver answers.",
+        [("DELETE", "/v1/clusters/{cluster_ident}?force=true")];
     "cluster:detail" => READER_DENY_CLUSTER_USER, "Retrieve a list of clusters with detail.",
         [("GET", CLUSTERS_DETAIL)];
     "cluster:detail_all_projects" => ADMIN,

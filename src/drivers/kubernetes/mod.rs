@@ -35,6 +35,7 @@ use tokio::sync::OnceCell;
 
 use crate::config::KubernetesDriverSection;
 use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::leftover::Leftover;
 use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::template::ClusterTemplate;
 
@@ -464,14 +465,19 @@ impl Driver for KubernetesDriver {
 
     async fn delete_cluster(&self, ctx: &ClusterContext) -> DriverResult<Progress> {
         let name = cluster_name(&ctx.cluster.uuid);
-        let existed = self
-            .management()
-            .await?
-            .delete(CAPI_API_VERSION, "Cluster", Some(self.ns()), &name)
-            .await?;
+        let cluster_object = || vec![Leftover::new("Cluster.cluster.x-k8s.io", name.clone())];
+        let deleted = match self.management().await {
+            Ok(mgmt) => {
+                mgmt.delete(CAPI_API_VERSION, "Cluster", Some(self.ns()), &name)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let existed = deleted.map_err(|e| e.leaving(cluster_object()))?;
         if existed {
             let mut obs = ClusterObservation::phase(Phase::InProgress);
-            obs.stack_id = Some(name);
+            obs.stack_id = Some(name.clone());
+            obs.leftovers = cluster_object();
             return Ok(Progress::Started(obs));
         }
         self.remove_leftovers(ctx).await?;

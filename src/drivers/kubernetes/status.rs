@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::domain::leftover::Leftover;
 use crate::domain::status::ClusterStatus;
 use crate::drivers::{
     ClusterContext, ClusterObservation, HealthObservation, NodeGroupObservation, Phase,
@@ -189,6 +190,11 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
     } else {
         Phase::InProgress
     };
+    let leftovers = if deleting {
+        leftovers(&name, observed)
+    } else {
+        Vec::new()
+    };
     ClusterObservation {
         phase,
         stack_id: Some(name),
@@ -196,7 +202,26 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
         coe_version,
         container_version: None,
         nodegroups,
+        leftovers,
     }
+}
+
+/// The most Machines a deleting cluster's leftovers name (the Cluster object owns the rest).
+const LISTED_MACHINES: usize = 50;
+
+/// What a cluster being deleted still has on the management cluster: its `Cluster` object and
+/// the Machines not yet gone.
+fn leftovers(name: &str, observed: &Observed) -> Vec<Leftover> {
+    let mut out = vec![Leftover::new("Cluster.cluster.x-k8s.io", name)];
+    out.extend(
+        observed
+            .machines
+            .iter()
+            .filter_map(|m| text(&m["metadata"]["name"]))
+            .take(LISTED_MACHINES)
+            .map(|m| Leftover::new("Machine.cluster.x-k8s.io", m)),
+    );
+    out
 }
 
 /// One node group as the management cluster shows it: its observation (none while its object

@@ -113,6 +113,15 @@ pub(crate) trait Api {
         self.call(Method::DELETE, &format!("{CLUSTERS}/{ident}"), None)
             .await
     }
+    /// An administrator's forced delete (`?force=true`, microversion 1.18).
+    async fn force_delete_cluster(&self, ident: &str) -> Resp {
+        self.call(
+            Method::DELETE,
+            &format!("{CLUSTERS}/{ident}?force=true"),
+            None,
+        )
+        .await
+    }
     async fn resize_cluster(&self, ident: &str, body: &Value) -> Resp {
         let path = format!("{CLUSTERS}/{ident}/actions/resize");
         self.call(Method::POST, &path, Some(body)).await

@@ -121,7 +121,7 @@ fn finish(doc: &mut Value) {
         "required": false,
         "description": negotiated,
         "schema": {"type": "string"},
-        "example": "container-infra 1.16",
+        "example": "container-infra 1.18",
     });
     components["headers"][VERSION] = json!({
         "description": format!("The negotiated version: `{SERVICE_TYPE} X.Y`. Sent with \

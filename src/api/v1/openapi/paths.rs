@@ -156,7 +156,8 @@ pub fn update_cluster() {}
 
 #[utoipa::path(delete, path = "/v1/clusters/{cluster_ident}", tag = "clusters",
     operation_id = "deleteCluster",
-    params(("cluster_ident" = String, Path, description = "Uuid or name")),
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("force" = Option<bool>, Query, description = "Microversion 1.18 and later: an administrator's forced delete (cluster:delete_force); the record goes after one last best-effort clean-up")),
     responses((status = 204, description = "Accepted; the cluster is DELETE_IN_PROGRESS")))]
 pub fn delete_cluster() {}
 
