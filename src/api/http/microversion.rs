@@ -30,7 +30,7 @@ impl fmt::Display for Version {
 }
 
 pub const MIN_VERSION: Version = Version::new(1, 1);
-pub const MAX_VERSION: Version = Version::new(1, 16);
+pub const MAX_VERSION: Version = Version::new(1, 17);
 
 // The versions at which behaviour changes, named after what they bring.
 
@@ -56,6 +56,10 @@ pub const REGISTRY_METADATA: Version = Version::new(1, 15);
 /// `POST /v1/clusters/{c}/actions/retry` (a `CREATE_FAILED` cluster created again in place)
 /// and the admin's forced delete `DELETE /v1/clusters/{c}?force=true` (406 / 400 before).
 pub const CLUSTER_RETRY: Version = Version::new(1, 16);
+/// `POST /v1/clusters/{c}/nodegroups/{ng}/actions/retry` and
+/// `POST /v1/federations/{f}/actions/retry` (a `CREATE_FAILED` node group or federation
+/// created again in place; 406 before). Nothing else changes at 1.17.
+pub const NODEGROUP_FEDERATION_RETRY: Version = Version::new(1, 17);
 /// The service type written in response headers.
 pub const SERVICE_TYPE: &str = "container-infrastructure-management";
 /// The service types accepted in the request header.
@@ -191,7 +195,7 @@ mod tests {
 
     #[test]
     fn versions_outside_the_range_are_unsupported() {
-        for bad in ["1.0", "0.9", "2.0", "1.999", "1.17", "99999999.1"] {
+        for bad in ["1.0", "0.9", "2.0", "1.999", "1.18", "99999999.1"] {
             assert_eq!(
                 negotiate(Some(&format!("container-infra {bad}"))),
                 Err(VersionError::Unsupported),

@@ -51,12 +51,14 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         paths::show_nodegroup,
         paths::update_nodegroup,
         paths::delete_nodegroup,
+        paths::retry_nodegroup,
         paths::list_federations,
         paths::list_federations_detail,
         paths::create_federation,
         paths::show_federation,
         paths::update_federation,
         paths::delete_federation,
+        paths::retry_federation,
         paths::sign_certificate,
         paths::show_certificate,
         paths::rotate_ca,
@@ -121,7 +123,7 @@ fn finish(doc: &mut Value) {
         "required": false,
         "description": negotiated,
         "schema": {"type": "string"},
-        "example": "container-infra 1.16",
+        "example": "container-infra 1.17",
     });
     components["headers"][VERSION] = json!({
         "description": format!("The negotiated version: `{SERVICE_TYPE} X.Y`. Sent with \
