@@ -175,11 +175,10 @@ impl Conductor {
         let operation = job.operation;
         let resource = job.resource.to_string();
         let verb = verb_of(operation);
-        let change = (operation == Operation::FederationUpdate)
-            .then_some((
-                member_change.joined.as_slice(),
-                member_change.unjoined.as_slice(),
-            ));
+        let change = (operation == Operation::FederationUpdate).then_some((
+            member_change.joined.as_slice(),
+            member_change.unjoined.as_slice(),
+        ));
         let superseded = others_pending && !matches!(result, Err(DriverError::Transient(_)));
         let (next, event_outcome, failure) = match result {
             _ if superseded => {

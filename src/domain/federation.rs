@@ -170,6 +170,9 @@ mod tests {
         // 3 was joined, 4 and 5 unjoined; 5 no longer exists.
         let undone = undo_member_change(&members, &[id(3)], &[id(4), id(5)], &[id(1), id(4)]);
         assert_eq!(undone, vec![id(1), id(2), id(4)]);
-        assert_eq!(undo_member_change(&members, &[], &[], &[]), members.to_vec());
+        assert_eq!(
+            undo_member_change(&members, &[], &[], &[]),
+            members.to_vec()
+        );
     }
 }

@@ -754,7 +754,6 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         }
     }
 
-
     // B has one of each of its own, so that requests can mix B's objects with A's.
     let b = &c.other;
     let bt = created(

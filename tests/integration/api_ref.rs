@@ -792,9 +792,7 @@ async fn the_nodegroup_and_federation_retry_samples_match_real_responses() {
             "federation-retry-resp.json",
         ),
     ] {
-        let r = app
-            .request(reqwest::Method::POST, &path, &h, None)
-            .await;
+        let r = app.request(reqwest::Method::POST, &path, &h, None).await;
         assert_eq!(r.status, 202, "{path}: {}", r.text);
         let sample_uuid = sample(name)["uuid"].as_str().expect("uuid").to_string();
         assert_sample(&app, &sample(name), &r.body, &[(uuid, sample_uuid)], name);

@@ -678,7 +678,10 @@ async fn a_create_failed_federation_is_retried_in_place_and_completes_once_the_i
         .at("latest")
         .retry_federation(&fed)
         .await
-        .assert_error(403, "Policy doesn't allow federation:retry to be performed.");
+        .assert_error(
+            403,
+            "Policy doesn't allow federation:retry to be performed.",
+        );
     app.with_headers(&app.project_b())
         .at("latest")
         .retry_federation(&fed)
@@ -807,7 +810,7 @@ async fn an_update_failed_federation_accepts_the_same_join_unjoin_and_update_aga
     );
     drain(&conductor(&app, instant())).await;
     assert_eq!(api.get_federation(&fed).await.status, 404);
-    let updates = |o: &str| ("magnum.federation.update", o);
+    let updates = |o: &'static str| ("magnum.federation.update", o);
     assert_eq!(
         outcomes(&app, &fed).await,
         events(&[
