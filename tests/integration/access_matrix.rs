@@ -288,6 +288,17 @@ static MATRIX: &[Row] = &[
         "cluster:retry",
         &[&[CL]],
     )),
+    // A's spare node group is CREATE_FAILED (an infrastructure refused it); the retry creates
+    // it (1.17) and the node group delete below removes it. Its row comes before the upgrade,
+    // which takes every group of A's cluster, a failed one too, to UPDATE_COMPLETE.
+    spare(write(
+        "POST",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry",
+        None,
+        202,
+        "nodegroup:retry",
+        &[&[CL, NG], &[NG]],
+    )),
     spare(write(
         "DELETE",
         CLUSTER,
@@ -338,16 +349,6 @@ static MATRIX: &[Row] = &[
         "nodegroup:update",
         &[&[CL, NG], &[NG]],
     ),
-    // A's spare node group is CREATE_FAILED (an infrastructure that refused it); the retry
-    // creates it (1.17) and the delete below removes it.
-    spare(write(
-        "POST",
-        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry",
-        None,
-        202,
-        "nodegroup:retry",
-        &[&[CL, NG], &[NG]],
-    )),
     spare(write(
         "DELETE",
         NODEGROUP,
