@@ -238,6 +238,15 @@ class Clients:
         return self.run([self.python, "-c", code, *args])
 
 
+def successor(srv: Server, label: str, extra_env: dict[str, str]) -> Server:
+    """A server over the database of `srv` (stopped first) with other settings: the same
+    service restarted with a repaired configuration. Its log files are its own."""
+    nxt = Server(srv.binary, srv.workdir, label, extra_env)
+    nxt.stderr_path = srv.workdir / ("%s.stderr" % label)
+    nxt.stdout_path = srv.workdir / ("%s.stdout" % label)
+    return nxt
+
+
 def noauth(server: Server) -> list[str]:
     return ["--os-auth-type", "none", "--os-endpoint", server.endpoint]
 

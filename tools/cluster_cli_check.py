@@ -47,6 +47,7 @@ from cli_check import (  # noqa: E402  (the shared harness)
     names_of,
     noauth,
     run_phase,
+    successor,
 )
 
 WAIT_TIMEOUT = 60  # seconds, for a cluster to reach a status
@@ -396,6 +397,93 @@ def cluster_checks(rep: Report, cli: Clients, srv: Server, work: Path) -> None:
     rep.check("cluster delete k1 k2: both leave the list, show is a 404, stats are 0", delete)
 
 
+def recovery_checks(rep: Report, cli: Clients, binary: str, root: Path) -> None:
+    """UPDATE_FAILED, then the same upgrade again: two servers, one after the other, on one
+    database; the first one's infrastructure refuses upgrades, the second one's is repaired."""
+    workdir = root / "recovery"
+    workdir.mkdir()
+    broken = Server(binary, workdir, "recovery-broken",
+                    {**FAST, "FLEETYARD__FAKE_DRIVER__FAIL_OPERATIONS": "upgrade"})
+    state: dict[str, str] = {}
+
+    def shown(srv: Server, name: str) -> dict:
+        return expect_ok(cli.coe(noauth(srv), "cluster", "show", name, "-f", "json")).json()
+
+    def wait_status(srv: Server, name: str, status: str) -> dict:
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        body: dict = {}
+        while time.monotonic() < deadline:
+            body = shown(srv, name)
+            if body.get("status") == status:
+                return body
+            if not str(body.get("status", "")).endswith("_IN_PROGRESS"):
+                break  # over, in another state
+            time.sleep(0.5)
+        raise CheckFailed("cluster %s did not reach %s within %ds (last: %s, %s)"
+                          % (name, status, WAIT_TIMEOUT, body.get("status"), body.get("status_reason")))
+
+    def upgrade(srv: Server) -> None:
+        r = expect_ok(cli.coe(noauth(srv), "cluster", "upgrade", "ku", "up-tpl-2"))
+        if "Request to upgrade cluster ku has been accepted." not in r.out:
+            raise CheckFailed("no acceptance printed\n" + r.describe())
+
+    def refused() -> None:
+        coe = lambda *a: cli.coe(noauth(broken), *a)  # noqa: E731
+        for name, tag in (("up-tpl", "v1.30.1"), ("up-tpl-2", "v1.31.0")):
+            body = expect_ok(coe("cluster", "template", "create", name, "--coe", "kubernetes",
+                                 "--image", "fedora-coreos-40", "--external-network", "public",
+                                 "--labels", "kube_tag=%s" % tag, "-f", "json")).json()
+            state[name] = body["uuid"]
+        expect_ok(coe("cluster", "create", "ku", "--cluster-template", "up-tpl", "--node-count", "1"))
+        wait_status(broken, "ku", "CREATE_COMPLETE")
+        upgrade(broken)
+        body = wait_status(broken, "ku", "UPDATE_FAILED")
+        reason = str(body.get("status_reason"))
+        if "simulated a failure of 'upgrade'" not in reason:
+            raise CheckFailed("status_reason does not give the driver's reason: %r" % reason)
+        if body.get("cluster_template_id") != state["up-tpl"]:
+            raise CheckFailed("the failed upgrade left cluster_template_id %r (wanted the old %r)"
+                              % (body.get("cluster_template_id"), state["up-tpl"]))
+        state["failed"] = "yes"
+
+    rep.server = broken
+    try:
+        failed_before = rep.failed
+        rep.check("server starts (recovery, [fake_driver] fail_operations = upgrade)", broken.start)
+        if rep.failed != failed_before:
+            return
+        rep.check("cluster upgrade ku up-tpl-2 on an infrastructure that refuses upgrades: UPDATE_FAILED, "
+                  "the driver's reason in status_reason, the old cluster_template_id", refused)
+    finally:
+        broken.stop()
+        rep.server = None
+    if not state.get("failed"):
+        return
+
+    repaired = successor(broken, "recovery-repaired", FAST)
+    rep.server = repaired
+    try:
+        rep.check("the same service restarted without the failure (same database) answers "
+                  "GET /healthcheck", repaired.start)
+
+        def again() -> None:
+            body = shown(repaired, "ku")
+            if body.get("status") != "UPDATE_FAILED":
+                raise CheckFailed("ku is %s after the restart (wanted UPDATE_FAILED)" % body.get("status"))
+            upgrade(repaired)
+            body = wait_status(repaired, "ku", "UPDATE_COMPLETE")
+            if body.get("cluster_template_id") != state["up-tpl-2"] or body.get("status_reason"):
+                raise CheckFailed("after the upgrade: cluster_template_id %r, status_reason %r (wanted %r, none)"
+                                  % (body.get("cluster_template_id"), body.get("status_reason"),
+                                     state["up-tpl-2"]))
+
+        rep.check("the same `coe cluster upgrade ku up-tpl-2` again recovers ku from UPDATE_FAILED: "
+                  "UPDATE_COMPLETE on up-tpl-2, no status_reason", again)
+    finally:
+        repaired.stop()
+        rep.server = None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", required=True, help="path of the fleetyard binary to test")
@@ -425,6 +513,7 @@ def main() -> int:
         work = root / "work"
         work.mkdir()
         run_phase(rep, binary, root, "clusters", FAST, lambda srv: cluster_checks(rep, cli, srv, work))
+        recovery_checks(rep, cli, binary, root)
     finally:
         if args.keep:
             print("# kept %s" % root, flush=True)

@@ -5,7 +5,11 @@ Installs python-openstackclient, python-magnumclient 5.0.0 and the plugin
 (`pip install ./clients/osc-plugin`, from a copy, so the source tree stays
 clean) into a virtualenv, starts `fleetyard serve` (no-auth, then JWT), and
 runs every `coe federation` command through the real `openstack` executable,
-checking its output. Every check prints `ok - ...` or `FAIL - ...`; the last
+checking its output. Then the plugin's retries: a server whose fake driver
+refuses creates (`[fake_driver] fail_operations = create`) leaves a cluster
+CREATE_FAILED; the same service restarted without the failure (the same
+database) takes `coe cluster retry --wait` to CREATE_COMPLETE, and `coe
+nodegroup retry` runs a refused node group create again. Every check prints `ok - ...` or `FAIL - ...`; the last
 line is `federation-cli-check: N passed, N failed`, and the exit status is 1
 when anything failed.
 
@@ -49,6 +53,7 @@ from cli_check import (  # noqa: E402  (the shared harness)
     expect_ok,
     indent,
     noauth,
+    successor,
     tail,
     token_auth,
 )
@@ -267,14 +272,15 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
         r = expect_ok(cli.run([cli.openstack, "command", "list", "--group", "container_infra", "-f", "json"]))
         names = {c for group in r.json() for c in (group.get("Commands") or [])}
         want = {"coe federation %s" % v for v in
-                ("create", "delete", "list", "show", "update", "join", "unjoin")}
+                ("create", "delete", "list", "show", "update", "join", "unjoin", "retry")}
+        want |= {"coe cluster retry", "coe nodegroup retry"}
         want |= {"coe cluster list", "coe cluster create", "coe cluster template list"}
         if not want <= names:
             raise CheckFailed("missing from the container_infra group: %s\n%s"
                               % (sorted(want - names), r.describe()))
 
-    rep.check("`openstack command list --group container_infra` has the 7 federation commands "
-              "beside magnumclient's", plugin_registered)
+    rep.check("`openstack command list --group container_infra` has the 8 federation commands and "
+              "coe cluster|nodegroup retry beside magnumclient's", plugin_registered)
 
     def create() -> None:
         need("clusters")
@@ -490,6 +496,19 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
     rep.check("federation create --wait that ends in CREATE_FAILED exits non-zero with the status_reason "
               "(host cluster labelled fake_fail=federation)", create_failed)
 
+    def retry_failed_again() -> None:
+        need("fedfail")
+        r = coe("federation", "retry", "fedfail", *WAIT, "-f", "json")
+        shown = fed_body(expect_ok(coe("federation", "show", "fedfail", "-f", "json")))
+        expect_equal(r, "status on show", shown.get("status"), "CREATE_FAILED")
+        expect_fail_with(r, shown.get("status_reason") or "<a status_reason>")
+        if "CREATE_FAILED" not in r.err:
+            raise CheckFailed("expected CREATE_FAILED on stderr\n" + r.describe())
+
+    rep.check("federation retry fedfail --wait: the create runs again (1.17) and, its host still "
+              "refusing, ends in CREATE_FAILED again (exit non-zero with the status_reason)",
+              retry_failed_again)
+
     def delete_failed() -> None:
         need("fedfail")
         r = coe("federation", "delete", "fedfail", *WAIT)
@@ -501,6 +520,16 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
 
     rep.check("federation delete --wait that ends in DELETE_FAILED exits non-zero with the status_reason",
               delete_failed)
+
+    def retry_refused() -> None:
+        need("fedfail")
+        expect_fail_with(coe("federation", "retry", "fedfail"),
+                         'Retrying a federation when status is "DELETE_FAILED" is not supported; only a '
+                         "federation whose create failed (CREATE_FAILED) is retried: delete the federation "
+                         "again.")
+
+    rep.check("federation retry of a DELETE_FAILED federation exits non-zero with the API's sentence "
+              "naming the way forward", retry_refused)
 
     def show_missing() -> None:
         expect_fail_with(coe("federation", "show", "no-such-federation"),
@@ -551,6 +580,104 @@ def noauth_checks(rep: Report, cli: Clients, srv: Server) -> None:
 
     rep.check("magnumclient's coe cluster list / cluster show / cluster template list still work "
               "in the same venv", magnum_commands)
+
+
+def retry_checks(rep: Report, cli: Clients, binary: str, root: Path) -> None:
+    """CREATE_FAILED, then `coe cluster retry` through the plugin: two servers, one after the
+    other, on one database; the first one's infrastructure refuses creates and node group work
+    (`[fake_driver] fail_operations`), the second one's is repaired."""
+    workdir = root / "retry"
+    workdir.mkdir()
+    broken = Server(binary, workdir, "retry-broken",
+                    {**FAST, "FLEETYARD__FAKE_DRIVER__FAIL_OPERATIONS": "create"})
+    st: dict[str, Any] = {}
+
+    def status_of(coe: Coe, *what: str) -> dict:
+        deadline = time.monotonic() + CLUSTER_TIMEOUT
+        while True:
+            r = expect_ok(coe(*what, "-f", "json"))
+            body = fed_body(r)
+            if not str(body.get("status", "")).endswith("_IN_PROGRESS") or time.monotonic() > deadline:
+                return body
+            time.sleep(0.5)
+
+    def create_failed() -> None:
+        coe = Coe(cli, noauth(broken))
+        expect_ok(coe("cluster", "template", "create", "rt-tpl", "--coe", "kubernetes",
+                      "--image", "fedora-coreos-40", "--external-network", "public"))
+        expect_ok(coe("cluster", "create", "kr", "--cluster-template", "rt-tpl", "--node-count", "1"))
+        body = status_of(coe, "cluster", "show", "kr")
+        if body.get("status") != "CREATE_FAILED" or "simulated a failure of 'create'" not in \
+                str(body.get("status_reason")):
+            raise CheckFailed("kr is %s (%s), wanted CREATE_FAILED with the driver's reason"
+                              % (body.get("status"), body.get("status_reason")))
+        st["uuid"] = body["uuid"]
+        r = cli.run([cli.openstack, "--os-container-infra-api-version", "1.15", *noauth(broken),
+                     "coe", "cluster", "retry", "kr"])
+        expect_fail_with(r, "The retry needs microversion 1.16 or later; this request was sent at "
+                            "container-infra 1.15")
+
+    rep.server = broken
+    try:
+        failed_before = rep.failed
+        rep.check("server starts (retry, [fake_driver] fail_operations = create)", broken.start)
+        if rep.failed != failed_before:
+            return
+        rep.check("cluster create kr on an infrastructure that refuses creates: CREATE_FAILED with the "
+                  "driver's reason; coe cluster retry at microversion 1.15 names the version it needs",
+                  create_failed)
+    finally:
+        broken.stop()
+        rep.server = None
+    if not st.get("uuid"):
+        return
+
+    repaired = successor(broken, "retry-repaired", FAST)
+    rep.server = repaired
+    try:
+        rep.check("the same service restarted without the failure (same database) answers "
+                  "GET /healthcheck", repaired.start)
+        coe = Coe(cli, noauth(repaired))
+
+        def retried() -> None:
+            r = expect_ok(coe("cluster", "retry", "kr", *WAIT))
+            expect_equal(r, "output", r.out, "Request to retry cluster kr has been accepted.\n"
+                                             "Cluster kr is CREATE_COMPLETE.\n")
+            body = fed_body(expect_ok(coe("cluster", "show", "kr", "-f", "json")))
+            expect_equal(r, "kr after the retry", (body.get("uuid"), body.get("status"), body.get("status_reason")),
+                         (st["uuid"], "CREATE_COMPLETE", None))
+
+        rep.check("coe cluster retry kr --wait (the plugin, 1.16) creates the CREATE_FAILED cluster again "
+                  "in place: the same uuid, CREATE_COMPLETE, no status_reason", retried)
+
+        def refused() -> None:
+            expect_fail_with(coe("cluster", "retry", "kr"),
+                             'Retrying a cluster when status is "CREATE_COMPLETE" is not supported; only a '
+                             "cluster whose create failed (CREATE_FAILED) is retried.")
+
+        rep.check("coe cluster retry of a complete cluster exits non-zero with the API's sentence", refused)
+
+        def nodegroup() -> None:
+            # A cluster whose infrastructure refuses node group work (by label, for good).
+            expect_ok(coe("cluster", "create", "kn", "--cluster-template", "rt-tpl", "--node-count", "1",
+                          "--labels", "fake_fail=update"))
+            body = status_of(coe, "cluster", "show", "kn")
+            if body.get("status") != "CREATE_COMPLETE":
+                raise CheckFailed("kn is %s (%s)" % (body.get("status"), body.get("status_reason")))
+            expect_ok(coe("nodegroup", "create", "kn", "ng1", "--node-count", "1"))
+            body = status_of(coe, "nodegroup", "show", "kn", "ng1")
+            if body.get("status") != "CREATE_FAILED":
+                raise CheckFailed("ng1 is %s (wanted CREATE_FAILED)" % body.get("status"))
+            r = coe("nodegroup", "retry", "kn", "ng1", *WAIT)
+            reason = "The fake driver simulated a failure of 'update' (label fake_fail=update)."
+            expect_fail_with(r, "Nodegroup ng1 is CREATE_FAILED: " + reason)
+            expect_equal(r, "output", r.out, "Request to retry nodegroup ng1 has been accepted.\n")
+
+        rep.check("coe nodegroup retry kn ng1 --wait (1.17): accepted, the create runs again and, the "
+                  "cluster still refusing, ends in CREATE_FAILED (exit non-zero with the reason)", nodegroup)
+    finally:
+        repaired.stop()
+        rep.server = None
 
 
 def jwt_checks(rep: Report, cli: Clients, srv: Server, secret: str) -> None:
@@ -674,6 +801,7 @@ def main() -> int:
             clients_cwd.mkdir()
             cli = Clients(venv_bin, clients_cwd)
             run_phase(rep, binary, root, "noauth", FAST, lambda srv: noauth_checks(rep, cli, srv))
+            retry_checks(rep, cli, binary, root)
 
             secret = secrets.token_hex(32)
             key_file = root / "secret"

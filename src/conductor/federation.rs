@@ -4,7 +4,7 @@
 use tracing::Instrument;
 
 use super::Conductor;
-use crate::domain::federation::Federation;
+use crate::domain::federation::{undo_member_change, Federation};
 use crate::domain::job::{Job, JobPayload, NextStep, Operation};
 use crate::domain::retry::Blocked;
 use crate::domain::status::{FederationStatus, Verb};
@@ -14,6 +14,15 @@ use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::{StoreError, StoreResult, Write};
 
 use super::execute::{action_of, now, verb_of, Outcome};
+
+/// One attempt of a federation job: its own member change, the clusters of its context that
+/// still exist, and what the driver answered.
+#[derive(Clone, Copy)]
+struct Attempted<'a> {
+    change: &'a MemberChange,
+    exist: &'a [ClusterId],
+    result: &'a Result<FederationProgress, DriverError>,
+}
 
 impl Conductor {
     /// The federation's host and members as drivers see them; the host's context carries
@@ -76,11 +85,17 @@ impl Conductor {
             .collect();
         let ctx = self.federation_context(&f, &own, job.attempts).await?;
         let result = self.call_federation_driver(job, &ctx, &change).await;
+        let exist: Vec<ClusterId> = ctx.members.iter().map(|c| c.uuid).collect();
         let mut current = f;
         for _ in 0..5 {
             let others_pending = self.others_pending(job).await?;
+            let attempt = Attempted {
+                change: &change,
+                exist: &exist,
+                result: &result,
+            };
             let (writes, outcome) =
-                self.federation_result_writes(job, &current, &change, &result, others_pending);
+                self.federation_result_writes(job, &current, &attempt, others_pending);
             match self.store.commit(&writes).await {
                 Ok(()) => return Ok(outcome),
                 Err(StoreError::Stale) => {
@@ -154,15 +169,21 @@ impl Conductor {
         &self,
         job: &Job,
         f: &Federation,
-        change: &MemberChange,
-        result: &Result<FederationProgress, DriverError>,
+        attempt: &Attempted<'_>,
         others_pending: bool,
     ) -> (Vec<Write>, Outcome) {
+        let Attempted {
+            change: member_change,
+            exist,
+            result,
+        } = *attempt;
         let operation = job.operation;
         let resource = job.resource.to_string();
         let verb = verb_of(operation);
-        let change = (operation == Operation::FederationUpdate)
-            .then_some((change.joined.as_slice(), change.unjoined.as_slice()));
+        let change = (operation == Operation::FederationUpdate).then_some((
+            member_change.joined.as_slice(),
+            member_change.unjoined.as_slice(),
+        ));
         let superseded = others_pending && !matches!(result, Err(DriverError::Transient(_)));
         let (next, event_outcome, failure) = match result {
             _ if superseded => {
@@ -231,6 +252,16 @@ impl Conductor {
                 }
                 NextStep::Fail { reason } => {
                     let mut next = f.clone();
+                    // A failed join or unjoin is undone, so that the same one is accepted
+                    // again from UPDATE_FAILED (the way forward).
+                    if operation == Operation::FederationUpdate {
+                        next.member_ids = undo_member_change(
+                            &f.member_ids,
+                            &member_change.joined,
+                            &member_change.unjoined,
+                            exist,
+                        );
+                    }
                     next.status = verb.federation_failed();
                     next.status_reason = Some(reason.clone());
                     (next, EventOutcome::Failure, Some(reason))

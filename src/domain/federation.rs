@@ -107,6 +107,28 @@ pub fn dedup_members(members: Vec<ClusterId>) -> Vec<ClusterId> {
     out
 }
 
+/// The member list after a failed update is undone: the clusters it joined leave again, and
+/// those it unjoined (the ones that still `exist`) are members again, so that the same join or
+/// unjoin is accepted again as the way forward from `UPDATE_FAILED`.
+pub fn undo_member_change(
+    members: &[ClusterId],
+    joined: &[ClusterId],
+    unjoined: &[ClusterId],
+    exist: &[ClusterId],
+) -> Vec<ClusterId> {
+    let mut out: Vec<ClusterId> = members
+        .iter()
+        .filter(|m| !joined.contains(m))
+        .copied()
+        .collect();
+    for m in unjoined {
+        if exist.contains(m) && !out.contains(m) {
+            out.push(*m);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +160,19 @@ mod tests {
         assert_eq!(
             dedup_members(v(&["a", "b", "a", "c", "b"])),
             v(&["a", "b", "c"])
+        );
+    }
+
+    #[test]
+    fn a_failed_member_change_is_undone_without_bringing_back_deleted_clusters() {
+        let id = |n: u128| ClusterId(uuid::Uuid::from_u128(n));
+        let members = [id(1), id(2), id(3)];
+        // 3 was joined, 4 and 5 unjoined; 5 no longer exists.
+        let undone = undo_member_change(&members, &[id(3)], &[id(4), id(5)], &[id(1), id(4)]);
+        assert_eq!(undone, vec![id(1), id(2), id(4)]);
+        assert_eq!(
+            undo_member_change(&members, &[], &[], &[]),
+            members.to_vec()
         );
     }
 }

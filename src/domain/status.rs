@@ -113,6 +113,20 @@ impl ClusterStatus {
             _ => None,
         }
     }
+
+    /// The way forward from a node group's failed state, through the API.
+    pub fn nodegroup_way_forward(&self) -> Option<&'static str> {
+        match self {
+            ClusterStatus::CreateFailed => Some(
+                "retry the create (POST /v1/clusters/{cluster}/nodegroups/{nodegroup}/actions/retry, microversion 1.17) or delete the node group",
+            ),
+            ClusterStatus::UpdateFailed | ClusterStatus::RollbackFailed => Some(
+                "repeat the node group update or resize that failed, or delete the node group",
+            ),
+            ClusterStatus::DeleteFailed => Some("delete the node group again"),
+            _ => None,
+        }
+    }
 }
 
 string_enum! {
@@ -221,6 +235,20 @@ impl FederationStatus {
     pub fn is_in_progress(&self) -> bool {
         self.as_str().ends_with("_IN_PROGRESS")
     }
+
+    /// The way forward from a failed state, through the API: what a user does next.
+    pub fn way_forward(&self) -> Option<&'static str> {
+        match self {
+            FederationStatus::CreateFailed => Some(
+                "retry the create (POST /v1/federations/{federation}/actions/retry, microversion 1.17) or delete the federation",
+            ),
+            FederationStatus::UpdateFailed => Some(
+                "repeat the update, join or unjoin that failed, or delete the federation",
+            ),
+            FederationStatus::DeleteFailed => Some("delete the federation again"),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -273,5 +301,23 @@ mod tests {
         assert!(!ClusterStatus::CreateFailed.accepts_update());
         assert!(!ClusterStatus::UpdateInProgress.accepts_update());
         assert_eq!(ClusterStatus::CreateComplete.way_forward(), None);
+    }
+
+    #[test]
+    fn every_failed_node_group_and_federation_state_has_a_way_forward() {
+        for s in ClusterStatus::ALL.iter().filter(|s| s.is_failed()) {
+            if *s != ClusterStatus::ResumeFailed {
+                assert!(s.nodegroup_way_forward().is_some(), "{s}");
+            }
+        }
+        assert_eq!(ClusterStatus::UpdateComplete.nodegroup_way_forward(), None);
+        for s in FederationStatus::ALL {
+            let failed = s.as_str().ends_with("_FAILED");
+            assert_eq!(s.way_forward().is_some(), failed, "{s}");
+        }
+        assert_eq!(
+            FederationStatus::DeleteFailed.way_forward(),
+            Some("delete the federation again")
+        );
     }
 }

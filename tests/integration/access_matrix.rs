@@ -288,6 +288,17 @@ static MATRIX: &[Row] = &[
         "cluster:retry",
         &[&[CL]],
     )),
+    // A's spare node group is CREATE_FAILED (an infrastructure refused it); the retry creates
+    // it (1.17) and the node group delete below removes it. Its row comes before the upgrade,
+    // which takes every group of A's cluster, a failed one too, to UPDATE_COMPLETE.
+    spare(write(
+        "POST",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry",
+        None,
+        202,
+        "nodegroup:retry",
+        &[&[CL, NG], &[NG]],
+    )),
     spare(write(
         "DELETE",
         CLUSTER,
@@ -378,6 +389,16 @@ static MATRIX: &[Row] = &[
         "federation:update",
         &[&[FED], &[MEMBER]],
     ),
+    // A's spare federation is CREATE_FAILED (an infrastructure that refused it); the retry
+    // creates it (1.17) and the delete below removes it.
+    spare(write(
+        "POST",
+        "/v1/federations/{federation_ident}/actions/retry",
+        None,
+        202,
+        "federation:retry",
+        &[&[FED]],
+    )),
     spare(write(
         "DELETE",
         FEDERATION,
@@ -711,22 +732,38 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
     }
     drain(&pki.conductor).await;
     let cl = |n: &str| clusters[n].clone();
-    let ng_path = format!("/v1/clusters/{}/nodegroups", cl("a-cluster"));
-    let mut ngs = BTreeMap::new();
-    for n in ["a-ng", "a-ng-spare"] {
-        let body = json!({"name": n, "node_count": 1});
-        ngs.insert(n, created(n, app.post_as(&ng_path, &body, a).await, 202));
-        drain(&pki.conductor).await;
-    }
-
+    // The spare node group and federation are CREATE_FAILED, so that their owner's retries
+    // are accepted: a conductor whose infrastructure refuses node group work and federations
+    // works their creates.
+    let refusing = crate::helpers::conductor(
+        app,
+        fleetyard::config::FakeDriverSection {
+            fail_operations: "update,federation".into(),
+            ..crate::helpers::instant()
+        },
+    );
     let fed = |name: &'static str, members: Vec<String>| {
         let body = json!({"name": name, "hostcluster_id": cl("a-cluster"), "member_ids": members,
                           "properties": {"dns-zone": "example.com."}});
         async move { created(name, app.post_as("/v1/federations", &body, a).await, 202) }
     };
     let f = fed("a-fed", vec![cl("a-member")]).await;
-    let f_spare = fed("a-fed-spare", vec![]).await;
     drain(&pki.conductor).await;
+    let f_spare = fed("a-fed-spare", vec![]).await;
+    drain(&refusing).await;
+    // Node groups last: the failed one leaves A's cluster UPDATE_FAILED (its first row, a
+    // node count change, completes it again), and a federation's create waits for its host.
+    let ng_path = format!("/v1/clusters/{}/nodegroups", cl("a-cluster"));
+    let mut ngs = BTreeMap::new();
+    for n in ["a-ng", "a-ng-spare"] {
+        let body = json!({"name": n, "node_count": 1});
+        ngs.insert(n, created(n, app.post_as(&ng_path, &body, a).await, 202));
+        if n == "a-ng-spare" {
+            drain(&refusing).await;
+        } else {
+            drain(&pki.conductor).await;
+        }
+    }
 
     // B has one of each of its own, so that requests can mix B's objects with A's.
     let b = &c.other;

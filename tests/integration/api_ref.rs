@@ -731,6 +731,75 @@ async fn the_cluster_retry_sample_matches_a_real_response() {
 }
 
 #[tokio::test]
+async fn the_nodegroup_and_federation_retry_samples_match_real_responses() {
+    use crate::helpers::{conductor, drain, instant};
+    use fleetyard::config::FakeDriverSection;
+
+    let app = spawn_app().await;
+    let h = crate::helpers::header_map(&[("OpenStack-API-Version", "container-infra latest")]);
+    let t = app
+        .post_as(
+            "/v1/clustertemplates",
+            &sample("clustertemplate-create-req.json"),
+            &h,
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.text);
+    let created = app
+        .post_as("/v1/clusters", &sample("cluster-create-req.json"), &h)
+        .await;
+    assert_eq!(created.status, 202, "{}", created.text);
+    let cluster = created.body["uuid"].as_str().expect("uuid").to_string();
+    drain(&conductor(&app, instant())).await;
+    // An infrastructure that refuses node group work and federations.
+    let broken = conductor(
+        &app,
+        FakeDriverSection {
+            fail_operations: "update,federation".into(),
+            ..instant()
+        },
+    );
+    let ng = app
+        .post_as(
+            &format!("/v1/clusters/{cluster}/nodegroups"),
+            &sample("nodegroup-create-req.json"),
+            &h,
+        )
+        .await;
+    assert_eq!(ng.status, 202, "{}", ng.text);
+    let ng = ng.body["uuid"].as_str().expect("uuid").to_string();
+    let fed = app
+        .post_as(
+            "/v1/federations",
+            &serde_json::json!({"name": "fed1", "hostcluster_id": cluster,
+                                "properties": {"dns-zone": "example.com."}}),
+            &h,
+        )
+        .await;
+    assert_eq!(fed.status, 202, "{}", fed.text);
+    let fed = fed.body["uuid"].as_str().expect("uuid").to_string();
+    drain(&broken).await;
+
+    for (path, uuid, name) in [
+        (
+            format!("/v1/clusters/{cluster}/nodegroups/{ng}/actions/retry"),
+            ng,
+            "nodegroup-retry-resp.json",
+        ),
+        (
+            format!("/v1/federations/{fed}/actions/retry"),
+            fed,
+            "federation-retry-resp.json",
+        ),
+    ] {
+        let r = app.request(reqwest::Method::POST, &path, &h, None).await;
+        assert_eq!(r.status, 202, "{path}: {}", r.text);
+        let sample_uuid = sample(name)["uuid"].as_str().expect("uuid").to_string();
+        assert_sample(&app, &sample(name), &r.body, &[(uuid, sample_uuid)], name);
+    }
+}
+
+#[tokio::test]
 async fn the_quota_and_service_samples_match_real_responses() {
     let app = spawn_app().await;
     let anon = HeaderMap::new();

@@ -93,6 +93,18 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "nodegroup-retry-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry",
+        202,
+    ),
+    (
+        "federation-retry-resp.json",
+        "post",
+        "/v1/federations/{federation_ident}/actions/retry",
+        202,
+    ),
+    (
         "nodegroup-create-resp.json",
         "post",
         "/v1/clusters/{cluster_ident}/nodegroups",
@@ -939,6 +951,60 @@ async fn a_real_response_of_every_operation_matches_the_document() {
         Method::POST,
         "/v1/clusters/{cluster_ident}/actions/retry",
         &format!("/v1/clusters/{failed}/actions/retry"),
+        None,
+        202,
+    )
+    .await;
+    d.drain().await;
+    // A node group create and a federation create that fail, retried (1.17; the simulator
+    // fails them again: the cluster's label fails node group work and federations).
+    let body = json!({"name": "k8s-refusing", "cluster_template_id": t1,
+                      "labels": {"fake_fail": "update,federation"}});
+    let refusing = id(&d
+        .call(
+            Method::POST,
+            "/v1/clusters",
+            "/v1/clusters",
+            Some(&body),
+            202,
+        )
+        .await);
+    d.drain().await;
+    let failed_ng = id(&d
+        .call(
+            Method::POST,
+            "/v1/clusters/{cluster_ident}/nodegroups",
+            &format!("/v1/clusters/{refusing}/nodegroups"),
+            Some(&json!({"name": "refused", "node_count": 1})),
+            202,
+        )
+        .await);
+    d.drain().await;
+    d.call(
+        Method::POST,
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry",
+        &format!("/v1/clusters/{refusing}/nodegroups/{failed_ng}/actions/retry"),
+        None,
+        202,
+    )
+    .await;
+    d.drain().await;
+    let body = json!({"name": "fed-refused", "hostcluster_id": refusing,
+                      "properties": {"dns-zone": "example.org."}});
+    let failed_fed = id(&d
+        .call(
+            Method::POST,
+            "/v1/federations",
+            "/v1/federations",
+            Some(&body),
+            202,
+        )
+        .await);
+    d.drain().await;
+    d.call(
+        Method::POST,
+        "/v1/federations/{federation_ident}/actions/retry",
+        &format!("/v1/federations/{failed_fed}/actions/retry"),
         None,
         202,
     )

@@ -1,4 +1,5 @@
-"""A small HTTP client for /v1/federations (and the cluster look-ups it needs).
+"""A small HTTP client for /v1/federations, the cluster look-ups it needs, and the
+retry actions of clusters, node groups and federations.
 
 It talks through the keystoneauth session OpenStackClient built, the way
 python-magnumclient's SessionClient does: service type ``container-infra``,
@@ -93,6 +94,10 @@ class WaitFailed(osc_exceptions.CommandError):
     """A --wait ended in *_FAILED or ran out of time."""
 
 
+# The microversion each retry action needs (406 below it).
+RETRY_VERSIONS = {"cluster": "1.16", "nodegroup": "1.17", "federation": "1.17"}
+
+
 def in_progress(status):
     return bool(status) and status.endswith("_IN_PROGRESS")
 
@@ -155,6 +160,36 @@ class FederationClient:
         """A cluster's uuid from its name or uuid (the API's 404/409 sentences on failure)."""
         return self.get_cluster(ident)["uuid"]
 
+    def get_nodegroup(self, cluster, ident):
+        return self.request("GET", "/clusters/%s/nodegroups/%s" % (self._ident(cluster), self._ident(ident)))
+
+    # -- retries of a failed create ----------------------------------------
+
+    def retry_cluster(self, ident):
+        """POST /clusters/{ident}/actions/retry (microversion 1.16): the cluster's uuid."""
+        return self._retry("/clusters/%s/actions/retry" % self._ident(ident), RETRY_VERSIONS["cluster"])
+
+    def retry_nodegroup(self, cluster, ident):
+        """POST /clusters/{c}/nodegroups/{ng}/actions/retry (1.17): the node group's uuid."""
+        path = "/clusters/%s/nodegroups/%s/actions/retry" % (self._ident(cluster), self._ident(ident))
+        return self._retry(path, RETRY_VERSIONS["nodegroup"])
+
+    def retry_federation(self, ident):
+        """POST /federations/{ident}/actions/retry (1.17): the federation's uuid."""
+        return self._retry("/federations/%s/actions/retry" % self._ident(ident), RETRY_VERSIONS["federation"])
+
+    def _retry(self, path, needed):
+        try:
+            return (self.request("POST", path) or {}).get("uuid")
+        except ApiError as e:
+            if e.status_code != 406:
+                raise
+            # The server is the judge of microversions; below the retry's it answers 406 with
+            # no sentence, so say which version the command needs.
+            raise ApiError(406, "The retry needs microversion %s or later; this request was sent at "
+                                "container-infra %s (see --os-container-infra-api-version)."
+                                % (needed, self.api_version), title=e.title, request_id=e.request_id)
+
     # -- federations -------------------------------------------------------
 
     def list_federations(self, limit=None, marker=None, sort_key=None, sort_dir=None, detail=False):
@@ -213,11 +248,18 @@ class FederationClient:
         federation answering 404; then None is returned. ``progress(status)`` is
         called on every change of status.
         """
+        return self.wait_for(lambda: self.get_federation(uuid), "Federation", label, gone_ok=gone_ok,
+                             timeout=timeout, interval=interval, progress=progress, clock=clock,
+                             sleep=sleep)
+
+    def wait_for(self, fetch, kind, label, *, gone_ok=False, timeout=600.0, interval=1.0,
+                 progress=None, clock=time.monotonic, sleep=time.sleep):
+        """Like wait(), for any resource: ``fetch()`` returns its body, ``kind`` names it."""
         start = clock()
         last = object()
         while True:
             try:
-                fed = self.get_federation(uuid)
+                fed = fetch()
             except ApiError as e:
                 if gone_ok and e.status_code == 404:
                     if progress is not None:
@@ -231,7 +273,7 @@ class FederationClient:
                     progress(status)
             if failed(status):
                 reason = fed.get("status_reason") or "no status_reason given"
-                raise WaitFailed("Federation %s is %s: %s" % (label, status, reason))
+                raise WaitFailed("%s %s is %s: %s" % (kind, label, status, reason))
             done = not in_progress(status)
             if gone_ok:
                 # A delete is over when the row is gone (or says DELETE_COMPLETE).
@@ -239,6 +281,6 @@ class FederationClient:
             if done:
                 return fed
             if clock() - start >= timeout:
-                raise WaitFailed("Timed out after %ds waiting for federation %s (status %s)"
-                                 % (timeout, label, status))
+                raise WaitFailed("Timed out after %ds waiting for %s %s (status %s)"
+                                 % (timeout, kind.lower(), label, status))
             sleep(interval)

@@ -18,6 +18,7 @@ from osc_lib import exceptions
 from fleetyard_osc import client as fclient
 from fleetyard_osc import plugin
 from fleetyard_osc.v1 import federations as fed
+from fleetyard_osc.v1 import retries
 
 
 class FakeResponse:
@@ -290,6 +291,148 @@ class CommandTest(unittest.TestCase):
             "name": "f2", "hostcluster_id": "h-uuid", "member_ids": ["m1-uuid"],
             "properties": {"dns-zone": "z."}})
         self.assertEqual(cols, fed.SHOW_COLUMNS)
+
+
+class RetryClientTest(unittest.TestCase):
+    def client(self, answer):
+        c = fclient.FederationClient.__new__(fclient.FederationClient)
+        c.api_version = "1.10"
+        c.calls = []
+
+        def request(method, path, body=None):
+            c.calls.append((method, path, body))
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+        c.request = request
+        return c
+
+    def test_each_retry_posts_its_action_without_a_body_and_returns_the_uuid(self):
+        c = self.client({"uuid": "u-1"})
+        self.assertEqual(c.retry_cluster("k 1"), "u-1")
+        self.assertEqual(c.retry_nodegroup("k1", "gpu"), "u-1")
+        self.assertEqual(c.retry_federation("f1"), "u-1")
+        self.assertEqual(c.calls, [
+            ("POST", "/clusters/k%201/actions/retry", None),
+            ("POST", "/clusters/k1/nodegroups/gpu/actions/retry", None),
+            ("POST", "/federations/f1/actions/retry", None),
+        ])
+
+    def test_a_406_says_which_microversion_the_retry_needs(self):
+        c = self.client(fclient.ApiError(406, "HTTP 406: Not Acceptable"))
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.retry_nodegroup("k1", "gpu")
+        self.assertEqual(str(cm.exception),
+                         "The retry needs microversion 1.17 or later; this request was sent at "
+                         "container-infra 1.10 (see --os-container-infra-api-version).")
+        self.assertEqual(cm.exception.status_code, 406)
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.retry_cluster("k1")
+        self.assertIn("needs microversion 1.16 or later", str(cm.exception))
+
+    def test_the_apis_409_naming_the_way_forward_is_the_message(self):
+        sentence = ("Retrying a cluster when status is \"DELETE_FAILED\" is not supported; only a "
+                    "cluster whose create failed (CREATE_FAILED) is retried: delete the cluster again.")
+        c = self.client(fclient.ApiError(409, sentence))
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.retry_cluster("k1")
+        self.assertEqual(str(cm.exception), sentence)
+
+
+class FakeRetryClient(FakeFederationClient):
+    """Retries are accepted; the resource then shows `statuses` in turn."""
+
+    def __init__(self, statuses):
+        super().__init__()
+        self.retried = []
+        self.statuses = list(statuses)
+        self.fetched = []
+
+    def retry_cluster(self, ident):
+        self.retried.append(("cluster", ident))
+        return "c-uuid"
+
+    def retry_nodegroup(self, cluster, ident):
+        self.retried.append(("nodegroup", cluster, ident))
+        return "ng-uuid"
+
+    def retry_federation(self, ident):
+        self.retried.append(("federation", ident))
+        return "f-uuid"
+
+    def _next(self, what):
+        self.fetched.append(what)
+        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        return {"uuid": what, "status": status, "status_reason": "driver said no"}
+
+    def get_cluster(self, ident):
+        return self._next(ident)
+
+    def get_nodegroup(self, cluster, ident):
+        return self._next((cluster, ident))
+
+    def get_federation(self, ident):
+        fed_body = dict(self.fed)
+        fed_body.update(self._next(ident))
+        return fed_body
+
+    def wait_for(self, fetch, kind, label, **kw):
+        clock = FakeClock()
+        kw.update(clock=clock, sleep=clock.sleep)
+        return fclient.FederationClient.wait_for(self, fetch, kind, label, **kw)
+
+    def wait(self, uuid, label, **kw):
+        return fclient.FederationClient.wait(self, uuid, label, **kw)
+
+
+def run_quiet(cls, argv, fake):
+    out = io.StringIO()
+    with mock.patch.object(sys, "stdout", out), mock.patch.object(sys, "stderr", io.StringIO()):
+        result = run_command(cls, argv, fake)
+    return result, out.getvalue()
+
+
+class RetryCommandTest(unittest.TestCase):
+    def test_cluster_retry_prints_magnumclients_acceptance(self):
+        fake = FakeRetryClient(["CREATE_IN_PROGRESS"])
+        _, out = run_quiet(retries.RetryCluster, ["k1"], fake)
+        self.assertEqual(fake.retried, [("cluster", "k1")])
+        self.assertEqual(out, "Request to retry cluster k1 has been accepted.\n")
+        self.assertEqual(fake.fetched, [])
+
+    def test_cluster_retry_waits_for_the_create_by_uuid(self):
+        fake = FakeRetryClient(["CREATE_IN_PROGRESS", "CREATE_IN_PROGRESS", "CREATE_COMPLETE"])
+        _, out = run_quiet(retries.RetryCluster, ["k1", "--wait"], fake)
+        self.assertEqual(out, "Request to retry cluster k1 has been accepted.\n"
+                              "Cluster k1 is CREATE_COMPLETE.\n")
+        self.assertEqual(fake.fetched, ["c-uuid"] * 3)
+
+    def test_a_create_that_fails_again_exits_non_zero_with_the_reason(self):
+        fake = FakeRetryClient(["CREATE_IN_PROGRESS", "CREATE_FAILED"])
+        with self.assertRaises(fclient.WaitFailed) as cm:
+            run_quiet(retries.RetryCluster, ["k1", "--wait"], fake)
+        self.assertEqual(str(cm.exception), "Cluster k1 is CREATE_FAILED: driver said no")
+
+    def test_nodegroup_retry_names_the_cluster_and_the_group(self):
+        fake = FakeRetryClient(["CREATE_COMPLETE"])
+        _, out = run_quiet(retries.RetryNodeGroup, ["k1", "gpu", "--wait"], fake)
+        self.assertEqual(fake.retried, [("nodegroup", "k1", "gpu")])
+        self.assertEqual(fake.fetched, [("k1", "ng-uuid")])
+        self.assertEqual(out, "Request to retry nodegroup gpu has been accepted.\n"
+                              "Nodegroup gpu is CREATE_COMPLETE.\n")
+
+    def test_federation_retry_shows_the_federation(self):
+        fake = FakeRetryClient(["CREATE_IN_PROGRESS"])
+        cols, values = run_command(fed.RetryFederation, ["f"], fake)
+        self.assertEqual(fake.retried, [("federation", "f")])
+        self.assertEqual(cols, fed.SHOW_COLUMNS)
+        self.assertEqual(dict(zip(cols, values))["status"], "CREATE_IN_PROGRESS")
+
+    def test_federation_retry_waits(self):
+        fake = FakeRetryClient(["CREATE_IN_PROGRESS", "CREATE_COMPLETE"])
+        cols, values = run_command(fed.RetryFederation, ["f", "--wait"], fake)
+        self.assertEqual(dict(zip(cols, values))["status"], "CREATE_COMPLETE")
 
 
 class OutputTest(unittest.TestCase):

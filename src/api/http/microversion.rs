@@ -56,6 +56,10 @@ pub const REGISTRY_METADATA: Version = Version::new(1, 15);
 /// `POST /v1/clusters/{c}/actions/retry` (a `CREATE_FAILED` cluster created again in place;
 /// 406 before).
 pub const CLUSTER_RETRY: Version = Version::new(1, 16);
+/// `POST /v1/clusters/{c}/nodegroups/{ng}/actions/retry` and
+/// `POST /v1/federations/{f}/actions/retry` (a `CREATE_FAILED` node group or federation
+/// created again in place; 406 before). Nothing else changes at 1.17.
+pub const NODEGROUP_FEDERATION_RETRY: Version = Version::new(1, 17);
 /// The administrator's forced delete `DELETE /v1/clusters/{c}?force=true` (`force` is an
 /// unknown argument, 400, before).
 pub const FORCED_DELETE: Version = Version::new(1, 18);

@@ -55,6 +55,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::patch().to(update))
             .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/{ident}/actions/retry")
+            .route(web::post().to(super::retry_actions::retry_federation))
+            .default_service(web::to(super::method_not_allowed)),
     );
 }
 
@@ -73,9 +78,9 @@ const PATCH_RULES: PatchRules = PatchRules {
 const MUTABLE: &[&str] = &["member_ids", "properties"];
 
 /// Magnum hard-codes `create_timeout=15` (minutes) for federations.
-const CREATE_TIMEOUT_MINUTES: i64 = 15;
+pub(super) const CREATE_TIMEOUT_MINUTES: i64 = 15;
 
-fn federation_target(f: &Federation) -> Map<String, Value> {
+pub(super) fn federation_target(f: &Federation) -> Map<String, Value> {
     owner_target(&f.project_id, &f.user_id)
 }
 
@@ -145,7 +150,7 @@ fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
 
 /// The driver that runs a federation's jobs: the host cluster's template driver (the default
 /// driver when the host is gone, so the job still runs and fails with a reason).
-async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
+pub(super) async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
     let template = match state.store.find_cluster(&f.hostcluster_id).await? {
         Some(host) => find_template_of(state, &host).await?,
         None => None,
@@ -662,7 +667,10 @@ async fn update(
         }
         let mut membership = Membership::default();
         let members = apply_member_ops(&state, &ctx, &mut membership, &f, &member_ops).await?;
-        if members == f.member_ids && properties == f.properties {
+        // The same change again is a no-op, except from UPDATE_FAILED, where it is the way
+        // forward: the update runs again (a failed join or unjoin has already been undone).
+        let unchanged = members == f.member_ids && properties == f.properties;
+        if unchanged && f.status != FederationStatus::UpdateFailed {
             return Ok(Attempt::Done(accepted(&f)));
         }
         let driver = match &driver {

@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod patch;
 pub mod pyliteral;
 pub mod quotas;
+pub mod retry_actions;
 pub mod stats;
 pub mod versions;
 pub mod views;

@@ -57,6 +57,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::patch().to(update))
             .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/nodegroups/{nodegroup_ident}/actions/retry")
+            .route(web::post().to(super::retry_actions::retry_nodegroup))
+            .default_service(web::to(super::method_not_allowed)),
     );
 }
 
@@ -129,7 +134,7 @@ fn invalid_input(attr: &str, nodegroup: &str, expl: &str) -> ApiError {
 }
 
 /// A node group of the cluster by id, uuid or name; non-admins only see their project's.
-async fn find(
+pub(super) async fn find(
     state: &AppState,
     ctx: &RequestContext,
     c: &Cluster,
@@ -583,7 +588,9 @@ async fn update(
             .map_err(ApiError::Conflict)?;
         next_ng.node_taints = check_node_metadata(&ng.name, &ng.role, &node_labels, &taints)?;
         next_ng.node_labels = node_labels;
-        if next_ng == ng {
+        // The same change again is a no-op, except from UPDATE_FAILED, where it is the way
+        // forward: the update runs again (the driver resumes from where it stopped).
+        if next_ng == ng && ng.status != ClusterStatus::UpdateFailed {
             return Ok(Attempt::Done(
                 HttpResponse::Accepted().json(NodeGroupView::new(&app_url(&req), &ng, &c.labels)),
             ));

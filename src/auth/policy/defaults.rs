@@ -196,6 +196,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
     "federation:unjoin" => MEMBER_DENY_CLUSTER_USER,
         "Remove a cluster from a federation; evaluated against both the federation and the \
          member cluster.", [("PATCH", FEDERATION)];
+    "federation:retry" => MEMBER_DENY_CLUSTER_USER,
+        "Retry the create of a federation whose create failed, in place.",
+        [("POST", "/v1/federations/{federation_ident}/actions/retry")];
     "federation:detail" => READER_DENY_CLUSTER_USER,
         "Retrieve a list of federations with detail.", [("GET", FEDERATIONS_DETAIL)];
     "federation:detail_all_projects" => ADMIN,
@@ -229,6 +232,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
     "nodegroup:delete" => ADMIN_OR_MEMBER, "Delete a nodegroup.", [("DELETE", NODEGROUP)];
     "nodegroup:update" => ADMIN_OR_MEMBER, "Update an existing nodegroup.",
         [("PATCH", NODEGROUP)];
+    "nodegroup:retry" => ADMIN_OR_MEMBER,
+        "Retry the create of a nodegroup whose create failed, in place.",
+        [("POST", "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry")];
     "nodegroup:create_all_projects" => ADMIN,
         "Create a nodegroup in a cluster of any project.", [("POST", NODEGROUPS)];
     "nodegroup:update_all_projects" => ADMIN, "Update a nodegroup of any project.",

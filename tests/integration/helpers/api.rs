@@ -158,6 +158,11 @@ pub(crate) trait Api {
         let path = format!("{CLUSTERS}/{cluster}/nodegroups/{ident}");
         self.call(Method::DELETE, &path, None).await
     }
+    /// Retries a node group's failed create in place (microversion 1.17), without a body.
+    async fn retry_nodegroup(&self, cluster: &str, ident: &str) -> Resp {
+        let path = format!("{CLUSTERS}/{cluster}/nodegroups/{ident}/actions/retry");
+        self.call(Method::POST, &path, None).await
+    }
 
     // ---- /v1/federations -------------------------------------------------------------------
 
@@ -183,6 +188,11 @@ pub(crate) trait Api {
     async fn delete_federation(&self, ident: &str) -> Resp {
         self.call(Method::DELETE, &format!("{FEDERATIONS}/{ident}"), None)
             .await
+    }
+    /// Retries a federation's failed create in place (microversion 1.17), without a body.
+    async fn retry_federation(&self, ident: &str) -> Resp {
+        let path = format!("{FEDERATIONS}/{ident}/actions/retry");
+        self.call(Method::POST, &path, None).await
     }
     /// Adds `cluster` to the federation's members (Magnum's patch dialect).
     async fn join(&self, federation: &str, cluster: &str) -> Resp {

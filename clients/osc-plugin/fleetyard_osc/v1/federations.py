@@ -1,4 +1,4 @@
-"""`openstack coe federation create | delete | list | show | update | join | unjoin`.
+"""`openstack coe federation create | delete | list | show | update | join | unjoin | retry`.
 
 The syntax and the output follow the Magnum federation spec's examples
 (``coe federation list`` shows uuid, name, members (a count) and status;
@@ -422,3 +422,24 @@ class DeleteFederation(FederationMixin, command.Command):
             raise exceptions.CommandError(
                 "%d of %d federations were not deleted: %s"
                 % (len(failures), len(parsed_args.federations), ", ".join(failures)))
+
+
+class RetryFederation(FederationMixin, command.ShowOne):
+    _description = ("Retry the create of a federation whose create failed (CREATE_FAILED), "
+                    "in place (microversion 1.17)")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("federation", metavar="<federation>",
+                            help="Name or UUID of the federation whose create failed.")
+        add_wait_arguments(parser, "creation")
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.fed_client()
+        uuid = client.retry_federation(parsed_args.federation)
+        if parsed_args.wait:
+            fed = self.wait(uuid, parsed_args.federation, parsed_args)
+        else:
+            fed = client.get_federation(uuid)
+        return show_row(fed)

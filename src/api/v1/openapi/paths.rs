@@ -182,6 +182,22 @@ pub fn upgrade_cluster() {}
         cluster is CREATE_IN_PROGRESS again", body = AcceptedView)))]
 pub fn retry_cluster() {}
 
+#[utoipa::path(post,
+    path = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry",
+    tag = "nodegroups", operation_id = "retryNodeGroup",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("nodegroup_ident" = String, Path, description = "Uuid, name or id")),
+    responses((status = 202, description = "Accepted (microversion 1.17); the CREATE_FAILED \
+        node group is CREATE_IN_PROGRESS again", body = AcceptedView)))]
+pub fn retry_nodegroup() {}
+
+#[utoipa::path(post, path = "/v1/federations/{federation_ident}/actions/retry",
+    tag = "federations", operation_id = "retryFederation",
+    params(("federation_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 202, description = "Accepted (microversion 1.17); the CREATE_FAILED \
+        federation is CREATE_IN_PROGRESS again", body = AcceptedView)))]
+pub fn retry_federation() {}
+
 // Node groups (microversion 1.9).
 
 #[utoipa::path(get, path = "/v1/clusters/{cluster_ident}/nodegroups", tag = "nodegroups",
