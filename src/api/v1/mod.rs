@@ -13,7 +13,6 @@ pub mod mservices;
 pub mod nodegroups;
 pub mod openapi;
 pub mod patch;
-pub mod pyliteral;
 pub mod quotas;
 pub mod stats;
 pub mod versions;
