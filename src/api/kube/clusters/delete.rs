@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::delete_options::Delete;
-use crate::api::kube::objects::{ClusterList, ListMeta, API_VERSION, LIST_KIND};
+use crate::api::kube::objects::{list_meta, ClusterList, API_VERSION, LIST_KIND};
 use crate::api::kube::request::{
     authorize_namespace, authorized_entry, caller, json_response, params, Visible,
 };
@@ -259,11 +259,7 @@ pub(super) async fn delete_collection(
     let list = ClusterList {
         api_version: API_VERSION,
         kind: LIST_KIND,
-        metadata: ListMeta {
-            resource_version: listed.resource_version.to_string(),
-            r#continue: String::new(),
-            remaining_item_count: None,
-        },
+        metadata: list_meta(listed.resource_version, String::new(), None),
         items: &gone,
     };
     Ok(json_response(actix_web::http::StatusCode::OK, &list))

@@ -3,7 +3,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::api::http::error::ApiError;
-use crate::api::kube::objects::{Cluster, ClusterList, ListMeta, API_VERSION, LIST_KIND};
+use crate::api::kube::objects::{list_meta, Cluster, ClusterList, API_VERSION, LIST_KIND};
 use crate::api::kube::request::{
     accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response, list_rule,
     params, Params, Visible,
@@ -64,11 +64,11 @@ pub(super) async fn list_answer(
     let list = ClusterList {
         api_version: API_VERSION,
         kind: LIST_KIND,
-        metadata: ListMeta {
-            resource_version: listed.resource_version.to_string(),
-            r#continue: listed.continue_token(),
-            remaining_item_count: listed.remaining,
-        },
+        metadata: list_meta(
+            listed.resource_version,
+            listed.continue_token(),
+            listed.remaining,
+        ),
         items: &objects,
     };
     Ok(json_response(actix_web::http::StatusCode::OK, &list))
