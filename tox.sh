@@ -57,6 +57,8 @@ envs:
           (FUZZ_API_EXAMPLES=10); args go to the test runner
   unit    ensure services, then only the Rust tests; args go to the test runner
   lint    cargo fmt --check and cargo clippy --all-targets -D warnings, then
+          tools/check_modules.py (no import circle among the modules of src/, no file
+          over 800 lines of non-test code), then
           tools/check_docs.py with docutils (pinned, in .tox/docs): README.rst,
           CONTRIBUTING.rst and docs/**/*.rst render without a warning or error, every
           page under docs/ is linked from README.rst, every relative link resolves
@@ -184,6 +186,8 @@ docs_venv() {
 lint_parts() {
   part "cargo fmt --all -- --check" cargo fmt --all -- --check
   part "cargo clippy --all-targets -- -D warnings" cargo clippy --all-targets -- -D warnings
+  # No import circle between the modules of src/, no file over 800 lines of non-test code.
+  part "tools/check_modules.py" python3 tools/check_modules.py
   part "docs venv $DOCS_VENV" docs_venv
   if ((PART_RC != 0)); then
     FAILED+=("docs check (not run: no docs venv)")

@@ -2,7 +2,9 @@
 //! literal, and rendered back with Python's `str()` when it parses.
 #![no_main]
 
-use fleetyard::api::v1::pyliteral::{holds_nul, parse_literal, parse_request_literal, python_str};
+use fleetyard::api::http::pyliteral::{
+    holds_nul, parse_literal, parse_request_literal, python_str,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -64,7 +64,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::scope("/v1")
-                .wrap(from_fn(http::microversion::middleware))
+                .wrap(from_fn(http::microversion_middleware::middleware))
                 .configure(v1::routes),
         )
         .configure(kube::configure)

@@ -7,6 +7,7 @@ pub mod health_probe;
 pub mod ids;
 pub mod job;
 pub mod keypair;
+pub mod kube_names;
 pub mod labels;
 pub mod leftover;
 pub mod managed_fields;

@@ -51,7 +51,7 @@ impl ClusterName {
     /// The name of a cluster registered through the cluster registry: a Kubernetes object name
     /// (a DNS-1123 subdomain), which may start with a digit where the cluster rule would not.
     pub fn registered(text: &str) -> Option<ClusterName> {
-        super::registry::is_kube_name(text).then(|| ClusterName(text.to_string()))
+        super::kube_names::is_dns1123_subdomain(text).then(|| ClusterName(text.to_string()))
     }
     /// A generated `<greek letter>-<n>-cluster` name.
     pub fn generate() -> ClusterName {

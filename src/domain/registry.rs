@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::kube_names::is_dns1123_subdomain;
 use super::TemplateId;
 
 /// The hidden public template of clusters registered through the registry (driver `external`).
@@ -201,24 +202,6 @@ impl RegistryMeta {
     }
 }
 
-/// The longest Kubernetes object name (a DNS-1123 subdomain).
-pub const MAX_NAME: usize = 253;
-
-/// Whether `name` is a DNS-1123 subdomain: what Kubernetes accepts as an object name.
-pub fn is_kube_name(name: &str) -> bool {
-    if name.is_empty() || name.len() > MAX_NAME {
-        return false;
-    }
-    name.split('.').all(|label| {
-        let b = label.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    })
-}
-
 /// The base of a derived registry name: `name` lower-cased, other characters as `-`, trimmed
 /// to 200 characters, dashes off the edges of each dot-separated label, empty labels dropped
 /// (`cluster` when nothing is left).
@@ -259,7 +242,7 @@ const SUFFIX_DIGITS: [usize; 4] = [8, 12, 16, 32];
 /// names were stored); then `<base>-<first 8, 12, 16, 32 hex digits of uuid>`, then
 /// `<base>-<32 hex digits>-<n>` for n = 2, 3, … Every candidate is a Kubernetes name.
 pub fn name_candidate(name: &str, uuid: &uuid::Uuid, attempt: u32) -> String {
-    let own = is_kube_name(name);
+    let own = is_dns1123_subdomain(name);
     let step = if own {
         match attempt.checked_sub(1) {
             None => return name.to_string(),
@@ -288,10 +271,10 @@ mod tests {
     #[test]
     fn kube_names_are_dns_subdomains() {
         for ok in ["a", "prod-1", "a.b-c.d", "0abc"] {
-            assert!(is_kube_name(ok), "{ok}");
+            assert!(is_dns1123_subdomain(ok), "{ok}");
         }
         for bad in ["", "A", "a_b", "-a", "a-", "a..b", ".a", &"a".repeat(254)] {
-            assert!(!is_kube_name(bad), "{bad}");
+            assert!(!is_dns1123_subdomain(bad), "{bad}");
         }
     }
 
@@ -304,7 +287,7 @@ mod tests {
         assert_eq!(registry_name("___", &id), "cluster-3f2a9c01");
         for n in ["My_Cluster", "X.-y", "A".repeat(242).as_str()] {
             let d = registry_name(n, &id);
-            assert!(is_kube_name(&d), "{d}");
+            assert!(is_dns1123_subdomain(&d), "{d}");
             assert!(d.ends_with("-3f2a9c01"), "{d}");
         }
     }
@@ -335,7 +318,7 @@ mod tests {
         for a in 0..40 {
             for n in ["prod", "My_Cluster", long.as_str(), "___", "x.-y"] {
                 let c = name_candidate(n, &id, a);
-                assert!(is_kube_name(&c), "{c}");
+                assert!(is_dns1123_subdomain(&c), "{c}");
                 assert!(seen.insert((n, c)), "{n} {a}");
             }
         }

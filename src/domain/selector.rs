@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use super::kube_names::{is_label_value, is_qualified_name, LABEL_VALUE_MSG, QUALIFIED_NAME_MSG};
+
 /// The longest selector string taken.
 pub const MAX_SELECTOR_LEN: usize = 4096;
 /// The most requirements (comma-separated terms) in one selector.
@@ -117,55 +119,19 @@ fn split_terms(s: &str) -> Result<Vec<&str>, SelectorError> {
     Ok(terms)
 }
 
-const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', \
-     and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
-     '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric \
-     characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
-     'MyValue',  or 'my_value',  or '12345', regex used for validation is \
-     '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-
-fn is_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|l| {
-            let b = l.as_bytes();
-            !b.is_empty()
-                && b[0].is_ascii_lowercase() | b[0].is_ascii_digit()
-                && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        })
-}
-
 fn check_key(key: &str) -> Result<(), SelectorError> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    let ok = is_name_part(name) && prefix.is_none_or(|p| !p.is_empty() && is_dns_subdomain(p));
-    if ok {
+    if is_qualified_name(key) {
         Ok(())
     } else {
         Err(err(format!(
-            "unable to parse requirement: <nil>: Invalid value: {}: {NAME_PART_MSG}",
+            "unable to parse requirement: <nil>: Invalid value: {}: name part {QUALIFIED_NAME_MSG}",
             quote(key)
         )))
     }
 }
 
 fn check_value(key: &str, index: usize, value: &str) -> Result<(), SelectorError> {
-    if value.is_empty() || is_name_part(value) {
+    if is_label_value(value) {
         Ok(())
     } else {
         Err(err(format!(

@@ -38,6 +38,7 @@ mod registry_kubectl_versions;
 mod registry_reviews;
 mod registry_schema;
 mod registry_semantics;
+mod registry_validation;
 mod store_contract;
 mod tls;
 mod wire;

@@ -33,7 +33,7 @@ pub fn json_body(req: &HttpRequest, body: &Bytes) -> Result<Value, ApiError> {
     }
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| ApiError::bad_request("Request is not in valid JSON format."))?;
-    if crate::api::v1::pyliteral::holds_nul(&value) {
+    if super::pyliteral::holds_nul(&value) {
         return Err(ApiError::bad_request(NUL_IN_BODY));
     }
     Ok(value)
@@ -65,7 +65,7 @@ pub fn shown(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
-        other => crate::api::v1::pyliteral::python_str(other),
+        other => super::pyliteral::python_str(other),
     }
 }
 
@@ -317,7 +317,7 @@ pub fn labels_value(key: &str, v: &Value) -> Result<Labels, ApiError> {
     let obj = match v {
         Value::Object(map) => map,
         Value::String(s) => {
-            parsed = crate::api::v1::pyliteral::parse_request_literal(s)
+            parsed = super::pyliteral::parse_request_literal(s)
                 .map_err(|e| invalid(key, v, &format!("Value should be a dictionary ({e}).")))?;
             match &parsed {
                 Value::Object(map) => map,

@@ -1,7 +1,7 @@
 //! One error type for every handler, rendered as Magnum's error body:
 //! `{"errors": [{"request_id", "code", "status", "title", "detail", "links"}]}`.
 
-use crate::api::v1::views::{ErrorBody, ErrorEntry, MicroversionError, StandardError};
+use super::error_body::{ErrorBody, ErrorEntry, MicroversionError, StandardError};
 use crate::store::StoreError;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;

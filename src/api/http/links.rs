@@ -10,6 +10,9 @@
 use actix_web::http::header::HOST;
 use actix_web::{web, HttpRequest};
 
+use serde::Serialize;
+use utoipa::ToSchema;
+
 use crate::api::AppState;
 use crate::config::Settings;
 
@@ -105,6 +108,34 @@ pub fn app_url(req: &HttpRequest) -> String {
     match req.app_data::<web::Data<AppState>>() {
         Some(state) => state.links.for_request(req),
         None => LinkBase::Direct.for_request(req),
+    }
+}
+
+/// A link of a resource or collection: `self` (under `/v1`) or `bookmark` (without it).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Link {
+    pub href: String,
+    pub rel: String,
+    /// The media type of the linked document (only the `describedby` link of `/v1`).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+}
+
+impl Link {
+    pub fn new(href: String, rel: &str) -> Self {
+        Link {
+            href,
+            rel: rel.into(),
+            media_type: None,
+        }
+    }
+
+    /// `[{"href": <base>/v1/<path>, "rel": "self"}, {"href": <base>/<path>, "rel": "bookmark"}]`
+    pub fn pair(base: &str, path: &str) -> Vec<Link> {
+        vec![
+            Link::new(format!("{base}/v1/{path}"), "self"),
+            Link::new(format!("{base}/{path}"), "bookmark"),
+        ]
     }
 }
 

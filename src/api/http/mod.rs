@@ -6,10 +6,13 @@
 pub mod body;
 pub mod context;
 pub mod error;
+pub mod error_body;
 pub mod keystone;
 pub mod links;
 pub mod microversion;
+pub mod microversion_middleware;
 pub mod pagination;
+pub mod pyliteral;
 pub mod request;
 pub mod retry;
 pub mod wire;

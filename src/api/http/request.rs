@@ -11,7 +11,12 @@ use tracing::Instrument;
 
 use super::context::RequestId;
 use super::error::{self, ApiError};
-use crate::api::kube;
+
+/// First path segments of the Kubernetes-facing APIs, served as they come (not rerouted under
+/// `/v1`).
+pub const KUBE_ROOTS: &[&str] = &[
+    "api", "apis", "openapi", "version", "healthz", "readyz", "livez",
+];
 
 pub const REQUEST_ID_HEADER: &str = "x-openstack-request-id";
 
@@ -28,7 +33,7 @@ pub fn normalized_path(path: &str) -> String {
     match first {
         "" | "v1" | "healthcheck" => trimmed.to_string(),
         // The Kubernetes-facing APIs and what kubectl asks for around them.
-        f if kube::ROOTS.contains(&f) => trimmed.to_string(),
+        f if KUBE_ROOTS.contains(&f) => trimmed.to_string(),
         _ => format!("/v1{trimmed}"),
     }
 }

@@ -9,19 +9,20 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::Value;
 
-use super::clusters::{
-    authorize_namespace, caller, dry_run, json_of, json_response, params, update_row,
-    with_warnings, Params,
-};
+use super::clusters::{get, method_not_allowed, update_row, BASE};
 use super::managed::{self, Part};
 use super::objects::API_VERSION;
-use super::objects::{ClusterCondition, ClusterStatus};
+use super::objects::{Cluster, ClusterCondition, ClusterStatus};
+use super::request::{
+    authorize_namespace, caller, dry_run, json_of, json_response, params, with_warnings, Params,
+};
 use super::status::{quote, Cause, KubeError, CLUSTERS, PATCH_OPTIONS, UPDATE_OPTIONS};
 use super::{patch, validation, view};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
+use crate::domain::kube_names;
 use crate::domain::managed_fields::ManagerId;
 use crate::domain::registry::{BLOCKED_CONDITION, PROBER_CONDITION};
 use crate::store::RegistryEntry;
@@ -29,6 +30,19 @@ use crate::store::RegistryEntry;
 const RULE: &str = super::access::STATUS_UPDATE.rule;
 /// At most this many conditions a cluster keeps.
 const MAX_CONDITIONS: usize = 64;
+
+/// The routes of `clusters/{name}/status`.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/clusters/{{name}}/status"
+        ))
+        .route(web::get().to(get))
+        .route(web::put().to(write_status))
+        .route(web::patch().to(write_status))
+        .default_service(web::to(method_not_allowed)),
+    );
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum How {
@@ -102,6 +116,9 @@ async fn write(
         managed::operation(apply),
         Part::Status.subresource(),
     );
+    let mode = validation::FieldValidation::parse(p.field_validation.as_deref())?;
+    // The body's keys, for the duplicate-key check: a JSON patch has none of the object's.
+    let raw = validation::raw_object(Some(&content_type), body);
     let applied = if apply {
         let applied = patch::parse_applied(body)?;
         managed::check_applied(&applied, namespace, name)?;
@@ -154,7 +171,6 @@ async fn write(
                     How::Replace => json_of(req, body)?,
                     How::Patch => patch::apply_patch(&content_type, &current, body)?,
                 };
-                validation::check_type_meta(&value, &CLUSTERS)?;
                 let asked = stated_version(&value, &current, how)?;
                 (value, asked)
             }
@@ -164,7 +180,9 @@ async fn write(
                 return Err(KubeError::conflict(&CLUSTERS, name));
             }
         }
-        let (conditions, warnings) = conditions_of(&value, &e)?;
+        let (object, mut warnings) = checked(&value, raw, mode)?;
+        let (conditions, condition_warnings) = conditions_of(object.status, &e)?;
+        warnings.extend(condition_warnings);
         let mut next = e.cluster.clone();
         next.registry.conditions = conditions;
         match applied_fields {
@@ -215,6 +233,28 @@ async fn write(
     ))
 }
 
+/// The object a status write leaves, through the same check as every other write
+/// ([`validation::check_cluster`]: field validation, duplicate keys, type errors that quote
+/// no value), with the server-owned metadata set aside as the main resource's writes do.
+fn checked(
+    value: &Value,
+    raw: Option<&[u8]>,
+    mode: validation::FieldValidation,
+) -> Result<(Cluster, Vec<String>), KubeError> {
+    let mut object = value.clone();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in validation::SERVER_FIELDS {
+            meta.remove(*k);
+        }
+    }
+    if let Some(o) = object.as_object_mut() {
+        if o.get("status").is_some_and(Value::is_null) {
+            o.remove("status");
+        }
+    }
+    validation::check_cluster(&object, raw, mode)
+}
+
 /// The resourceVersion a write names: a replace's own, a patch's only when it changed it.
 fn stated_version(value: &Value, current: &Value, how: How) -> Result<Option<i64>, KubeError> {
     let stated = value["metadata"]["resourceVersion"].as_str().unwrap_or("");
@@ -234,17 +274,9 @@ fn stated_version(value: &Value, current: &Value, how: How) -> Result<Option<i64
 /// The conditions a status write leaves: every type but the prober's, checked, with
 /// `lastTransitionTime` kept while a condition's status stays and set when it changes.
 fn conditions_of(
-    value: &Value,
+    status: ClusterStatus,
     e: &RegistryEntry,
 ) -> Result<(Vec<ClusterCondition>, Vec<String>), KubeError> {
-    let status: ClusterStatus = match value.get("status") {
-        None | Some(Value::Null) => ClusterStatus::default(),
-        Some(s) => serde_json::from_value(s.clone()).map_err(|err| {
-            KubeError::BadRequest(format!(
-                "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: status: {err}"
-            ))
-        })?,
-    };
     let registry_name = e.cluster.registry.name.clone();
     let mut causes = Vec::new();
     let mut warnings = Vec::new();
@@ -281,7 +313,7 @@ fn conditions_of(
         if c.type_.is_empty() {
             causes.push(Cause::required(field("type"), ""));
         } else {
-            for m in validation::qualified_name_errors(&c.type_) {
+            for m in kube_names::qualified_name_errors(&c.type_) {
                 causes.push(Cause::invalid(field("type"), &c.type_, &m));
             }
         }

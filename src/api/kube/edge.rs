@@ -147,7 +147,7 @@ pub async fn not_found(req: actix_web::HttpRequest) -> HttpResponse {
         .split('/')
         .next()
         .unwrap_or("");
-    if super::ROOTS.contains(&first) {
+    if crate::api::http::request::KUBE_ROOTS.contains(&first) {
         KubeError::path_not_found().error_response()
     } else {
         crate::api::v1::not_found().await

@@ -19,20 +19,18 @@ pub mod objects;
 pub mod openapi;
 pub mod openapi_v2;
 pub mod patch;
+pub mod profile_view;
 pub mod profiles;
 pub mod protobuf;
+pub mod request;
 pub mod reviews;
+pub mod scan;
 pub mod schema;
 pub mod status;
 pub mod table;
 pub mod validation;
 pub mod view;
 pub mod watch;
-
-/// First path segments served as they come (not rerouted under `/v1`).
-pub const ROOTS: &[&str] = &[
-    "api", "apis", "openapi", "version", "healthz", "readyz", "livez",
-];
 
 use actix_web::web;
 use serde_json::{json, Value};
@@ -46,6 +44,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .wrap(actix_web::middleware::from_fn(edge::middleware))
                 .configure(configure_static)
                 .configure(clusters::configure)
+                .configure(cluster_status::configure)
                 .configure(profiles::configure)
                 .configure(reviews::configure)
                 .default_service(web::to(edge::not_found)),

@@ -142,16 +142,17 @@ impl ClusterStatus {
 
 pub use crate::domain::registry::Condition as ClusterCondition;
 
-/// `metav1.ListMeta`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListMeta {
-    #[serde(default)]
-    pub resource_version: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub r#continue: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remaining_item_count: Option<i64>,
+/// `metav1.ListMeta`, k8s-openapi's.
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+
+/// The `ListMeta` of a list answer: its resourceVersion always, `continue` when there is more.
+pub fn list_meta(resource_version: i64, next: String, remaining: Option<i64>) -> ListMeta {
+    ListMeta {
+        resource_version: Some(resource_version.to_string()),
+        continue_: Some(next).filter(|c| !c.is_empty()),
+        remaining_item_count: remaining,
+        self_link: None,
+    }
 }
 
 /// `ClusterList`.

@@ -16,8 +16,8 @@ use k8s_openapi::api::authorization::v1::{
 use serde::de::DeserializeOwned;
 
 use super::access::{self, Ask};
-use super::clusters::{caller, json_response};
 use super::protobuf;
+use super::request::{caller, json_response};
 use super::status::{Cause, KubeError, Resource};
 use crate::api::http::error::ApiError;
 use crate::api::RequestContext;

@@ -3,6 +3,9 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    ListMeta, Status, StatusCause, StatusDetails,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -110,6 +113,18 @@ pub struct Cause {
     pub reason: String,
     pub message: String,
     pub field: String,
+}
+
+impl Cause {
+    /// The same cause as a `metav1.StatusCause` (every field written, as the API server's
+    /// `field.Error` causes are).
+    fn status_cause(&self) -> StatusCause {
+        StatusCause {
+            reason: Some(self.reason.clone()),
+            message: Some(self.message.clone()),
+            field: Some(self.field.clone()),
+        }
+    }
 }
 
 /// Go's `%q` of a string, close enough: JSON string quoting.
@@ -468,77 +483,102 @@ impl KubeError {
         }
     }
 
-    fn details(&self) -> Option<Value> {
+    fn details(&self) -> Option<StatusDetails> {
+        let named = |name: &str, group: &str, kind: &str| StatusDetails {
+            name: Some(name.to_string()),
+            group: Some(group.to_string()),
+            kind: Some(kind.to_string()),
+            ..StatusDetails::default()
+        };
+        let causes = |causes: &[Cause]| Some(causes.iter().map(Cause::status_cause).collect());
         match self {
             KubeError::NotFound { resource, name }
             | KubeError::AlreadyExists { resource, name }
-            | KubeError::Conflict { resource, name } => Some(json!({
-                "name": name, "group": resource.group, "kind": resource.plural,
-            })),
+            | KubeError::Conflict { resource, name } => {
+                Some(named(name, resource.group, resource.plural))
+            }
             KubeError::Invalid {
                 resource,
                 name,
-                causes,
-            } => Some(json!({
-                "name": name, "group": resource.group, "kind": resource.kind, "causes": causes,
-            })),
-            KubeError::MethodNotAllowed { resource, .. } => Some(json!({
-                "group": resource.group, "kind": resource.plural,
-            })),
-            KubeError::Forbidden { resource, name, .. } => {
-                let mut d = json!({"group": resource.group, "kind": resource.plural});
-                if let Some(n) = name {
-                    d["name"] = json!(n);
-                }
-                Some(d)
-            }
-            KubeError::Internal(_) => Some(json!({
-                "causes": [{"message": "an unexpected error prevented the server from fulfilling the request"}],
-            })),
-            KubeError::NotFoundMessage(_) => Some(json!({})),
-            KubeError::TooLargeResourceVersion { .. } => Some(json!({
-                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                "retryAfterSeconds": 1,
-            })),
-            KubeError::ApplyConflict { causes, .. } => Some(json!({"causes": causes})),
+                causes: c,
+            } => Some(StatusDetails {
+                causes: causes(c),
+                ..named(name, resource.group, resource.kind)
+            }),
+            KubeError::MethodNotAllowed { resource, .. } => Some(StatusDetails {
+                name: None,
+                ..named("", resource.group, resource.plural)
+            }),
+            KubeError::Forbidden { resource, name, .. } => Some(StatusDetails {
+                name: name.clone(),
+                ..named("", resource.group, resource.plural)
+            }),
+            KubeError::Internal(_) => Some(StatusDetails {
+                causes: Some(vec![StatusCause {
+                    message: Some(
+                        "an unexpected error prevented the server from fulfilling the request"
+                            .into(),
+                    ),
+                    ..StatusCause::default()
+                }]),
+                ..StatusDetails::default()
+            }),
+            KubeError::NotFoundMessage(_) => Some(StatusDetails::default()),
+            KubeError::TooLargeResourceVersion { .. } => Some(StatusDetails {
+                causes: Some(vec![StatusCause {
+                    reason: Some("ResourceVersionTooLarge".into()),
+                    message: Some("Too large resource version".into()),
+                    field: None,
+                }]),
+                retry_after_seconds: Some(1),
+                ..StatusDetails::default()
+            }),
+            KubeError::ApplyConflict { causes: c, .. } => Some(StatusDetails {
+                causes: causes(c),
+                ..StatusDetails::default()
+            }),
             _ => None,
         }
     }
 }
 
+/// A `metav1.Status` as JSON (k8s-openapi's type, so its fields are the API server's).
+fn status_json(status: &Status) -> Value {
+    serde_json::to_value(status).unwrap_or_else(|_| json!({}))
+}
+
 /// The `metav1.Status` of an error (the body of the response, and the object of a watch
 /// `ERROR` event).
 pub fn status_value(err: &KubeError) -> Value {
-    let mut v = json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": err.to_string(),
-        "reason": err.reason(),
-        "code": err.status_code().as_u16(),
-    });
-    if let Some(d) = err.details() {
-        v["details"] = d;
-    }
-    if let KubeError::ExpiredContinue { token } = err {
-        v["metadata"] = json!({"continue": token});
-    }
-    v
+    let continue_ = match err {
+        KubeError::ExpiredContinue { token } => Some(token.clone()),
+        _ => None,
+    };
+    status_json(&Status {
+        code: Some(i32::from(err.status_code().as_u16())),
+        details: err.details(),
+        message: Some(err.to_string()),
+        metadata: ListMeta {
+            continue_,
+            ..ListMeta::default()
+        },
+        reason: Some(err.reason().to_string()),
+        status: Some("Failure".into()),
+    })
 }
 
 /// The `Success` Status a DELETE may answer with: `details` names the object.
 pub fn success_status(resource: &Resource, name: &str, uid: &str) -> Value {
-    let mut details = json!({"name": name, "group": resource.group, "kind": resource.plural});
-    if !uid.is_empty() {
-        details["uid"] = json!(uid);
-    }
-    json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": details,
+    status_json(&Status {
+        details: Some(StatusDetails {
+            name: Some(name.to_string()),
+            group: Some(resource.group.to_string()),
+            kind: Some(resource.plural.to_string()),
+            uid: Some(uid.to_string()).filter(|u| !u.is_empty()),
+            ..StatusDetails::default()
+        }),
+        status: Some("Success".into()),
+        ..Status::default()
     })
 }
 

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::objects::{Cluster, API_VERSION, KIND};
 use super::status::KubeError;
+use crate::store::RegistryEntry;
 
 /// Whether an `Accept` header asks for `as=Table;v=v1;g=meta.k8s.io` (parameters in any order).
 pub fn wants_table(accept: &str) -> bool {
@@ -297,6 +298,22 @@ pub fn age(creation_timestamp: Option<&str>, now: DateTime<Utc>) -> String {
     match creation_timestamp.and_then(|t| DateTime::parse_from_rfc3339(t).ok()) {
         Some(t) => human_duration((now - t.with_timezone(&Utc)).num_milliseconds()),
         None => "<unknown>".into(),
+    }
+}
+
+/// A row of the `Table` answer.
+pub(super) fn table_row<'a>(e: &'a RegistryEntry, object: &'a Cluster) -> TableRow<'a> {
+    TableRow {
+        object,
+        status: e.cluster.status.as_str(),
+        health: e
+            .cluster
+            .health_status
+            .map(|h| h.as_str())
+            .unwrap_or("UNKNOWN"),
+        driver: &e.driver,
+        nodes: Some(e.node_count),
+        coe_version: e.cluster.coe_version.as_deref().unwrap_or(""),
     }
 }
 

@@ -24,12 +24,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::clusters::{list_entries, table_row, Params, Selectors, Visible, MAX_PAGE};
 use super::list::{self, ListOptions};
 use super::objects::Cluster;
-use super::profiles;
+use super::profile_view;
+use super::request::{Params, Visible};
+use super::scan::{list_entries, Selectors, MAX_PAGE};
 use super::status::KubeError;
-use super::table::{self, TableRow};
+use super::table::{self, table_row, TableRow};
 use super::view;
 use crate::api::AppState;
 use crate::domain::ClusterId;
@@ -106,10 +107,10 @@ impl Shape {
             }
             (Render::Profile, found) => {
                 let object = match found {
-                    Some(e) => profiles::profile(e),
+                    Some(e) => profile_view::profile(e),
                     None => serde_json::json!({
-                        "apiVersion": profiles::API_VERSION,
-                        "kind": profiles::KIND,
+                        "apiVersion": profile_view::API_VERSION,
+                        "kind": profile_view::KIND,
                         "metadata": gone.metadata,
                     }),
                 };

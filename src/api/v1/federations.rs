@@ -117,7 +117,7 @@ fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
     let obj = match v {
         Value::Object(map) => map,
         Value::String(s) => {
-            parsed = crate::api::v1::pyliteral::parse_request_literal(s).map_err(|e| {
+            parsed = crate::api::http::pyliteral::parse_request_literal(s).map_err(|e| {
                 invalid(
                     "properties",
                     v,
@@ -490,7 +490,7 @@ fn member_list(v: &Value) -> Result<Vec<String>, ApiError> {
     let items = match v {
         Value::Array(items) => items,
         Value::String(s) => {
-            parsed = crate::api::v1::pyliteral::parse_request_literal(s).map_err(|_| bad())?;
+            parsed = crate::api::http::pyliteral::parse_request_literal(s).map_err(|_| bad())?;
             parsed.as_array().ok_or_else(bad)?
         }
         _ => return Err(bad()),

@@ -14,7 +14,6 @@ pub mod mservices;
 pub mod nodegroups;
 pub mod openapi;
 pub mod patch;
-pub mod pyliteral;
 pub mod quotas;
 pub mod retry_actions;
 pub mod stats;

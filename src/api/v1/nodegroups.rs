@@ -20,9 +20,9 @@ use crate::api::http::error::ApiError;
 use crate::api::http::links::app_url;
 use crate::api::http::microversion::NODEGROUPS;
 use crate::api::http::pagination::{respond_page, ListQuery, ListRules, PageBody};
+use crate::api::http::pyliteral::parse_request_literal;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::initiator;
-use crate::api::v1::pyliteral::parse_request_literal;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{

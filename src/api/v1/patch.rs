@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::api::http::error::ApiError;
-use crate::api::v1::pyliteral::parse_request_literal;
+use crate::api::http::pyliteral::parse_request_literal;
 
 /// Attributes no patch may touch, on every resource.
 pub const INTERNAL: &[&str] = &[

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::Link;
-use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION};
+use super::links::Link;
+use super::microversion::{MAX_VERSION, MIN_VERSION};
 
 /// An error entry. `code` is `client` or `server`; framework-level errors (unknown route,
 /// wrong method, malformed version header, method unavailable at the microversion) have empty

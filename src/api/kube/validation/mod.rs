@@ -3,15 +3,24 @@
 //! pointers to them), CIDRs that parse, addresses that are addresses, CA bundles that are PEM
 //! certificates.
 
-use std::cell::RefCell;
+mod credentials;
+mod duplicates;
+mod metadata;
+mod spec;
 
-use base64::Engine;
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+pub use credentials::{credential_causes, MAX_DEPTH};
+pub use duplicates::duplicate_fields;
+use metadata::echo;
+pub use metadata::{
+    cluster_name_cause, finalizer_warnings, metadata_causes, TOTAL_ANNOTATION_SIZE_LIMIT,
+};
+pub use spec::{ca_bundle_problem, spec_causes, MAX_CA_BUNDLE};
+
 use serde_json::Value;
 
 use super::objects::Cluster;
 use super::schema;
-use super::status::{quote, Cause, KubeError, Resource, CLUSTERS};
+use super::status::{quote, KubeError, Resource, CLUSTERS};
 
 /// `?fieldValidation=`: what to do with unknown fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,14 +69,6 @@ pub fn unknown_fields(body: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Unknown fields under a mode: Strict → 400, Warn → the warning texts, Ignore → nothing.
-pub fn apply_field_validation(
-    unknown: &[String],
-    mode: FieldValidation,
-) -> Result<Vec<String>, KubeError> {
-    field_problems(&[], unknown, mode)
-}
-
 /// Duplicate and unknown fields, worded as the apiserver's strict decoder, under a mode.
 fn field_problems(
     duplicates: &[String],
@@ -93,736 +94,6 @@ fn field_problems(
     }
 }
 
-/// Seed that walks raw JSON and records the paths of keys seen twice in one object.
-struct Dup<'a> {
-    path: String,
-    out: &'a RefCell<Vec<String>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Dup<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Dup<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0usize;
-        while seq
-            .next_element_seed(Dup {
-                path: format!("{}[{i}]", self.path),
-                out: self.out,
-            })?
-            .is_some()
-        {
-            i += 1;
-        }
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
-        while let Some(k) = map.next_key::<String>()? {
-            let child = if self.path.is_empty() {
-                k.clone()
-            } else {
-                format!("{}.{k}", self.path)
-            };
-            if !seen.insert(k) {
-                let mut out = self.out.borrow_mut();
-                if out.len() < schema::MAX_UNKNOWN_REPORTED && !out.contains(&child) {
-                    out.push(child.clone());
-                }
-            }
-            map.next_value_seed(Dup {
-                path: child,
-                out: self.out,
-            })?;
-        }
-        Ok(())
-    }
-}
-
-/// Paths of keys that appear twice in one object of a raw JSON body (`metadata.name`), at
-/// most 100; empty for a body that is not JSON.
-pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
-    let out = RefCell::new(Vec::new());
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let _ = Dup {
-        path: String::new(),
-        out: &out,
-    }
-    .deserialize(&mut de);
-    out.into_inner()
-}
-
-// ---- credentials ---------------------------------------------------------------------------
-
-/// Deepest nesting scanned; deeper bodies are refused (nothing goes unscanned).
-pub const MAX_DEPTH: usize = 64;
-/// Most values scanned in one body.
-const MAX_NODES: usize = 200_000;
-/// The longest string decoded to look for a base64 PEM private key inside.
-const MAX_DECODE: usize = 1 << 20;
-
-const POINTERS_ONLY: &str = "the registry stores pointers to credentials (kind, name, \
-     namespace), never credentials";
-
-fn credential_noun(key: &str) -> Option<&'static str> {
-    let name = key.rsplit('/').next().unwrap_or(key);
-    let norm: String = name
-        .chars()
-        .filter(|c| !matches!(c, '-' | '_' | '.'))
-        .flat_map(char::to_lowercase)
-        .collect();
-    match norm.as_str() {
-        "token" | "bearertoken" | "accesstoken" | "refreshtoken" | "idtoken" | "apitoken" => {
-            Some("token")
-        }
-        "password" | "passwd" => Some("password"),
-        "clientkeydata" | "clientkey" | "privatekey" | "privatekeydata" | "tlskey" => {
-            Some("private key")
-        }
-        "secret" | "clientsecret" | "apikey" | "secretkey" => Some("secret"),
-        _ => None,
-    }
-}
-
-fn refuse(path: &str, noun: &str) -> Cause {
-    Cause::forbidden(
-        path,
-        &format!("{POINTERS_ONLY}; put the {noun} in a Secret and reference it"),
-    )
-}
-
-fn holds_private_key(s: &str) -> bool {
-    if s.contains("PRIVATE KEY-----") {
-        return true;
-    }
-    // base64 of "-----BEGIN": a PEM block hidden in base64 (caBundle, annotations).
-    if let Some(i) = s.find("LS0tLS1CRUdJTi") {
-        let b64: String = s[i..]
-            .chars()
-            .take(MAX_DECODE)
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '\n' | '\r'))
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        let engine = base64::engine::general_purpose::STANDARD;
-        let trimmed = &b64[..b64.len() - b64.len() % 4];
-        if let Ok(bytes) = engine.decode(trimmed) {
-            return String::from_utf8_lossy(&bytes).contains("PRIVATE KEY-----");
-        }
-    }
-    false
-}
-
-fn child_path(parent: &str, key: &str) -> String {
-    if parent == "metadata.labels" || parent == "metadata.annotations" {
-        format!("{parent}[{key}]")
-    } else if parent.is_empty() {
-        key.to_string()
-    } else {
-        format!("{parent}.{key}")
-    }
-}
-
-struct Scan {
-    causes: Vec<Cause>,
-    nodes: usize,
-    too_deep: bool,
-}
-
-fn scan(v: &Value, path: &str, depth: usize, s: &mut Scan) {
-    if s.causes.len() >= 20 || s.too_deep {
-        return;
-    }
-    s.nodes += 1;
-    if depth > MAX_DEPTH || s.nodes > MAX_NODES {
-        s.too_deep = true;
-        return;
-    }
-    match v {
-        Value::String(text) if holds_private_key(text) => {
-            s.causes.push(refuse(path, "private key"));
-        }
-        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Array(_)
-            if path == "spec.authInfo"
-                || path == "spec.authInfo.user"
-                || path == "spec.authInfo.controller" =>
-        {
-            s.causes.push(Cause::forbidden(
-                path,
-                &format!(
-                    "must be an object reference (kind, name, namespace): {POINTERS_ONLY}; put \
-                     the credential in a Secret and reference it"
-                ),
-            ));
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                scan(item, &format!("{path}[{i}]"), depth + 1, s);
-            }
-        }
-        Value::Object(map) => {
-            let is_ref = path == "spec.authInfo.user" || path == "spec.authInfo.controller";
-            for (k, child) in map {
-                let here = child_path(path, k);
-                if let Some(noun) = credential_noun(k) {
-                    s.causes.push(refuse(&here, noun));
-                    continue;
-                }
-                if is_ref && !matches!(k.as_str(), "kind" | "name" | "namespace") {
-                    s.causes.push(Cause::forbidden(
-                        &here,
-                        &format!(
-                            "an authInfo reference may only hold kind, name and namespace: \
-                             {POINTERS_ONLY}; put the credential in a Secret and reference it"
-                        ),
-                    ));
-                    continue;
-                }
-                scan(child, &here, depth + 1, s);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Causes for every credential-looking key or value in the body (values never echoed).
-pub fn credential_causes(body: &Value) -> Result<Vec<Cause>, KubeError> {
-    let mut s = Scan {
-        causes: vec![],
-        nodes: 0,
-        too_deep: false,
-    };
-    scan(body, "", 0, &mut s);
-    if s.too_deep {
-        return Err(KubeError::undecodable(
-            &CLUSTERS,
-            &format!(
-                "the object is nested deeper than {MAX_DEPTH} levels or holds too many values"
-            ),
-        ));
-    }
-    Ok(s.causes)
-}
-
-// ---- names, labels, annotations ------------------------------------------------------------
-
-pub const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower \
-     case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric \
-     character (e.g. 'example.com', regex used for validation is \
-     '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-/// Another name for `DNS1123_SUBDOMAIN_MSG` (the message of a bad `metadata.name`).
-pub const NAME_MESSAGE: &str = DNS1123_SUBDOMAIN_MSG;
-pub const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
-     alphanumeric characters or '-', and must start and end with an alphanumeric character \
-     (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and \
-     must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
-     '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric \
-     characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
-     'MyValue',  or 'my_value',  or '12345', regex used for validation is \
-     '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-
-fn max_len(n: usize) -> String {
-    format!("must be no more than {n} characters")
-}
-
-fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let an = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty() && an(&b[0]) && an(&b[b.len() - 1]) && b.iter().all(|c| an(c) || *c == b'-')
-}
-
-/// `validation.IsDNS1123Subdomain`: the messages, empty when valid.
-pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push(max_len(253));
-    }
-    if !s.split('.').all(is_dns_label) {
-        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
-    }
-    errs
-}
-
-/// `validation.IsDNS1123Label`: the messages, empty when valid.
-pub fn dns1123_label_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push(max_len(63));
-    }
-    if !is_dns_label(s) {
-        errs.push(DNS1123_LABEL_MSG.to_string());
-    }
-    errs
-}
-
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// `validation.IsQualifiedName`: the messages, empty when valid.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.splitn(3, '/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                for m in dns1123_subdomain_errors(prefix) {
-                    errs.push(format!("prefix part {m}"));
-                }
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and \
-                 '/' (e.g. 'example.com/MyName')"
-            )]
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".into());
-    } else if name.len() > 63 {
-        errs.push(format!("name part {}", max_len(63)));
-    }
-    if !is_qualified_name_part(name) {
-        errs.push(format!("name part {QUALIFIED_NAME_MSG}"));
-    }
-    errs
-}
-
-/// `validation.IsValidLabelValue`: the messages, empty when valid.
-pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push(max_len(63));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errs.push(LABEL_VALUE_MSG.into());
-    }
-    errs
-}
-
-/// The largest total size (keys + values) of an object's annotations.
-pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
-
-/// Echoed values are cut to this many characters.
-const ECHO_MAX: usize = 256;
-
-fn echo(s: &str) -> String {
-    s.chars().take(ECHO_MAX).collect()
-}
-
-fn name_causes(meta: &Value, causes: &mut Vec<Cause>) {
-    let name = meta["name"].as_str().unwrap_or("");
-    let generate = meta["generateName"].as_str().unwrap_or("");
-    if !name.is_empty() {
-        for m in dns1123_subdomain_errors(name) {
-            causes.push(Cause::invalid("metadata.name", &echo(name), &m));
-        }
-    } else if !generate.is_empty() {
-        // A prefix may end with '-' (`maskTrailingDash`).
-        let masked = match generate.strip_suffix('-') {
-            Some(p) if !p.is_empty() => format!("{p}a"),
-            _ => generate.to_string(),
-        };
-        for m in dns1123_subdomain_errors(&masked) {
-            causes.push(Cause::invalid("metadata.generateName", &echo(generate), &m));
-        }
-    } else {
-        causes.push(Cause::required(
-            "metadata.name",
-            "name or generateName is required",
-        ));
-    }
-}
-
-fn label_causes(meta: &Value, causes: &mut Vec<Cause>) {
-    if let Some(labels) = meta["labels"].as_object() {
-        for (k, v) in labels {
-            for m in qualified_name_errors(k) {
-                causes.push(Cause::invalid("metadata.labels", &echo(k), &m));
-            }
-            if let Some(v) = v.as_str() {
-                for m in label_value_errors(v) {
-                    causes.push(Cause::invalid("metadata.labels", &echo(v), &m));
-                }
-            }
-        }
-    }
-    if let Some(annotations) = meta["annotations"].as_object() {
-        let mut total = 0usize;
-        for (k, v) in annotations {
-            for m in qualified_name_errors(&k.to_lowercase()) {
-                causes.push(Cause::invalid("metadata.annotations", &echo(k), &m));
-            }
-            total = total.saturating_add(k.len() + v.as_str().map_or(0, str::len));
-        }
-        if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-            causes.push(Cause::too_long(
-                "metadata.annotations",
-                TOTAL_ANNOTATION_SIZE_LIMIT,
-            ));
-        }
-    }
-}
-
-/// `metadata.finalizers`: each a qualified name (`ValidateFinalizerName`), none twice.
-fn finalizer_causes(meta: &Value, causes: &mut Vec<Cause>) {
-    let Some(finalizers) = meta["finalizers"].as_array() else {
-        return;
-    };
-    let mut seen = std::collections::BTreeSet::new();
-    for (i, f) in finalizers.iter().enumerate() {
-        let Some(f) = f.as_str() else { continue };
-        let field = format!("metadata.finalizers[{i}]");
-        for m in qualified_name_errors(f) {
-            causes.push(Cause::invalid(field.clone(), &echo(f), &m));
-        }
-        if !seen.insert(f) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate".into(),
-                message: format!("Duplicate value: {}", quote(&echo(f))),
-                field,
-            });
-        }
-    }
-}
-
-/// The warning the API server gives for a finalizer without a domain prefix.
-pub fn finalizer_warnings(body: &Value) -> Vec<String> {
-    body["metadata"]["finalizers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .filter_map(|(i, f)| {
-            let f = f.as_str()?;
-            (!f.contains('/')).then(|| {
-                format!(
-                    "metadata.finalizers[{i}]: {}: prefer a domain-qualified finalizer name \
-                     to avoid accidental conflicts with other finalizer writers",
-                    quote(&echo(f))
-                )
-            })
-        })
-        .collect()
-}
-
-/// `metadata.ownerReferences` (`ValidateOwnerReferences`): apiVersion with a version, kind,
-/// name and uid given, and at most one controller.
-fn owner_reference_causes(meta: &Value, causes: &mut Vec<Cause>) {
-    let Some(refs) = meta["ownerReferences"].as_array() else {
-        return;
-    };
-    let mut controllers = Vec::new();
-    for (i, r) in refs.iter().enumerate() {
-        let field = |f: &str| format!("metadata.ownerReferences[{i}].{f}");
-        let text = |f: &str| r[f].as_str().unwrap_or("");
-        let api_version = text("apiVersion");
-        let version = api_version.rsplit('/').next().unwrap_or("");
-        if api_version.matches('/').count() > 1 {
-            causes.push(Cause::invalid(
-                field("apiVersion"),
-                &echo(api_version),
-                &format!("unexpected GroupVersion string: {}", echo(api_version)),
-            ));
-        } else if version.is_empty() {
-            causes.push(Cause::invalid(
-                field("apiVersion"),
-                &echo(api_version),
-                "version must not be empty",
-            ));
-        }
-        for (f, what) in [("kind", "kind"), ("name", "name"), ("uid", "uid")] {
-            if text(f).is_empty() {
-                causes.push(Cause::invalid(
-                    field(f),
-                    "",
-                    &format!("{what} must not be empty"),
-                ));
-            }
-        }
-        if r["controller"].as_bool() == Some(true) {
-            controllers.push(format!("{}/{}", text("kind"), text("name")));
-        }
-    }
-    if controllers.len() > 1 {
-        causes.push(Cause::invalid_unquoted(
-            "metadata.ownerReferences",
-            &format!(
-                "Only one reference can have Controller set to true. Found \"true\" in references for {}",
-                controllers.join(" and ")
-            ),
-        ));
-    }
-}
-
-/// Name, labels, annotations, finalizers and owner references, with the apiserver's messages.
-pub fn metadata_causes(body: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let meta = &body["metadata"];
-    name_causes(meta, &mut causes);
-    label_causes(meta, &mut causes);
-    finalizer_causes(meta, &mut causes);
-    owner_reference_causes(meta, &mut causes);
-    causes
-}
-
-/// `metadata.clusterName` set: always refused (the design doc's rule).
-pub fn cluster_name_cause(body: &Value) -> Option<Cause> {
-    match &body["metadata"]["clusterName"] {
-        Value::Null => None,
-        Value::String(s) if s.is_empty() => None,
-        Value::String(s) => Some(Cause::invalid(
-            "metadata.clusterName",
-            &echo(s),
-            "clusterName is not used and must not be set",
-        )),
-        _ => Some(Cause::invalid_unquoted(
-            "metadata.clusterName",
-            "clusterName is not used and must not be set",
-        )),
-    }
-}
-
-// ---- spec ----------------------------------------------------------------------------------
-
-const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
-const ADDRESS_MSG: &str =
-    "must be a hostname, hostname:port, IP, IP:port or an https:// (or http://) URL with one of these";
-const CA_BUNDLE_MSG: &str =
-    "must be the base64 encoding of one or more PEM CERTIFICATE blocks and nothing else";
-
-/// Whether `s` is an IPv4 or IPv6 CIDR (`10.0.0.0/8`, `2001:db8::/64`).
-pub fn is_cidr(s: &str) -> bool {
-    let Some((ip, prefix)) = s.split_once('/') else {
-        return false;
-    };
-    let Ok(ip) = ip.parse::<std::net::IpAddr>() else {
-        return false;
-    };
-    if prefix.is_empty() || prefix.len() > 3 || !prefix.bytes().all(|b| b.is_ascii_digit()) {
-        return false;
-    }
-    let max = if ip.is_ipv4() { 32 } else { 128 };
-    prefix.parse::<u8>().is_ok_and(|p| p <= max)
-}
-
-fn is_hostname(h: &str) -> bool {
-    let lower = h.to_ascii_lowercase();
-    dns1123_subdomain_errors(&lower).is_empty()
-}
-
-fn is_port(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok_and(|n| n > 0)
-}
-
-/// host, host:port, IPv4, IPv4:port, IPv6, [IPv6]:port.
-fn is_authority(a: &str) -> bool {
-    if a.parse::<std::net::Ipv6Addr>().is_ok() {
-        return true;
-    }
-    if let Some(rest) = a.strip_prefix('[') {
-        let Some((ip, port)) = rest.split_once(']') else {
-            return false;
-        };
-        return ip.parse::<std::net::Ipv6Addr>().is_ok()
-            && (port.is_empty() || port.strip_prefix(':').is_some_and(is_port));
-    }
-    let (host, port) = match a.rsplit_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (a, None),
-    };
-    if port.is_some_and(|p| !is_port(p)) {
-        return false;
-    }
-    host.parse::<std::net::Ipv4Addr>().is_ok() || is_hostname(host)
-}
-
-/// Whether `s` is a server address the registry takes.
-pub fn is_server_address(s: &str) -> bool {
-    if s.len() > 2048 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return false;
-    }
-    match s.split_once("://") {
-        // kubeconfig servers may be plain http (a local or proxied API server).
-        Some((scheme, rest))
-            if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("http") =>
-        {
-            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-            !authority.contains('@') && is_authority(authority)
-        }
-        Some(_) => false,
-        None => is_authority(s),
-    }
-}
-
-/// The largest CA bundle taken (decoded).
-pub const MAX_CA_BUNDLE: usize = 256 * 1024;
-
-/// Why a caBundle is not base64 of PEM certificates, or None when it is.
-pub fn ca_bundle_problem(b64: &str) -> Option<&'static str> {
-    if b64.len() > MAX_CA_BUNDLE * 4 / 3 + 8 {
-        return Some("it is too large");
-    }
-    let engine = base64::engine::general_purpose::STANDARD;
-    let Ok(bytes) = engine.decode(b64.trim()) else {
-        return Some("it is not valid base64");
-    };
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        return Some("it is not PEM text");
-    };
-    let mut rest = text.trim();
-    let mut count = 0;
-    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
-    const END: &str = "-----END CERTIFICATE-----";
-    while !rest.is_empty() {
-        let Some(body) = rest.strip_prefix(BEGIN) else {
-            return Some("it holds something other than CERTIFICATE blocks");
-        };
-        let Some((inner, after)) = body.split_once(END) else {
-            return Some("a CERTIFICATE block is not terminated");
-        };
-        let b64: String = inner.chars().filter(|c| !c.is_whitespace()).collect();
-        let Ok(der) = engine.decode(b64) else {
-            return Some("a CERTIFICATE block is not valid base64");
-        };
-        if x509_parser::parse_x509_certificate(&der).is_err() {
-            return Some("a CERTIFICATE block is not an X.509 certificate");
-        }
-        count += 1;
-        if count > 100 {
-            return Some("it holds more than 100 certificates");
-        }
-        rest = after.trim_start();
-    }
-    if count == 0 {
-        return Some("it is empty");
-    }
-    None
-}
-
-fn reference_causes(path: &str, r: &Value, causes: &mut Vec<Cause>) {
-    let s = |k: &str| r[k].as_str().unwrap_or("");
-    let kind = s("kind");
-    if !kind.is_empty()
-        && (kind.len() > 63
-            || !kind.starts_with(|c: char| c.is_ascii_alphabetic())
-            || !kind.chars().all(|c| c.is_ascii_alphanumeric()))
-    {
-        causes.push(Cause::invalid(
-            format!("{path}.kind"),
-            &echo(kind),
-            "must be a kind: letters and digits starting with a letter, at most 63 characters",
-        ));
-    }
-    let name = s("name");
-    if !name.is_empty() {
-        for m in dns1123_subdomain_errors(name) {
-            causes.push(Cause::invalid(format!("{path}.name"), &echo(name), &m));
-        }
-    }
-    let ns = s("namespace");
-    if !ns.is_empty() {
-        for m in dns1123_label_errors(ns) {
-            causes.push(Cause::invalid(format!("{path}.namespace"), &echo(ns), &m));
-        }
-    }
-}
-
-/// Endpoints, CA bundle and authInfo references.
-pub fn spec_causes(body: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let spec = &body["spec"];
-    let ep = &spec["kubernetesApiEndpoints"];
-    if let Some(list) = ep["serverEndpoints"].as_array() {
-        for (i, e) in list.iter().enumerate().take(1000) {
-            let base = format!("spec.kubernetesApiEndpoints.serverEndpoints[{i}]");
-            if let Some(cidr) = e["clientCIDR"].as_str() {
-                if !cidr.is_empty() && !is_cidr(cidr) {
-                    causes.push(Cause::invalid(
-                        format!("{base}.clientCIDR"),
-                        &echo(cidr),
-                        CIDR_MSG,
-                    ));
-                }
-            }
-            match e["serverAddress"].as_str() {
-                None | Some("") => causes.push(Cause::required(
-                    format!("{base}.serverAddress"),
-                    "the address of the API server for clients in clientCIDR",
-                )),
-                Some(a) if a.contains('@') => causes.push(Cause::forbidden(
-                    format!("{base}.serverAddress"),
-                    &format!("must not carry credentials (user:password@): {POINTERS_ONLY}"),
-                )),
-                Some(a) if !is_server_address(a) => causes.push(Cause::invalid(
-                    format!("{base}.serverAddress"),
-                    &echo(a),
-                    ADDRESS_MSG,
-                )),
-                Some(_) => {}
-            }
-        }
-        if list.len() > 1000 {
-            causes.push(Cause::forbidden(
-                "spec.kubernetesApiEndpoints.serverEndpoints",
-                "at most 1000 endpoints",
-            ));
-        }
-    }
-    if let Some(ca) = ep["caBundle"].as_str() {
-        if let Some(why) = ca_bundle_problem(ca) {
-            causes.push(Cause::invalid_unquoted(
-                "spec.kubernetesApiEndpoints.caBundle",
-                &format!("{CA_BUNDLE_MSG} ({why})"),
-            ));
-        }
-    }
-    for who in ["user", "controller"] {
-        let r = &spec["authInfo"][who];
-        if r.is_object() {
-            reference_causes(&format!("spec.authInfo.{who}"), r, &mut causes);
-        }
-    }
-    causes
-}
-
 fn name_of(body: &Value) -> String {
     echo(body["metadata"]["name"].as_str().unwrap_or(""))
 }
@@ -835,22 +106,56 @@ pub fn validate_cluster(body: &Value, mode: FieldValidation) -> Result<Vec<Strin
     validate_with_duplicates(body, &[], mode)
 }
 
-/// `validate_cluster` of a raw POST/PUT body: parsed here (400 if it is not JSON), with
-/// duplicate keys treated like unknown fields (Strict: 400, Warn: warnings). Returns the
-/// parsed body and the warnings.
-pub fn validate_cluster_raw(
-    raw: &[u8],
+/// The one check of a written `Cluster` object, which every registry write goes through
+/// (create, replace, merge and JSON patch, server-side apply, and the `/status` subresource's
+/// writes): [`validate_cluster`] with the keys `raw` holds twice treated like unknown fields
+/// (Strict: 400, Warn: warnings); then the decode into the wire type, whose type errors never
+/// quote the rejected value; then `apiVersion` and `kind`. `raw` is the request body when its
+/// keys are the object's fields (a whole object, a merge patch, an applied configuration);
+/// see [`raw_object`]. Returns the object and the warnings for the `Warning` header, the
+/// finalizer warnings included.
+pub fn check_cluster(
+    body: &Value,
+    raw: Option<&[u8]>,
     mode: FieldValidation,
-) -> Result<(Value, Vec<String>), KubeError> {
-    let body: Value = serde_json::from_slice(raw)
-        .map_err(|e| KubeError::undecodable(&CLUSTERS, &e.to_string()))?;
-    let duplicates = if mode == FieldValidation::Ignore {
-        vec![]
-    } else {
-        duplicate_fields(raw)
+) -> Result<(Cluster, Vec<String>), KubeError> {
+    let duplicates = match raw {
+        Some(raw) if mode != FieldValidation::Ignore => duplicate_fields(raw),
+        _ => vec![],
     };
-    let warnings = validate_with_duplicates(&body, &duplicates, mode)?;
-    Ok((body, warnings))
+    let mut warnings = validate_with_duplicates(body, &duplicates, mode)?;
+    let object = decode_cluster(body)?;
+    check_type_meta(body, &CLUSTERS)?;
+    warnings.extend(finalizer_warnings(body));
+    Ok((object, warnings))
+}
+
+/// The `metadata` fields the server owns: a write's copy of them is checked apart (the
+/// namespace against the URL's, the resourceVersion and uid as preconditions) or ignored.
+pub const SERVER_FIELDS: &[&str] = &[
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+];
+
+/// The bytes of a write whose keys are the object's own fields, for [`check_cluster`]'s
+/// duplicate keys: a whole object or a merge patch or an applied configuration (in JSON; a YAML
+/// body yields none), not a JSON patch, whose keys are its operations'.
+pub fn raw_object<'a>(content_type: Option<&str>, body: &'a [u8]) -> Option<&'a [u8]> {
+    let media = content_type
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    (media != "application/json-patch+json").then_some(body)
 }
 
 fn validate_with_duplicates(
@@ -969,7 +274,12 @@ pub fn generate_name(prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::kube_names::{
+        dns1123_subdomain_errors, is_cidr, is_server_address, label_value_errors, max_len,
+        qualified_name_errors, LABEL_VALUE_MSG, QUALIFIED_NAME_MSG,
+    };
     use actix_web::ResponseError;
+    use base64::Engine;
     use serde_json::json;
 
     /// A real self-signed certificate (rcgen, test only).
@@ -1438,8 +748,9 @@ mod tests {
             ]
         );
         let raw = br#"{"metadata":{"name":"a","name":"b"},"spec":{"bogus":1}}"#;
+        let body: Value = serde_json::from_slice(raw).unwrap_or_default();
         assert_eq!(
-            validate_cluster_raw(raw, FieldValidation::Strict)
+            check_cluster(&body, Some(raw), FieldValidation::Strict)
                 .err()
                 .map(|e| e.to_string()),
             Some(
@@ -1448,10 +759,10 @@ mod tests {
                     .into()
             )
         );
-        let (body, warnings) = validate_cluster_raw(raw, FieldValidation::Warn)
+        let (object, warnings) = check_cluster(&body, Some(raw), FieldValidation::Warn)
             .ok()
             .unwrap_or_default();
-        assert_eq!(body["metadata"]["name"], "b");
+        assert_eq!(object.metadata.name, "b");
         assert_eq!(
             warnings,
             vec![
@@ -1459,13 +770,28 @@ mod tests {
                 "unknown field \"spec.bogus\"".to_string()
             ]
         );
-        assert!(validate_cluster_raw(raw, FieldValidation::Ignore).is_ok());
+        assert!(check_cluster(&body, Some(raw), FieldValidation::Ignore).is_ok());
+        // A JSON patch's keys are its operations', not the object's.
+        assert_eq!(raw_object(Some("application/json-patch+json"), raw), None);
         assert_eq!(
-            validate_cluster_raw(b"{nope", FieldValidation::Ignore)
-                .err()
-                .map(|e| e.status_code().as_u16()),
-            Some(400)
+            raw_object(Some("application/merge-patch+json"), raw),
+            Some(&raw[..])
         );
+        assert_eq!(raw_object(None, raw), Some(&raw[..]));
+    }
+
+    #[test]
+    fn a_type_error_in_labels_does_not_quote_the_value() {
+        let body = json!({"metadata": {"name": "a", "labels": "s3cr3t"}});
+        let m = check_cluster(&body, None, FieldValidation::Strict)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            m.starts_with("Cluster in version \"v1alpha1\" cannot be handled as a Cluster: "),
+            "{m}"
+        );
+        assert!(!m.contains("s3cr3t"), "{m}");
     }
 
     #[test]

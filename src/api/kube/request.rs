@@ -1,0 +1,249 @@
+//! What every registry handler starts from: the caller, the query parameters it reads, the
+//! policy checks (one namespace, all namespaces, one object), and the shapes of its answers
+//! (JSON bodies, `Warning` headers, `?dryRun=`).
+
+use actix_web::http::header;
+use actix_web::web::Bytes;
+use actix_web::{HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::access::{self, namespace_target};
+use super::list;
+use super::status::{Cause, KubeError, Resource};
+use crate::api::http::error::ApiError;
+use crate::api::v1::lookup::cluster_target;
+use crate::api::{AppState, RequestContext};
+use crate::store::RegistryEntry;
+
+/// The caller, with authentication failures as Kubernetes Status bodies.
+pub(super) fn caller(ctx: Result<RequestContext, ApiError>) -> Result<RequestContext, KubeError> {
+    ctx.map_err(KubeError::from)
+}
+
+/// Query parameters the registry reads; every other one is accepted and ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct Params {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<String>,
+    pub r#continue: Option<String>,
+    pub watch: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub send_initial_events: Option<String>,
+    pub timeout_seconds: Option<String>,
+    pub allow_watch_bookmarks: Option<String>,
+    pub include_object: Option<String>,
+    pub field_validation: Option<String>,
+    pub field_manager: Option<String>,
+    pub dry_run: Option<String>,
+    pub force: Option<String>,
+}
+
+impl Params {
+    /// The list and watch options among the parameters.
+    pub fn list_query(&self) -> list::ListQuery<'_> {
+        list::ListQuery {
+            watch: is_true(&self.watch),
+            resource_version: self.resource_version.as_deref(),
+            resource_version_match: self.resource_version_match.as_deref(),
+            send_initial_events: self.send_initial_events.as_deref(),
+            allow_watch_bookmarks: self.allow_watch_bookmarks.as_deref(),
+            r#continue: self.r#continue.as_deref(),
+            limit: self.limit.as_deref(),
+        }
+    }
+}
+
+pub(super) fn params(req: &HttpRequest) -> Result<Params, KubeError> {
+    serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| KubeError::BadRequest(format!("invalid query parameters: {e}")))
+}
+
+fn is_true(v: &Option<String>) -> bool {
+    matches!(v.as_deref(), Some("true" | "1" | "True"))
+}
+
+/// Whose clusters a request may see.
+#[derive(Debug, Clone)]
+pub(super) enum Visible {
+    /// One namespace (project).
+    Namespace(String),
+    /// Every project (an admin's all-namespaces list).
+    All,
+}
+
+impl Visible {
+    pub fn project(&self) -> Option<String> {
+        match self {
+            Visible::Namespace(p) => Some(p.clone()),
+            Visible::All => None,
+        }
+    }
+    pub fn admits(&self, project: &str) -> bool {
+        match self {
+            Visible::Namespace(p) => p == project,
+            Visible::All => true,
+        }
+    }
+}
+
+/// 403 unless the caller may `verb` in `namespace`: its own project, or any as an admin, and
+/// the policy rule passes.
+pub(super) fn authorize_namespace(
+    ctx: &RequestContext,
+    rule: &str,
+    verb: &str,
+    resource: &'static Resource,
+    namespace: &str,
+) -> Result<(), KubeError> {
+    if (ctx.is_admin || ctx.project_id == namespace)
+        && ctx.allowed(rule, &namespace_target(ctx, namespace))
+    {
+        Ok(())
+    } else {
+        Err(KubeError::forbidden(
+            verb,
+            resource,
+            Some(namespace),
+            &ctx.user_id,
+        ))
+    }
+}
+
+/// The all-namespaces path: every project for an admin, the caller's own for anyone else.
+pub(super) fn authorize_all(
+    ctx: &RequestContext,
+    rule: &str,
+    verb: &str,
+    resource: &'static Resource,
+) -> Result<Visible, KubeError> {
+    if !ctx.allowed(rule, &ctx.own_target()) {
+        return Err(KubeError::forbidden(verb, resource, None, &ctx.user_id));
+    }
+    Ok(if ctx.is_admin {
+        Visible::All
+    } else {
+        Visible::Namespace(ctx.project_id.clone())
+    })
+}
+
+/// The entry `name` names in `namespace` for a caller that may `verb` it under `rule`: 403 for
+/// a namespace (or object) the caller may not touch, 404 in Kubernetes' words for none.
+pub(super) async fn authorized_entry(
+    ctx: &RequestContext,
+    state: &AppState,
+    (namespace, name): (&str, &str),
+    (rule, verb): (&str, &str),
+    resource: &'static Resource,
+) -> Result<RegistryEntry, KubeError> {
+    authorize_namespace(ctx, rule, verb, resource, namespace)?;
+    let e = state
+        .store
+        .registry_get(namespace, name)
+        .await?
+        .ok_or_else(|| KubeError::not_found(resource, name))?;
+    if !ctx.allowed(rule, &cluster_target(&e.cluster)) {
+        return Err(KubeError::forbidden(
+            verb,
+            resource,
+            Some(namespace),
+            &ctx.user_id,
+        ));
+    }
+    Ok(e)
+}
+
+/// The rule and verb of a list, or of a watch (`watch=true`).
+pub(super) fn list_rule(p: &Params) -> (&'static str, &'static str) {
+    if is_true(&p.watch) {
+        access::WATCH.pair()
+    } else {
+        access::LIST.pair()
+    }
+}
+
+/// The request's `Content-Type`, if it has one that is text.
+pub(super) fn content_type(req: &HttpRequest) -> Option<&str> {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+}
+
+pub(super) fn accept(req: &HttpRequest) -> &str {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+pub(super) fn json_response(
+    status: actix_web::http::StatusCode,
+    body: &impl Serialize,
+) -> HttpResponse {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => HttpResponse::build(status)
+            .content_type("application/json")
+            .body(bytes),
+        Err(e) => actix_web::ResponseError::error_response(&KubeError::internal(e)),
+    }
+}
+
+/// Reads an object from a request body (at most the service's payload limit, enforced by
+/// actix): JSON, or YAML when the Content-Type says `application/yaml` (an apply patch's YAML
+/// is read by [`patch::parse_applied`]).
+pub(super) fn json_of(req: &HttpRequest, body: &Bytes) -> Result<Value, KubeError> {
+    let yaml = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/yaml"))
+        });
+    let parsed = if yaml {
+        serde_norway::from_slice::<Value>(body).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice::<Value>(body).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|e| {
+        KubeError::BadRequest(format!(
+            "Cluster in version \"v1alpha1\" cannot be handled as a Cluster: {e}"
+        ))
+    })
+}
+
+pub(super) fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
+    for w in warnings.iter().take(16) {
+        let text = super::validation::warning_header_value(w);
+        if let Ok(v) = header::HeaderValue::from_bytes(text.as_bytes()) {
+            resp.headers_mut()
+                .append(header::HeaderName::from_static("warning"), v);
+        }
+    }
+    resp
+}
+
+/// `?dryRun=All` of a create, replace or patch; any other stage is refused (422), as the API
+/// server refuses it, rather than written for real.
+pub(super) fn dry_run(p: &Params, options: &'static Resource) -> Result<bool, KubeError> {
+    match p.dry_run.as_deref() {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(KubeError::invalid(
+            options,
+            "",
+            vec![Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {}: supported values: \"All\"",
+                    super::status::quote(&other.chars().take(64).collect::<String>())
+                ),
+                field: "dryRun".into(),
+            }],
+        )),
+    }
+}
