@@ -4,34 +4,11 @@
 
 use super::execute::{cluster_writes, Outcome};
 use super::Conductor;
-use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
+use crate::domain::job::retry::{block, Blocked, RetryPolicy};
 use crate::domain::job::Job;
-use crate::domain::retry::{Blocked, RetryPolicy};
 use crate::drivers::{ClusterContext, DriverError};
 use crate::store::Write;
-
-/// Shows `reason` on the cluster and its node groups that are in progress.
-pub(crate) fn block(c: &mut Cluster, ngs: &mut [NodeGroup], reason: &str) {
-    if c.status.is_in_progress() {
-        c.status_reason = Some(reason.to_string());
-    }
-    for ng in ngs.iter_mut().filter(|n| n.status.is_in_progress()) {
-        ng.status_reason = Some(reason.to_string());
-    }
-}
-
-/// Clears a blocked sentence from the cluster and its node groups (other reasons stay).
-pub(crate) fn unblock(c: &mut Cluster, ngs: &mut [NodeGroup]) {
-    if Blocked::is_blocked_reason(c.status_reason.as_deref()) {
-        c.status_reason = None;
-    }
-    for ng in ngs.iter_mut() {
-        if Blocked::is_blocked_reason(ng.status_reason.as_deref()) {
-            ng.status_reason = None;
-        }
-    }
-}
 
 impl Conductor {
     /// This conductor's retry rule (`[conductor] retry_delay`, `retry_max_delay`,

@@ -3,10 +3,10 @@
 use chrono::Utc;
 use tracing::Instrument;
 
-use super::blocked::unblock;
 use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
+use crate::domain::job::retry::unblock;
 use crate::domain::job::{ForcedBy, Job, JobPayload, JobResource, NextStep, Operation};
 use crate::domain::leftover::{delete_failed_reason, Leftover};
 use crate::domain::status::Verb;

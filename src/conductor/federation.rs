@@ -5,8 +5,8 @@ use tracing::Instrument;
 
 use super::Conductor;
 use crate::domain::federation::{undo_member_change, Federation};
+use crate::domain::job::retry::Blocked;
 use crate::domain::job::{Job, JobPayload, NextStep, Operation};
-use crate::domain::retry::Blocked;
 use crate::domain::status::{FederationStatus, Verb};
 use crate::domain::ClusterId;
 use crate::drivers::{DriverError, FederationContext, FederationProgress, MemberChange};

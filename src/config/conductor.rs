@@ -1,8 +1,8 @@
 //! `[conductor]`'s retry options: how a job refused transiently is spaced and bounded
-//! ([`crate::domain::retry::RetryPolicy`]).
+//! ([`crate::domain::job::retry::RetryPolicy`]).
 
 use super::ConductorSection;
-use crate::domain::retry::RetryPolicy;
+use crate::domain::job::retry::RetryPolicy;
 
 /// The longest `operation_timeout`: a week.
 const MAX_OPERATION_TIMEOUT: f64 = 7.0 * 24.0 * 3600.0;

@@ -13,7 +13,6 @@ pub mod leftover;
 pub mod managed_fields;
 pub mod names;
 pub mod registry;
-pub mod retry;
 pub mod scope;
 pub mod selector;
 pub mod status;

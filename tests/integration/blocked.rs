@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 
 use fleetyard::conductor::{Conductor, Outcome};
 use fleetyard::config::Settings;
+use fleetyard::domain::job::retry::Blocked;
 use fleetyard::domain::job::Job;
-use fleetyard::domain::retry::Blocked;
 
 use crate::helpers::{
     at, cluster_as, conductor_from, events_of, federation_body, instant_settings,

@@ -9,8 +9,8 @@ use super::objects::{
     AuthInfo, Cluster, ClusterCondition, ClusterSpec, ClusterStatus, KubernetesApiEndpoints,
     ObjectMeta, ObjectReference, ServerAddressByClientCidr, API_VERSION, KIND,
 };
+use crate::domain::job::retry::Blocked;
 use crate::domain::registry::{self, ObjectRef, NAME_ANNOTATION};
-use crate::domain::retry::Blocked;
 use crate::domain::status::{HealthStatus, Verb};
 use crate::store::{ClusterChange, RegistryEntry};
 

@@ -11,7 +11,7 @@ use chrono::Utc;
 use serde_json::{json, Map, Value};
 
 use super::cluster_actions::{not_in_state, resize, retry_create, upgrade, zero_not_supported};
-use super::cluster_delete::{self, force_requested, forced_delete_attempt};
+use super::cluster_delete::{self, delete_attempt, force_requested, forced_delete_attempt};
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
 use super::patch::{self, PatchRules};
 use super::views::clusters::Counts;
@@ -32,7 +32,7 @@ use crate::domain::cluster::{
 };
 use crate::domain::job::JobPayload;
 use crate::domain::names::ClusterName;
-use crate::domain::status::{ClusterStatus, HealthStatus, Verb};
+use crate::domain::status::{HealthStatus, Verb};
 use crate::domain::template::{ClusterTemplate, DEVICEMAPPER_VOLUME};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
@@ -676,115 +676,4 @@ async fn delete(
         })
     })
     .await
-}
-
-/// Magnum's 409 for the delete of a cluster that hosts or belongs to a federation.
-pub(crate) async fn refuse_if_federated(state: &AppState, c: &Cluster) -> Result<(), ApiError> {
-    let feds = state.store.federations_of_cluster(&c.uuid).await?;
-    if feds.is_empty() {
-        return Ok(());
-    }
-    let names: Vec<String> = feds
-        .iter()
-        .map(|f| format!("{} ({})", f.name, f.uuid))
-        .collect();
-    Err(ApiError::conflict(format!(
-        "Cluster {} hosts or belongs to federation(s) {}; unjoin it or delete the federation first.",
-        c.name,
-        names.join(", ")
-    )))
-}
-
-/// One attempt at starting the delete of `c` (looked up and authorized by the caller): refused
-/// while the cluster hosts or belongs to a federation; otherwise `DELETE_IN_PROGRESS`, the
-/// driver's delete job and the pending event in one commit. Done at once when a delete is
-/// already under way.
-pub(crate) async fn delete_attempt(
-    state: &AppState,
-    ctx: &RequestContext,
-    c: &Cluster,
-) -> Result<Attempt<()>, ApiError> {
-    refuse_if_federated(state, c).await?;
-    // Already being deleted, or waiting for its registry finalizers.
-    if c.status == ClusterStatus::DeleteInProgress {
-        return Ok(Attempt::Done(()));
-    }
-    let mut next = c.clone();
-    let writes = if next.begin_delete(crate::store::sql::now()) {
-        delete_writes(state, ctx, &next).await?
-    } else {
-        let ngs = nodegroups_of(state, c).await?;
-        waiting_delete_writes(state, ctx, &next, &ngs)
-    };
-    match state.store.commit(&writes).await {
-        Ok(()) => Ok(Attempt::Done(())),
-        // Stale: re-read. Federated meanwhile: the next round's check names the federation.
-        Err(StoreError::Stale) => Ok(Attempt::Retry),
-        Err(e) if e.is_constraint("federation_membership") => Ok(Attempt::Retry),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The writes of a deletion the registry's finalizers hold back until the last one is removed:
-/// `next` marked (see [`Cluster::begin_delete`]) and the pending event; refused under the row
-/// lock when a federation was created or joined meanwhile.
-pub(crate) fn waiting_delete_writes(
-    state: &AppState,
-    ctx: &RequestContext,
-    next: &Cluster,
-    ngs: &[NodeGroup],
-) -> Vec<Write> {
-    vec![
-        Write::update_cluster(next),
-        Write::RefuseIfFederated {
-            cluster_uuid: next.uuid,
-        },
-        Write::event(events::cluster_event(
-            &state.settings.default.host,
-            Action::Delete,
-            Outcome::Pending,
-            next,
-            ngs,
-            Some(&initiator(ctx)),
-        )),
-    ]
-}
-
-/// The writes that start the teardown of `next` (a cluster marked `DELETE_IN_PROGRESS`, at the
-/// version it was read at): the row, the driver's delete job (due to end within `[conductor]
-/// delete_timeout`) and the pending event; refused under the row lock when a federation was
-/// created or joined meanwhile.
-pub(crate) async fn delete_writes(
-    state: &AppState,
-    ctx: &RequestContext,
-    next: &Cluster,
-) -> Result<Vec<Write>, ApiError> {
-    let template = template_of(state, next).await?;
-    let driver = driver_for(state, &template)?;
-    let ngs = nodegroups_of(state, next).await?;
-    let mut job = state.job(
-        JobPayload::ClusterDelete { forced: None },
-        next.uuid,
-        driver.name(),
-    );
-    let minutes = state.settings.conductor.delete_timeout;
-    if minutes > 0 {
-        job.deadline_at = Some(Utc::now() + chrono::Duration::minutes(i64::from(minutes)));
-    }
-    Ok(vec![
-        Write::update_cluster(next),
-        // Re-checked under the row lock: a federation created or joined meanwhile wins.
-        Write::RefuseIfFederated {
-            cluster_uuid: next.uuid,
-        },
-        Write::job(job),
-        Write::event(events::cluster_event(
-            &state.settings.default.host,
-            Action::Delete,
-            Outcome::Pending,
-            next,
-            &ngs,
-            Some(&initiator(ctx)),
-        )),
-    ])
 }

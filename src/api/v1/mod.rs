@@ -41,11 +41,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .service(
                     web::scope("/{cluster_ident}")
                         .configure(clusters::configure_one)
-                        .configure(nodegroups::configure),
+                        .configure(nodegroups::configure)
+                        .configure(retry_actions::configure_nodegroup),
                 ),
         )
         .service(web::scope("/clustertemplates").configure(cluster_templates::configure))
-        .service(web::scope("/federations").configure(federations::configure))
+        .service(
+            web::scope("/federations")
+                .configure(federations::configure)
+                .configure(retry_actions::configure_federation),
+        )
         .service(web::scope("/certificates").configure(certificates::configure))
         .service(web::scope("/credentials").configure(credentials::configure))
         .service(web::scope("/quotas").configure(quotas::configure))

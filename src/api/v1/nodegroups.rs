@@ -57,11 +57,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::patch().to(update))
             .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
-    )
-    .service(
-        web::resource("/nodegroups/{nodegroup_ident}/actions/retry")
-            .route(web::post().to(super::retry_actions::retry_nodegroup))
-            .default_service(web::to(super::method_not_allowed)),
     );
 }
 

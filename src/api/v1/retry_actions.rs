@@ -6,7 +6,7 @@
 //! reason cleared), a new create job with a fresh deadline and the pending notification in one
 //! transaction; the driver's create is idempotent, so what the failed attempt made is found, not
 //! made twice. Any other status is a 409 that names the way forward from it.
-//! [`super::nodegroups`] and [`super::federations`] mount the routes.
+//! [`super`] mounts the routes in the node groups' and the federations' scopes.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -55,6 +55,24 @@ fn nodegroup_deadline(c: &Cluster, now: DateTime<Utc>) -> Option<DateTime<Utc>> 
     c.create_timeout
         .filter(|m| *m > 0)
         .map(|m| now + chrono::Duration::minutes(i64::from(m)))
+}
+
+/// `POST .../nodegroups/{nodegroup_ident}/actions/retry`, in the scope of one cluster.
+pub fn configure_nodegroup(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/nodegroups/{nodegroup_ident}/actions/retry")
+            .route(web::post().to(retry_nodegroup))
+            .default_service(web::to(super::method_not_allowed)),
+    );
+}
+
+/// `POST /v1/federations/{ident}/actions/retry`, in the federations' scope.
+pub fn configure_federation(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/{ident}/actions/retry")
+            .route(web::post().to(retry_federation))
+            .default_service(web::to(super::method_not_allowed)),
+    );
 }
 
 /// `POST /v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry`: a

@@ -14,7 +14,7 @@ use crate::api::kube::request::{
 use crate::api::kube::scan::{list_entries, Selectors, MAX_PAGE};
 use crate::api::kube::status::{KubeError, CLUSTERS};
 use crate::api::kube::{access, view};
-use crate::api::v1::clusters::{delete_attempt, delete_writes, waiting_delete_writes};
+use crate::api::v1::cluster_delete::{delete_attempt, delete_writes, waiting_delete_writes};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{initiator, AppState, RequestContext};
 use crate::domain::cluster::Cluster as Row;

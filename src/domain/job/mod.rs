@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::{ClusterId, FederationId, Id, JobId, NodeGroupId, TemplateId};
 
-pub use super::retry::{Failure, NextStep};
+pub mod retry;
+
+pub use retry::{Failure, NextStep};
 
 macro_rules! operations {
     ($($variant:ident = $text:literal),+ $(,)?) => {

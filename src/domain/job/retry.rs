@@ -13,7 +13,8 @@
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 
-use super::job::{Job, Operation};
+use super::{Job, Operation};
+use crate::domain::cluster::{Cluster, NodeGroup};
 
 /// How the conductor spaces and bounds the attempts of a job refused transiently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +145,28 @@ impl Blocked {
     /// Whether a `status_reason` is a blocked sentence (cleared once the job moves on).
     pub fn is_blocked_reason(reason: Option<&str>) -> bool {
         reason.is_some_and(|r| Blocked::parse(r).is_some())
+    }
+}
+
+/// Shows `reason` on the cluster and its node groups that are in progress.
+pub fn block(c: &mut Cluster, ngs: &mut [NodeGroup], reason: &str) {
+    if c.status.is_in_progress() {
+        c.status_reason = Some(reason.to_string());
+    }
+    for ng in ngs.iter_mut().filter(|n| n.status.is_in_progress()) {
+        ng.status_reason = Some(reason.to_string());
+    }
+}
+
+/// Clears a blocked sentence from the cluster and its node groups (other reasons stay).
+pub fn unblock(c: &mut Cluster, ngs: &mut [NodeGroup]) {
+    if Blocked::is_blocked_reason(c.status_reason.as_deref()) {
+        c.status_reason = None;
+    }
+    for ng in ngs.iter_mut() {
+        if Blocked::is_blocked_reason(ng.status_reason.as_deref()) {
+            ng.status_reason = None;
+        }
     }
 }
 
