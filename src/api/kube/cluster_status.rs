@@ -151,18 +151,14 @@ async fn write(
                     }
                 }
                 let mut fields = e.cluster.registry.managed_fields.clone();
-                let merged = fields
-                    .apply(
-                        &managed::SCHEMA,
-                        &managed::tracked(&current, Part::Status),
-                        true,
-                        &managed::tracked(applied, Part::Status),
-                        &id,
-                        API_VERSION,
-                        force,
-                        chrono::Utc::now(),
-                    )
-                    .map_err(|c| managed::conflict_error(&c))?;
+                let merged = managed::apply(
+                    &mut fields,
+                    Some(&current),
+                    applied,
+                    Part::Status,
+                    &id,
+                    force,
+                )?;
                 applied_fields = Some(fields);
                 (merged, asked)
             }

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use super::objects::{API_VERSION, KIND};
 use super::status::{quote, Cause, KubeError, PATCH_OPTIONS};
 use crate::domain::managed_fields::{
-    conflict_message, path_string, Conflict, ManagedFields, Operation, Schema, OBJECT_META_LISTS,
-    UNTRACKED,
+    conflict_message, path_string, Conflict, ManagedFields, ManagerId, Operation, Schema,
+    OBJECT_META_LISTS, UNTRACKED,
 };
 use crate::domain::registry::{BLOCKED_CONDITION, NAME_ANNOTATION, PROBER_CONDITION};
 
@@ -233,6 +233,36 @@ fn drop_empty(m: &mut Map<String, Value>) {
         Value::Null => false,
         _ => true,
     });
+}
+
+/// Server-side apply of `applied` by `id` to `part` of the object as it is (`live`; None when
+/// it does not exist yet): the merged object, with `fields` recording who owns what now; 409
+/// listing the conflicts when other managers own what it would change and `force` is off.
+pub fn apply(
+    fields: &mut ManagedFields,
+    live: Option<&Value>,
+    applied: &Value,
+    part: Part,
+    id: &ManagerId,
+    force: bool,
+) -> Result<Value, KubeError> {
+    let empty = Value::Object(Map::new());
+    let (live, exists) = match live {
+        Some(object) => (tracked(object, part), true),
+        None => (empty, false),
+    };
+    fields
+        .apply(
+            &SCHEMA,
+            &live,
+            exists,
+            &tracked(applied, part),
+            id,
+            API_VERSION,
+            force,
+            chrono::Utc::now(),
+        )
+        .map_err(|c| conflict_error(&c))
 }
 
 /// The 409 of an apply that would change other managers' fields.

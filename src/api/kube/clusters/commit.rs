@@ -11,7 +11,6 @@ use super::plan::{changed_row, new_cluster, preview, record_create, with_managed
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::managed::{self, Part};
-use crate::api::kube::objects::API_VERSION;
 use crate::api::kube::request::{
     authorize_namespace, caller, content_type, dry_run, json_of, json_response, params,
     with_warnings, Params,
@@ -223,18 +222,7 @@ pub(super) async fn modify(
                     return Err(KubeError::conflict(&CLUSTERS, name));
                 }
                 let mut fields = ManagedFields::default();
-                let mut value = fields
-                    .apply(
-                        &managed::SCHEMA,
-                        &Value::Object(Default::default()),
-                        false,
-                        &managed::tracked(applied, Part::Main),
-                        &id,
-                        API_VERSION,
-                        force,
-                        chrono::Utc::now(),
-                    )
-                    .map_err(|c| managed::conflict_error(&c))?;
+                let mut value = managed::apply(&mut fields, None, applied, Part::Main, &id, force)?;
                 value["metadata"]["name"] = Value::String(name.to_string());
                 strip_server_fields(&mut value, namespace)?;
                 let mut d = desired(&value, raw, p, Some(name))?;
@@ -277,18 +265,8 @@ pub(super) async fn modify(
                     return Err(KubeError::conflict(&CLUSTERS, name));
                 }
                 let mut fields = e.cluster.registry.managed_fields.clone();
-                let merged = fields
-                    .apply(
-                        &managed::SCHEMA,
-                        &managed::tracked(&current, Part::Main),
-                        true,
-                        &managed::tracked(applied, Part::Main),
-                        &id,
-                        API_VERSION,
-                        force,
-                        chrono::Utc::now(),
-                    )
-                    .map_err(|c| managed::conflict_error(&c))?;
+                let merged =
+                    managed::apply(&mut fields, Some(&current), applied, Part::Main, &id, force)?;
                 applied_fields = Some(fields);
                 let mut merged = merged;
                 merged["metadata"]["name"] = Value::String(name.to_string());
