@@ -11,11 +11,11 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 
 use super::lookup::{self, cluster_target as target, driver_for, template_of};
-use super::views::{AcceptedView, CertificateView, SignedCertificateView};
+use super::views::{CertificateView, SignedCertificateView};
 use crate::api::http::body::{json_object, query_params, Fields};
 use crate::api::http::error::ApiError;
 use crate::api::http::links::app_url;
-use crate::api::http::retry::{self, Attempt};
+use crate::api::http::retry::{self};
 use crate::api::initiator;
 use crate::api::AppState;
 use crate::api::RequestContext;
@@ -24,7 +24,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::job::JobPayload;
 use crate::domain::status::Verb;
 use crate::notify::events::{self, Action, Outcome};
-use crate::store::{StoreError, Write};
+use crate::store::Write;
 
 /// The routes under `/v1/certificates`, relative to the scope [`super::routes`] mounts them in.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -242,13 +242,7 @@ async fn rotate(
                 Some(&initiator(&ctx)),
             )),
         ];
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(
-                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
-            )),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, c.uuid).await
     })
     .await
 }

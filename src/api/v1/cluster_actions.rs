@@ -9,13 +9,12 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde_json::Value;
 
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
-use super::views::AcceptedView;
 use crate::api::http::body::{invalid, json_object, query_params, Fields};
 use crate::api::http::error::ApiError;
 use crate::api::http::microversion::{
     CLUSTER_RESIZE, CLUSTER_RETRY, CLUSTER_UPGRADE, ZERO_NODE_COUNT,
 };
-use crate::api::http::retry::{self, Attempt};
+use crate::api::http::retry::{self};
 use crate::api::initiator;
 use crate::api::AppState;
 use crate::api::RequestContext;
@@ -24,7 +23,7 @@ use crate::domain::job::JobPayload;
 use crate::domain::status::{ClusterStatus, Verb};
 use crate::domain::template::ClusterTemplate;
 use crate::notify::events::{self, Action, Outcome};
-use crate::store::{StoreError, Write};
+use crate::store::Write;
 
 /// A resize body, parsed.
 struct ClusterResize {
@@ -167,13 +166,7 @@ pub(super) async fn resize(
                 Some(&initiator(&ctx)),
             )),
         ];
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(
-                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
-            )),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, c.uuid).await
     })
     .await
 }
@@ -272,11 +265,7 @@ pub(super) async fn upgrade(
             request: &request,
         };
         let writes = plan.writes(&state, &ctx, driver.name());
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(HttpResponse::Accepted().json(AcceptedView::new(c.uuid)))),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, c.uuid).await
     })
     .await
 }
@@ -399,13 +388,7 @@ pub(super) async fn retry_create(
         let driver = driver_for(&state, &template)?;
         let ngs = nodegroups_of(&state, &c).await?;
         let writes = retry_writes(&state, &ctx, &c, &ngs, driver.name());
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(
-                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
-            )),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, c.uuid).await
     })
     .await
 }

@@ -496,13 +496,7 @@ async fn update(
             ));
         }
         writes.insert(0, Write::update_cluster(&next));
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(
-                HttpResponse::Accepted().json(AcceptedView::new(c.uuid)),
-            )),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, c.uuid).await
     })
     .await
 }

@@ -24,6 +24,9 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, ResponseError};
 
 use crate::api::http::error::ApiError;
+use crate::api::http::retry::Attempt;
+use crate::api::AppState;
+use crate::store::{StoreError, Write};
 
 /// The routes under `/v1` (mounted by [`crate::api::routes`] behind the microversion
 /// middleware). Each collection is a scope of its own, matched by its static prefix: a request
@@ -65,4 +68,20 @@ pub async fn not_found() -> HttpResponse {
 
 pub async fn method_not_allowed() -> HttpResponse {
     ApiError::Framework(StatusCode::METHOD_NOT_ALLOWED).error_response()
+}
+
+/// Commits a change whose driver work was queued with it, and answers 202 with the resource's
+/// uuid; a write that lost against a concurrent one (stale) is tried again from a fresh read.
+pub(crate) async fn commit_accepted(
+    state: &AppState,
+    writes: &[Write],
+    uuid: impl ToString,
+) -> Result<Attempt<HttpResponse>, ApiError> {
+    match state.store.commit(writes).await {
+        Ok(()) => Ok(Attempt::Done(
+            HttpResponse::Accepted().json(views::AcceptedView::new(uuid)),
+        )),
+        Err(StoreError::Stale) => Ok(Attempt::Retry),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -16,11 +16,10 @@ use chrono::{DateTime, Utc};
 use super::federations::{federation_target, job_driver, CREATE_TIMEOUT_MINUTES};
 use super::lookup::{self, cluster_target, driver_for, template_of};
 use super::nodegroups::find as find_nodegroup;
-use super::views::AcceptedView;
 use crate::api::http::body::{json_object, query_params, Fields};
 use crate::api::http::error::ApiError;
 use crate::api::http::microversion::NODEGROUP_FEDERATION_RETRY;
-use crate::api::http::retry::{self, Attempt};
+use crate::api::http::retry::{self};
 use crate::api::initiator;
 use crate::api::AppState;
 use crate::api::RequestContext;
@@ -28,7 +27,7 @@ use crate::domain::cluster::{cluster_accepts_nodegroup_work, Cluster};
 use crate::domain::job::JobPayload;
 use crate::domain::status::{ClusterStatus, FederationStatus, Verb};
 use crate::notify::events::{self, Action, Outcome};
-use crate::store::{StoreError, Write};
+use crate::store::Write;
 
 /// What every retry request shares: microversion 1.17 or later (406 below it, as the cluster's
 /// retry is below 1.16), no query parameter, and no body (or an empty object).
@@ -132,13 +131,7 @@ pub(super) async fn retry_nodegroup(
                 Some(&initiator(&ctx)),
             )),
         ];
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(
-                HttpResponse::Accepted().json(AcceptedView::new(ng.uuid)),
-            )),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, ng.uuid).await
     })
     .await
 }
@@ -182,13 +175,7 @@ pub(super) async fn retry_federation(
                 Some(&initiator(&ctx)),
             )),
         ];
-        match state.store.commit(&writes).await {
-            Ok(()) => Ok(Attempt::Done(
-                HttpResponse::Accepted().json(AcceptedView::new(f.uuid)),
-            )),
-            Err(StoreError::Stale) => Ok(Attempt::Retry),
-            Err(e) => Err(e.into()),
-        }
+        super::commit_accepted(&state, &writes, f.uuid).await
     })
     .await
 }
