@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod federations;
 pub mod lookup;
 pub mod mservices;
+pub mod nodegroup_delete;
 pub mod nodegroups;
 pub mod openapi;
 pub mod patch;

@@ -149,8 +149,14 @@ pub enum JobPayload {
     NodegroupCreate { nodegroup: NodeGroupId },
     #[serde(rename = "nodegroup.update")]
     NodegroupUpdate { nodegroup: NodeGroupId },
+    /// A node group delete; `forced` as a cluster delete's (one best-effort attempt, then the
+    /// node group's row goes whatever the driver answered).
     #[serde(rename = "nodegroup.delete")]
-    NodegroupDelete { nodegroup: NodeGroupId },
+    NodegroupDelete {
+        nodegroup: NodeGroupId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forced: Option<ForcedBy>,
+    },
     #[serde(rename = "federation.create")]
     FederationCreate {},
     #[serde(rename = "federation.update")]
@@ -216,7 +222,7 @@ impl JobPayload {
             | JobPayload::ClusterResize { nodegroup, .. }
             | JobPayload::NodegroupCreate { nodegroup }
             | JobPayload::NodegroupUpdate { nodegroup }
-            | JobPayload::NodegroupDelete { nodegroup } => Some(*nodegroup),
+            | JobPayload::NodegroupDelete { nodegroup, .. } => Some(*nodegroup),
             JobPayload::ClusterUpgrade { nodegroup, .. } => *nodegroup,
             _ => None,
         }
