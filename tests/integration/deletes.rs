@@ -686,8 +686,13 @@ async fn an_admin_forces_the_delete_of_a_node_group_the_infrastructure_will_not_
     assert_eq!(payload["target"]["id"], ng.as_str());
     assert_eq!(payload["target"]["name"], "ng1");
     let data = attachment(audit, "nodegroup_data");
-    assert_eq!(data["uuid"], ng.as_str(), "{data}");
+    assert_eq!(
+        (&data["name"], &data["role"], &data["node_count"]),
+        (&json!("ng1"), &json!("worker"), &json!(1)),
+        "{data}"
+    );
     assert_eq!(data["cluster_id"], uuid.as_str(), "{data}");
+    assert_eq!(data["project_id"], "project-a", "{data}");
     assert_eq!(data["status"], "DELETE_COMPLETE");
     assert_eq!(data["status_reason"], reason);
     assert_eq!(
