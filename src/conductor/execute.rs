@@ -388,7 +388,7 @@ impl Conductor {
                 .map(|()| Progress::Done(ClusterObservation::phase(Phase::Complete))),
             other @ (JobPayload::FederationCreate {}
             | JobPayload::FederationUpdate { .. }
-            | JobPayload::FederationDelete {}) => Err(DriverError::Permanent(format!(
+            | JobPayload::FederationDelete { .. }) => Err(DriverError::Permanent(format!(
                 "{} is not a cluster operation.",
                 other.operation().as_str()
             ))),

@@ -3,11 +3,12 @@
 
 use super::execute::{cluster_writes, complete};
 use super::Conductor;
+use crate::domain::federation::Federation;
 use crate::domain::job::{ForcedBy, Job};
 use crate::domain::leftover::{delete_failed_reason, Leftover};
-use crate::domain::status::Verb;
+use crate::domain::status::{FederationStatus, Verb};
 use crate::domain::NodeGroupId;
-use crate::drivers::{ClusterContext, DriverError, Progress};
+use crate::drivers::{ClusterContext, DriverError, FederationProgress, Progress};
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::Write;
 
@@ -93,6 +94,41 @@ impl Conductor {
         }
         writes.push(self.finish(job, false, Some(reason)));
         writes
+    }
+}
+
+impl Conductor {
+    /// A forced federation delete after its one best-effort attempt: the row goes whatever
+    /// the driver answered, with its audit notification.
+    pub(super) fn forced_federation_delete_writes(
+        &self,
+        job: &Job,
+        f: &Federation,
+        result: &Result<FederationProgress, DriverError>,
+        forced: &ForcedBy,
+    ) -> Vec<Write> {
+        let (leftovers, said) = match result {
+            Ok(FederationProgress::Started) => (
+                Vec::new(),
+                Some("The driver's teardown was still under way.".to_string()),
+            ),
+            Ok(_) => (Vec::new(), None),
+            Err(e) => (e.leftovers().to_vec(), Some(e.to_string())),
+        };
+        let mut gone = f.clone();
+        gone.status = FederationStatus::DeleteComplete;
+        let reason = forced_reason(said.as_deref(), &leftovers);
+        gone.status_reason = Some(reason.clone());
+        vec![
+            Write::DeleteFederation { id: f.id },
+            Write::event(events::federation_forced_delete_event(
+                &self.host,
+                &gone,
+                &leftovers,
+                Some(&initiator_of(forced)),
+            )),
+            self.finish(job, false, Some(reason)),
+        ]
     }
 }
 

@@ -362,6 +362,22 @@ pub fn nodegroup_forced_delete_event(
 /// The event type of a node group's forced delete audit notification.
 pub const NODEGROUP_FORCED_DELETE: &str = "magnum.nodegroup.force_delete";
 
+/// The audit notification of a federation's forced delete, `magnum.federation.force_delete`:
+/// as a cluster's, with the federation as it was removed in its `federation_data` attachment.
+pub fn federation_forced_delete_event(
+    host: &str,
+    f: &crate::domain::federation::Federation,
+    leftovers: &[Leftover],
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    let mut e = federation_event(host, Action::Delete, Outcome::Success, f, None, initiator);
+    audit_forced(&mut e, FEDERATION_FORCED_DELETE, leftovers);
+    e
+}
+
+/// The event type of a federation's forced delete audit notification.
+pub const FEDERATION_FORCED_DELETE: &str = "magnum.federation.force_delete";
+
 /// Makes `e` a forced delete's audit notification: its event type, WARN when something was
 /// left behind, and the `leftovers` attachment.
 fn audit_forced(e: &mut NewEvent, event_type: &str, leftovers: &[Leftover]) {

@@ -789,3 +789,92 @@ async fn a_forced_node_group_delete_takes_over_from_a_delete_that_keeps_retrying
         "{audit}"
     );
 }
+
+#[rstest]
+#[tokio::test]
+async fn an_admin_forces_the_delete_of_a_federation_the_driver_will_not_let_go(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = spawn_with(backend, instant_settings).await;
+    let h = app.headers.clone();
+    let admin = app.admin();
+    let host = complete_cluster_as(&app, "host", &h).await;
+    let fed = make_federation_as(&app, &federation_body(&host), &h).await;
+    drain(&conductor(&app, instant())).await;
+    let refused = "The fake driver simulated a failure of 'federation' ([fake_driver] fail_operations = federation).";
+    let broken = infrastructure(&app, "federation", "");
+    assert_eq!(app.at("latest").delete_federation(&fed).await.status, 204);
+    drain(&broken).await;
+    let state =
+        |r: &crate::helpers::Resp| (r.body["status"].clone(), r.body["status_reason"].clone());
+    let failed = (json!("DELETE_FAILED"), json!(refused));
+    assert_eq!(state(&app.at("latest").get_federation(&fed).await), failed);
+
+    app.at("latest")
+        .force_delete_federation(&fed)
+        .await
+        .assert_error(
+            403,
+            "Policy doesn't allow federation:delete_force to be performed.",
+        );
+    app.with_headers(&admin)
+        .at("1.17")
+        .force_delete_federation(&fed)
+        .await
+        .assert_error(400, "Unknown argument: \"force\"");
+    assert_eq!(state(&app.at("latest").get_federation(&fed).await), failed);
+
+    let r = app
+        .with_headers(&admin)
+        .at("latest")
+        .force_delete_federation(&fed)
+        .await;
+    assert_eq!((r.status, r.text.as_str()), (204, ""));
+    assert_eq!(
+        state(&app.at("latest").get_federation(&fed).await),
+        (
+            json!("DELETE_IN_PROGRESS"),
+            json!("Forced delete requested by admin-user (project admin-project).")
+        )
+    );
+
+    // The driver still refuses; the record goes anyway, with the audit notification.
+    let out = drain(&broken).await;
+    assert!(
+        matches!(out.as_slice(), [Outcome::Completed { .. }]),
+        "{out:?}"
+    );
+    app.at("latest")
+        .get_federation(&fed)
+        .await
+        .assert_error(404, &format!("Federation {fed} could not be found."));
+    // The host cluster is untouched and can be deleted now.
+    assert_eq!(seen(&app, &host, &h).await.0, "CREATE_COMPLETE");
+    let all = messages(&app, &fed).await;
+    let n = all.len();
+    assert!(n >= 4, "{all:?}");
+    assert_eq!(
+        kinds(&all[n - 4..]),
+        vec![
+            kind("magnum.federation.delete", "pending", "INFO"),
+            kind("magnum.federation.delete", "failure", "ERROR"),
+            kind("magnum.federation.delete", "pending", "INFO"),
+            kind("magnum.federation.force_delete", "success", "INFO"),
+        ]
+    );
+    let audit = &all[n - 1];
+    let payload = &audit["payload"];
+    assert_eq!(audit["_context_is_admin"], true);
+    assert_eq!(payload["action"], "delete");
+    assert_eq!(payload["initiator"]["user_id"], "admin-user");
+    assert_eq!(payload["initiator"]["project_id"], "admin-project");
+    assert_eq!(payload["target"]["typeURI"], "service/magnum/federation");
+    assert_eq!(payload["target"]["id"], fed.as_str());
+    let data = attachment(audit, "federation_data");
+    assert_eq!(data["status"], "DELETE_COMPLETE", "{data}");
+    assert_eq!(
+        data["status_reason"],
+        format!("Forced delete; the last clean-up answered: {refused}")
+    );
+    assert_eq!(attachment(audit, "leftovers"), &json!([]));
+}

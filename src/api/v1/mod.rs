@@ -8,6 +8,7 @@ pub mod cluster_delete;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod credentials;
+pub mod federation_delete;
 pub mod federations;
 pub mod lookup;
 pub mod mservices;

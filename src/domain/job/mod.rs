@@ -166,8 +166,13 @@ pub enum JobPayload {
         #[serde(default)]
         unjoined: Vec<ClusterId>,
     },
+    /// A federation delete; `forced` as a cluster delete's (one best-effort attempt, then the
+    /// federation's row goes whatever the driver answered).
     #[serde(rename = "federation.delete")]
-    FederationDelete {},
+    FederationDelete {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forced: Option<ForcedBy>,
+    },
     /// The new CA's row uuid, fixed when the request is accepted so a retried job finds the
     /// rotation done (absent: the job's own uuid).
     #[serde(rename = "cluster.rotate_ca")]
@@ -209,7 +214,7 @@ impl JobPayload {
             JobPayload::NodegroupDelete { .. } => Operation::NodegroupDelete,
             JobPayload::FederationCreate {} => Operation::FederationCreate,
             JobPayload::FederationUpdate { .. } => Operation::FederationUpdate,
-            JobPayload::FederationDelete {} => Operation::FederationDelete,
+            JobPayload::FederationDelete { .. } => Operation::FederationDelete,
             JobPayload::CaRotate { .. } => Operation::CaRotate,
             JobPayload::CredentialRotate { .. } => Operation::CredentialRotate,
         }

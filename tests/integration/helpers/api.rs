@@ -174,6 +174,11 @@ pub(crate) trait Api {
     async fn create_federation(&self, body: &Value) -> Resp {
         self.call(Method::POST, FEDERATIONS, Some(body)).await
     }
+    /// An administrator's forced delete of a federation (microversion 1.18).
+    async fn force_delete_federation(&self, ident: &str) -> Resp {
+        let path = format!("{FEDERATIONS}/{ident}?force=true");
+        self.call(Method::DELETE, &path, None).await
+    }
     async fn get_federation(&self, ident: &str) -> Resp {
         self.call(Method::GET, &format!("{FEDERATIONS}/{ident}"), None)
             .await
