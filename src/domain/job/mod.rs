@@ -387,6 +387,51 @@ mod tests {
     }
 
     #[test]
+    fn forced_node_group_and_federation_deletes_keep_the_plain_stored_form_when_not_forced() {
+        let by = ForcedBy {
+            user_id: "u".into(),
+            project_id: "p".into(),
+            request_id: None,
+        };
+        let ng = NodeGroupId(uuid::Uuid::nil());
+        let forced = JobPayload::NodegroupDelete {
+            nodegroup: ng,
+            forced: Some(by.clone()),
+        };
+        let stored = forced.stored();
+        assert_eq!(
+            stored,
+            json!({"nodegroup": ng.to_string(),
+                   "forced": {"user_id": "u", "project_id": "p", "request_id": null}})
+        );
+        assert_eq!(
+            JobPayload::from_stored(Operation::NodegroupDelete, stored).expect("reads"),
+            forced
+        );
+        // Jobs queued before forced deletes existed read as plain deletes.
+        assert_eq!(
+            JobPayload::from_stored(
+                Operation::NodegroupDelete,
+                json!({"nodegroup": ng.to_string()})
+            )
+            .expect("reads"),
+            JobPayload::NodegroupDelete {
+                nodegroup: ng,
+                forced: None
+            }
+        );
+        assert_eq!(
+            JobPayload::from_stored(Operation::FederationDelete, json!({})).expect("reads"),
+            JobPayload::FederationDelete { forced: None }
+        );
+        let fed = JobPayload::FederationDelete { forced: Some(by) };
+        assert_eq!(
+            JobPayload::from_stored(Operation::FederationDelete, fed.stored()).expect("reads"),
+            fed
+        );
+    }
+
+    #[test]
     fn a_payload_missing_what_its_operation_needs_is_refused() {
         let err = JobPayload::from_stored(Operation::ClusterResize, json!({})).expect_err("no ng");
         assert!(
