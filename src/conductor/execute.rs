@@ -7,7 +7,7 @@ use super::Conductor;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::job::retry::unblock;
-use crate::domain::job::{ForcedBy, Job, JobPayload, JobResource, NextStep, Operation};
+use crate::domain::job::{Job, JobPayload, JobResource, NextStep, Operation};
 use crate::domain::leftover::{delete_failed_reason, Leftover};
 use crate::domain::status::Verb;
 use crate::domain::NodeGroupId;
@@ -378,9 +378,9 @@ impl Conductor {
             JobPayload::NodegroupUpdate { nodegroup: uuid } => {
                 driver.update_nodegroup(ctx, &nodegroup(uuid)?).await
             }
-            JobPayload::NodegroupDelete { nodegroup: uuid } => {
-                driver.delete_nodegroup(ctx, &nodegroup(uuid)?).await
-            }
+            JobPayload::NodegroupDelete {
+                nodegroup: uuid, ..
+            } => driver.delete_nodegroup(ctx, &nodegroup(uuid)?).await,
             JobPayload::CaRotate { .. } => driver.rotate_ca(ctx).await,
             JobPayload::CredentialRotate { .. } => driver
                 .rotate_credential(ctx)
@@ -388,7 +388,7 @@ impl Conductor {
                 .map(|()| Progress::Done(ClusterObservation::phase(Phase::Complete))),
             other @ (JobPayload::FederationCreate {}
             | JobPayload::FederationUpdate { .. }
-            | JobPayload::FederationDelete {}) => Err(DriverError::Permanent(format!(
+            | JobPayload::FederationDelete { .. }) => Err(DriverError::Permanent(format!(
                 "{} is not a cluster operation.",
                 other.operation().as_str()
             ))),
@@ -426,6 +426,24 @@ impl Conductor {
         } = &job.payload
         {
             let writes = self.forced_delete_writes(job, ctx, result, forced);
+            let outcome = Outcome::Completed {
+                operation: op,
+                resource,
+            };
+            return (writes, outcome);
+        }
+        if let JobPayload::NodegroupDelete {
+            nodegroup,
+            forced: Some(forced),
+        } = &job.payload
+        {
+            let writes = self.forced_nodegroup_delete_writes(
+                job,
+                ctx,
+                result,
+                (*nodegroup, forced),
+                others_pending,
+            );
             let outcome = Outcome::Completed {
                 operation: op,
                 resource,
@@ -575,7 +593,7 @@ impl Conductor {
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
         apply_observation(&mut c, &mut ngs, obs);
-        if let JobPayload::NodegroupDelete { nodegroup } = &job.payload {
+        if let JobPayload::NodegroupDelete { nodegroup, .. } = &job.payload {
             if let Some(ng) = ngs.iter_mut().find(|n| n.uuid == *nodegroup) {
                 ng.status = Verb::Delete.complete();
             }
@@ -642,7 +660,7 @@ impl Conductor {
             )
         };
         writes.push(Write::event(event));
-        if let JobPayload::NodegroupDelete { nodegroup } = &job.payload {
+        if let JobPayload::NodegroupDelete { nodegroup, .. } = &job.payload {
             if let Some(ng) = ngs.iter().find(|n| n.uuid == *nodegroup) {
                 writes.push(Write::event(events::nodegroup_delete_failed_event(
                     &self.host, ng, leftovers,
@@ -652,60 +670,4 @@ impl Conductor {
         writes.push(self.finish(job, true, Some(reason.to_string())));
         writes
     }
-
-    /// A forced delete after its one best-effort attempt: the row goes whatever the driver
-    /// answered, with the audit notification naming what the infrastructure may still hold
-    /// (what a failed attempt left behind, or what a started teardown has yet to remove).
-    fn forced_delete_writes(
-        &self,
-        job: &Job,
-        ctx: &ClusterContext,
-        result: &Result<Progress, DriverError>,
-        forced: &ForcedBy,
-    ) -> Vec<Write> {
-        let (leftovers, said) = match result {
-            Ok(Progress::Done(obs)) => (obs.leftovers.clone(), None),
-            Ok(Progress::Started(obs)) => (
-                obs.leftovers.clone(),
-                Some("The driver's teardown was still under way.".to_string()),
-            ),
-            Err(e) => (e.leftovers().to_vec(), Some(e.to_string())),
-        };
-        let mut c = ctx.cluster.clone();
-        c.status = Verb::Delete.complete();
-        let reason = forced_reason(said.as_deref(), &leftovers);
-        c.status_reason = Some(reason.clone());
-        let initiator = events::Initiator {
-            user_id: Some(forced.user_id.clone()),
-            project_id: Some(forced.project_id.clone()),
-            is_admin: true,
-            request_id: forced.request_id.clone(),
-            ..events::Initiator::default()
-        };
-        if !leftovers.is_empty() {
-            tracing::warn!(cluster = %c.uuid, reason = %reason, "forced delete left objects behind");
-        }
-        vec![
-            Write::DeleteCluster {
-                uuid: ctx.cluster.uuid,
-            },
-            Write::event(events::cluster_forced_delete_event(
-                &self.host,
-                &c,
-                &ctx.nodegroups,
-                &leftovers,
-                Some(&initiator),
-            )),
-            self.finish(job, false, Some(reason)),
-        ]
-    }
-}
-
-/// The reason a forced delete records: what the last clean-up answered, and what it left.
-fn forced_reason(said: Option<&str>, leftovers: &[Leftover]) -> String {
-    let head = match said {
-        Some(said) => format!("Forced delete; the last clean-up answered: {said}"),
-        None => "Forced delete; the last clean-up finished.".to_string(),
-    };
-    delete_failed_reason(&head, leftovers)
 }

@@ -184,6 +184,17 @@ impl Conductor {
             member_change.joined.as_slice(),
             member_change.unjoined.as_slice(),
         ));
+        if let JobPayload::FederationDelete {
+            forced: Some(forced),
+        } = &job.payload
+        {
+            let writes = self.forced_federation_delete_writes(job, f, result, forced);
+            let outcome = Outcome::Completed {
+                operation,
+                resource,
+            };
+            return (writes, outcome);
+        }
         let superseded = others_pending && !matches!(result, Err(DriverError::Transient(_)));
         let (next, event_outcome, failure) = match result {
             _ if superseded => {

@@ -10,6 +10,7 @@ mod blocked;
 mod certificates;
 mod execute;
 mod federation;
+mod forced;
 mod probe;
 mod sync;
 

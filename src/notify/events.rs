@@ -339,18 +339,56 @@ pub fn cluster_forced_delete_event(
         },
         initiator,
     );
-    e.event_type = FORCED_DELETE.to_string();
-    e.message["event_type"] = json!(FORCED_DELETE);
-    if !leftovers.is_empty() {
-        e.priority = "WARN".into();
-        e.message["priority"] = json!("WARN");
-    }
-    attach_leftovers(&mut e, leftovers);
+    audit_forced(&mut e, FORCED_DELETE, leftovers);
     e
 }
 
 /// The event type of a forced delete's audit notification.
 pub const FORCED_DELETE: &str = "magnum.cluster.force_delete";
+
+/// The audit notification of a node group's forced delete, `magnum.nodegroup.force_delete`:
+/// as a cluster's, with the node group as it was removed in its `nodegroup_data` attachment.
+pub fn nodegroup_forced_delete_event(
+    host: &str,
+    n: &crate::domain::cluster::NodeGroup,
+    leftovers: &[Leftover],
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    let mut e = nodegroup_event(host, Action::Delete, Outcome::Success, n, initiator);
+    audit_forced(&mut e, NODEGROUP_FORCED_DELETE, leftovers);
+    e
+}
+
+/// The event type of a node group's forced delete audit notification.
+pub const NODEGROUP_FORCED_DELETE: &str = "magnum.nodegroup.force_delete";
+
+/// The audit notification of a federation's forced delete, `magnum.federation.force_delete`:
+/// as a cluster's, with the federation as it was removed in its `federation_data` attachment.
+pub fn federation_forced_delete_event(
+    host: &str,
+    f: &crate::domain::federation::Federation,
+    leftovers: &[Leftover],
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    let mut e = federation_event(host, Action::Delete, Outcome::Success, f, None, initiator);
+    audit_forced(&mut e, FEDERATION_FORCED_DELETE, leftovers);
+    e
+}
+
+/// The event type of a federation's forced delete audit notification.
+pub const FEDERATION_FORCED_DELETE: &str = "magnum.federation.force_delete";
+
+/// Makes `e` a forced delete's audit notification: its event type, WARN when something was
+/// left behind, and the `leftovers` attachment.
+fn audit_forced(e: &mut NewEvent, event_type: &str, leftovers: &[Leftover]) {
+    e.event_type = event_type.to_string();
+    e.message["event_type"] = json!(event_type);
+    if !leftovers.is_empty() {
+        e.priority = "WARN".into();
+        e.message["priority"] = json!("WARN");
+    }
+    attach_leftovers(e, leftovers);
+}
 
 /// A federation event; `change` is the member change of a join or unjoin.
 pub fn federation_event(

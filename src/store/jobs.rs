@@ -11,6 +11,7 @@ use super::rows::{JobRow, JobStateRow, JOB_COLUMNS};
 use super::sql;
 use super::{Dialect, StoreError, StoreResult};
 use crate::domain::job::{Job, JobResource, NewJob, Operation};
+use crate::domain::NodeGroupId;
 use uuid::Uuid;
 
 /// The next claimable job: due, not leased (or the lease expired), and no earlier pending job
@@ -265,6 +266,41 @@ pub(super) async fn supersede(
     .bind(resource.to_string())
     .execute(&mut *tx)
     .await?;
+    Ok(())
+}
+
+/// Ends every pending job of `cluster` that works on `nodegroup` as failed with `error`.
+#[tracing::instrument(level = "debug", skip_all, fields(resource = %cluster, nodegroup = %nodegroup))]
+pub(super) async fn supersede_nodegroup(
+    tx: &mut Tx,
+    cluster: &JobResource,
+    nodegroup: NodeGroupId,
+    error: &str,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    let text = format!(
+        "SELECT {JOB_COLUMNS} FROM job WHERE resource_uuid = $1 AND state = 'pending' ORDER BY id"
+    );
+    let rows: Vec<JobRow> = tx
+        .sql(&text)
+        .bind(cluster.to_string())
+        .fetch_all(&mut *tx)
+        .await?;
+    for row in rows {
+        let job = row.into_domain()?;
+        if job.payload.nodegroup() != Some(nodegroup) {
+            continue;
+        }
+        tx.sql(
+            "UPDATE job SET state = 'failed', last_error = $1, lease_owner = NULL, \
+             lease_expires_at = NULL, updated_at = $2 WHERE id = $3 AND state = 'pending'",
+        )
+        .bind(error)
+        .bind(now)
+        .bind(job.id)
+        .execute(&mut *tx)
+        .await?;
+    }
     Ok(())
 }
 

@@ -92,6 +92,13 @@ pub enum Write {
         resource: JobResource,
         error: String,
     },
+    /// Ends, as [`Write::SupersedeJobs`] does, the pending jobs of the cluster that work on
+    /// one of its node groups (a forced node group delete takes over from them).
+    SupersedeNodeGroupJobs {
+        cluster: JobResource,
+        nodegroup: crate::domain::NodeGroupId,
+        error: String,
+    },
     /// Releases a job the caller holds the lease of, to run again after `run_after`;
     /// `blocked_since` (the first refusal) is kept once set.
     RetryJob {
@@ -223,6 +230,11 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
         Write::SupersedeJobs { resource, error } => {
             jobs::supersede(tx, resource, error, now).await?
         }
+        Write::SupersedeNodeGroupJobs {
+            cluster,
+            nodegroup,
+            error,
+        } => jobs::supersede_nodegroup(tx, cluster, *nodegroup, error, now).await?,
         Write::Event(e) => outbox::insert(tx, e).await?,
         Write::InsertKeypair(k) => keypairs::insert(tx, k, now).await?,
         Write::DeleteKeypairs { cluster_uuid, kind } => {

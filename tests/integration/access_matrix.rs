@@ -367,6 +367,16 @@ static MATRIX: &[Row] = &[
         "nodegroup:delete",
         &[&[CL, NG], &[NG]],
     )),
+    Row {
+        query: "?force=true",
+        owner: Policy("nodegroup:delete_force"),
+        other: Missing,
+        reader: Policy("nodegroup:delete"),
+        cross: &[&[CL, NG]],
+        note: "microversion 1.18; the admin's forced delete, which removes the record, is \
+               tests/integration/deletes.rs",
+        ..row("DELETE", NODEGROUP)
+    },
     // ---- Federations ----
     list("/v1/federations", FED),
     list("/v1/federations/detail", FED),
@@ -407,6 +417,16 @@ static MATRIX: &[Row] = &[
         "federation:delete",
         &[&[FED]],
     )),
+    Row {
+        query: "?force=true",
+        owner: Policy("federation:delete_force"),
+        other: Missing,
+        reader: Policy("federation:delete"),
+        cross: &[&[FED]],
+        note: "microversion 1.18; the admin's forced delete, which removes the record, is \
+               tests/integration/deletes.rs",
+        ..row("DELETE", FEDERATION)
+    },
     // ---- Certificates and credentials ----
     write(
         "POST",

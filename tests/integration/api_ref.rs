@@ -926,3 +926,39 @@ async fn the_forced_delete_sample_matches_a_members_refusal() {
         "error-cluster-force-delete-resp.json",
     );
 }
+
+#[tokio::test]
+async fn the_forced_node_group_delete_sample_matches_a_members_refusal() {
+    use crate::helpers::{complete_cluster_as, Api};
+
+    let app = spawn_app().await;
+    let h = app.headers.clone();
+    let uuid = complete_cluster_as(&app, "k1", &h).await;
+    let refused = app
+        .at("latest")
+        .force_delete_nodegroup(&uuid, "default-worker")
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert_matches(
+        &sample("error-nodegroup-force-delete-resp.json"),
+        &refused.body,
+        "error-nodegroup-force-delete-resp.json",
+    );
+}
+
+#[tokio::test]
+async fn the_forced_federation_delete_sample_matches_a_members_refusal() {
+    use crate::helpers::{complete_cluster_as, federation_body, make_federation_as, Api};
+
+    let app = spawn_app().await;
+    let h = app.headers.clone();
+    let host = complete_cluster_as(&app, "k1", &h).await;
+    let fed = make_federation_as(&app, &federation_body(&host), &h).await;
+    let refused = app.at("latest").force_delete_federation(&fed).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert_matches(
+        &sample("error-federation-force-delete-resp.json"),
+        &refused.body,
+        "error-federation-force-delete-resp.json",
+    );
+}

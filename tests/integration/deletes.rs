@@ -514,3 +514,367 @@ async fn a_forced_delete_of_a_federated_cluster_is_still_refused(
         assert_eq!(seen(&app, uuid, &h).await.0, "CREATE_COMPLETE");
     }
 }
+
+const UPDATE_REFUSED: &str =
+    "The fake driver simulated a failure of 'update' ([fake_driver] fail_operations = update).";
+const UPDATE_UNREACHABLE: &str = "The fake driver simulated a transient failure of 'update' ([fake_driver] transient_operations = update).";
+
+/// A complete cluster with a complete extra node group `ng1`: `(cluster, node group)` uuids.
+async fn cluster_with_group(app: &TestApp, h: &HeaderMap) -> (String, String) {
+    let uuid = complete_cluster_as(app, "k1", h).await;
+    let r = app
+        .with_headers(h)
+        .at("latest")
+        .create_nodegroup(&uuid, &json!({"name": "ng1", "node_count": 1}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let ng = r.body["uuid"].as_str().expect("uuid").to_string();
+    drain(&conductor(app, instant())).await;
+    let got = app
+        .with_headers(h)
+        .at("latest")
+        .get_nodegroup(&uuid, &ng)
+        .await;
+    assert_eq!(got.body["status"], "CREATE_COMPLETE", "{}", got.text);
+    (uuid, ng)
+}
+
+/// `(status, status_reason)` of a node group as `h` sees it at `latest`.
+async fn seen_group(app: &TestApp, cluster: &str, ng: &str, h: &HeaderMap) -> (String, Value) {
+    let r = app
+        .with_headers(h)
+        .at("latest")
+        .get_nodegroup(cluster, ng)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    (
+        r.body["status"].as_str().unwrap_or_default().to_string(),
+        r.body["status_reason"].clone(),
+    )
+}
+
+#[rstest]
+#[tokio::test]
+async fn an_admin_forces_the_delete_of_a_node_group_the_infrastructure_will_not_let_go(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = spawn_with(backend, instant_settings).await;
+    let h = app.headers.clone();
+    let admin = app.admin();
+    let (uuid, ng) = cluster_with_group(&app, &h).await;
+    let broken = infrastructure(&app, "update", "");
+    assert_eq!(
+        app.at("latest").delete_nodegroup(&uuid, &ng).await.status,
+        204
+    );
+    drain(&broken).await;
+    let left = format!("Left behind on the infrastructure: server_group fake-sg-{ng}.");
+    let failed = (
+        "DELETE_FAILED".to_string(),
+        json!(format!("{UPDATE_REFUSED} {left}")),
+    );
+    assert_eq!(seen_group(&app, &uuid, &ng, &h).await, failed);
+    assert_eq!(seen(&app, &uuid, &h).await.0, "UPDATE_FAILED");
+
+    // The owner may not force it.
+    app.at("latest")
+        .force_delete_nodegroup(&uuid, &ng)
+        .await
+        .assert_error(
+            403,
+            "Policy doesn't allow nodegroup:delete_force to be performed.",
+        );
+    // Before 1.18, force is an unknown argument, for an administrator too.
+    app.with_headers(&admin)
+        .at("1.17")
+        .force_delete_nodegroup(&uuid, &ng)
+        .await
+        .assert_error(400, "Unknown argument: \"force\"");
+    app.with_headers(&admin)
+        .at("latest")
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/clusters/{uuid}/nodegroups/{ng}?force=maybe"),
+            None,
+        )
+        .await
+        .assert_error(400, "Invalid input for force: maybe is not a boolean.");
+    // The default groups stay undeletable, forced or not.
+    for group in ["default-worker", "default-master"] {
+        app.with_headers(&admin)
+            .at("latest")
+            .force_delete_nodegroup(&uuid, group)
+            .await
+            .assert_error(400, "Deleting a default nodegroup is not supported.");
+    }
+    assert_eq!(seen_group(&app, &uuid, &ng, &h).await, failed);
+
+    // An administrator forces it: DELETE_IN_PROGRESS, saying who forced it.
+    let r = app
+        .with_headers(&admin)
+        .at("latest")
+        .force_delete_nodegroup(&uuid, &ng)
+        .await;
+    assert_eq!((r.status, r.text.as_str()), (204, ""));
+    assert_eq!(
+        seen_group(&app, &uuid, &ng, &h).await,
+        (
+            "DELETE_IN_PROGRESS".to_string(),
+            json!("Forced delete requested by admin-user (project admin-project).")
+        )
+    );
+    assert_eq!(
+        seen(&app, &uuid, &h).await,
+        ("UPDATE_IN_PROGRESS".to_string(), Value::Null)
+    );
+
+    // The infrastructure still refuses; the group's record goes anyway and the cluster
+    // completes its update, with the audit notification.
+    let out = drain(&broken).await;
+    assert!(
+        matches!(out.as_slice(), [Outcome::Completed { .. }]),
+        "{out:?}"
+    );
+    app.at("latest")
+        .get_nodegroup(&uuid, &ng)
+        .await
+        .assert_error(404, &format!("Nodegroup {ng} could not be found."));
+    assert_eq!(
+        seen(&app, &uuid, &h).await,
+        ("UPDATE_COMPLETE".to_string(), Value::Null)
+    );
+    let groups = app.at("latest").list_nodegroups(&uuid, "").await;
+    let names: Vec<&str> = groups.body["nodegroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(!names.contains(&"ng1"), "{names:?}");
+
+    let all = messages(&app, &ng).await;
+    let n = all.len();
+    assert!(n >= 4, "{all:?}");
+    assert_eq!(
+        kinds(&all[n - 4..]),
+        vec![
+            kind("magnum.nodegroup.delete", "pending", "INFO"),
+            kind("magnum.nodegroup.delete", "failure", "ERROR"),
+            kind("magnum.nodegroup.delete", "pending", "INFO"),
+            kind("magnum.nodegroup.force_delete", "success", "WARN"),
+        ]
+    );
+    let audit = &all[n - 1];
+    let reason = format!("Forced delete; the last clean-up answered: {UPDATE_REFUSED} {left}");
+    assert_eq!(audit["event_type"], "magnum.nodegroup.force_delete");
+    assert_eq!(audit["priority"], "WARN");
+    assert_eq!(audit["_context_is_admin"], true);
+    assert_eq!(audit["_context_user_id"], "admin-user", "{audit}");
+    assert_eq!(audit["_context_project_id"], "admin-project", "{audit}");
+    let payload = &audit["payload"];
+    assert_eq!(
+        payload["typeURI"],
+        "http://schemas.dmtf.org/cloud/audit/1.0/event"
+    );
+    assert_eq!(payload["eventType"], "activity");
+    assert_eq!(payload["action"], "delete");
+    assert_eq!(payload["outcome"], "success");
+    assert_eq!(payload["initiator"]["user_id"], "admin-user");
+    assert_eq!(payload["initiator"]["project_id"], "admin-project");
+    assert_eq!(payload["target"]["typeURI"], "service/magnum/nodegroup");
+    assert_eq!(payload["target"]["id"], ng.as_str());
+    assert_eq!(payload["target"]["name"], "ng1");
+    let data = attachment(audit, "nodegroup_data");
+    assert_eq!(
+        (&data["name"], &data["role"], &data["node_count"]),
+        (&json!("ng1"), &json!("worker"), &json!(1)),
+        "{data}"
+    );
+    assert_eq!(data["cluster_id"], uuid.as_str(), "{data}");
+    assert_eq!(data["project_id"], "project-a", "{data}");
+    assert_eq!(data["status"], "DELETE_COMPLETE");
+    assert_eq!(data["status_reason"], reason);
+    assert_eq!(
+        payload["target"]["attachments"][1],
+        json!({"typeURI": "service/magnum/nodegroup/leftovers", "name": "leftovers",
+               "content": [{"kind": "server_group", "id": format!("fake-sg-{ng}")}]})
+    );
+    assert_eq!(
+        payload["target"]["attachments"].as_array().map(Vec::len),
+        Some(2)
+    );
+    // The forced job ended with the same reason.
+    let jobs = app
+        .store
+        .jobs_for(uuid.parse().expect("uuid"))
+        .await
+        .expect("jobs");
+    let (last, state) = jobs.last().expect("the forced job");
+    assert_eq!(
+        (state.as_str(), last.last_error.as_deref()),
+        ("done", Some(reason.as_str()))
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_forced_node_group_delete_takes_over_from_a_delete_that_keeps_retrying(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = spawn_with(backend, instant_settings).await;
+    let h = app.headers.clone();
+    let (uuid, ng) = cluster_with_group(&app, &h).await;
+    assert_eq!(
+        app.at("latest").delete_nodegroup(&uuid, &ng).await.status,
+        204
+    );
+    let unreachable = infrastructure(&app, "", "update");
+    let out = drain(&unreachable).await;
+    assert!(
+        matches!(out.as_slice(), [Outcome::Retried { .. }]),
+        "{out:?}"
+    );
+
+    // Forced while the delete waits for its next attempt: that job ends, the forced one runs
+    // at once and makes one attempt only.
+    let before = app
+        .store
+        .jobs_for(uuid.parse().expect("uuid"))
+        .await
+        .expect("jobs")
+        .len();
+    let r = app
+        .with_headers(&app.admin())
+        .at("latest")
+        .force_delete_nodegroup(&uuid, &ng)
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    let jobs: Vec<(String, Option<String>)> = app
+        .store
+        .jobs_for(uuid.parse().expect("uuid"))
+        .await
+        .expect("jobs")
+        .into_iter()
+        .map(|(j, state)| (state, j.last_error))
+        .collect();
+    assert_eq!(
+        jobs[before - 1..],
+        [
+            (
+                "failed".to_string(),
+                Some("Superseded by a forced delete.".to_string())
+            ),
+            ("pending".to_string(), None),
+        ]
+    );
+    let out = drain(&unreachable).await;
+    assert!(
+        matches!(out.as_slice(), [Outcome::Completed { .. }]),
+        "{out:?}"
+    );
+    assert_eq!(app.at("latest").get_nodegroup(&uuid, &ng).await.status, 404);
+    assert_eq!(
+        seen(&app, &uuid, &h).await,
+        ("UPDATE_COMPLETE".to_string(), Value::Null)
+    );
+    let all = messages(&app, &ng).await;
+    let audit = all.last().expect("the audit event");
+    assert_eq!(audit["event_type"], "magnum.nodegroup.force_delete");
+    assert_eq!(
+        attachment(audit, "nodegroup_data")["status_reason"],
+        format!(
+            "Forced delete; the last clean-up answered: {UPDATE_UNREACHABLE} Left behind on the infrastructure: server_group fake-sg-{ng}."
+        ),
+        "{audit}"
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn an_admin_forces_the_delete_of_a_federation_the_driver_will_not_let_go(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = spawn_with(backend, instant_settings).await;
+    let h = app.headers.clone();
+    let admin = app.admin();
+    let host = complete_cluster_as(&app, "host", &h).await;
+    let fed = make_federation_as(&app, &federation_body(&host), &h).await;
+    drain(&conductor(&app, instant())).await;
+    let refused = "The fake driver simulated a failure of 'federation' ([fake_driver] fail_operations = federation).";
+    let broken = infrastructure(&app, "federation", "");
+    assert_eq!(app.at("latest").delete_federation(&fed).await.status, 204);
+    drain(&broken).await;
+    let state =
+        |r: &crate::helpers::Resp| (r.body["status"].clone(), r.body["status_reason"].clone());
+    let failed = (json!("DELETE_FAILED"), json!(refused));
+    assert_eq!(state(&app.at("latest").get_federation(&fed).await), failed);
+
+    app.at("latest")
+        .force_delete_federation(&fed)
+        .await
+        .assert_error(
+            403,
+            "Policy doesn't allow federation:delete_force to be performed.",
+        );
+    app.with_headers(&admin)
+        .at("1.17")
+        .force_delete_federation(&fed)
+        .await
+        .assert_error(400, "Unknown argument: \"force\"");
+    assert_eq!(state(&app.at("latest").get_federation(&fed).await), failed);
+
+    let r = app
+        .with_headers(&admin)
+        .at("latest")
+        .force_delete_federation(&fed)
+        .await;
+    assert_eq!((r.status, r.text.as_str()), (204, ""));
+    assert_eq!(
+        state(&app.at("latest").get_federation(&fed).await),
+        (
+            json!("DELETE_IN_PROGRESS"),
+            json!("Forced delete requested by admin-user (project admin-project).")
+        )
+    );
+
+    // The driver still refuses; the record goes anyway, with the audit notification.
+    let out = drain(&broken).await;
+    assert!(
+        matches!(out.as_slice(), [Outcome::Completed { .. }]),
+        "{out:?}"
+    );
+    app.at("latest")
+        .get_federation(&fed)
+        .await
+        .assert_error(404, &format!("Federation {fed} could not be found."));
+    // The host cluster is untouched and can be deleted now.
+    assert_eq!(seen(&app, &host, &h).await.0, "CREATE_COMPLETE");
+    let all = messages(&app, &fed).await;
+    let n = all.len();
+    assert!(n >= 4, "{all:?}");
+    assert_eq!(
+        kinds(&all[n - 4..]),
+        vec![
+            kind("magnum.federation.delete", "pending", "INFO"),
+            kind("magnum.federation.delete", "failure", "ERROR"),
+            kind("magnum.federation.delete", "pending", "INFO"),
+            kind("magnum.federation.force_delete", "success", "INFO"),
+        ]
+    );
+    let audit = &all[n - 1];
+    let payload = &audit["payload"];
+    assert_eq!(audit["_context_is_admin"], true);
+    assert_eq!(payload["action"], "delete");
+    assert_eq!(payload["initiator"]["user_id"], "admin-user");
+    assert_eq!(payload["initiator"]["project_id"], "admin-project");
+    assert_eq!(payload["target"]["typeURI"], "service/magnum/federation");
+    assert_eq!(payload["target"]["id"], fed.as_str());
+    let data = attachment(audit, "federation_data");
+    assert_eq!(data["status"], "DELETE_COMPLETE", "{data}");
+    assert_eq!(
+        data["status_reason"],
+        format!("Forced delete; the last clean-up answered: {refused}")
+    );
+    assert_eq!(attachment(audit, "leftovers"), &json!([]));
+}

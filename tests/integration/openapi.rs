@@ -135,6 +135,18 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         403,
     ),
     (
+        "error-federation-force-delete-resp.json",
+        "delete",
+        "/v1/federations/{federation_ident}",
+        403,
+    ),
+    (
+        "error-nodegroup-force-delete-resp.json",
+        "delete",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+        403,
+    ),
+    (
         "error-nodegroup-delete-default-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",

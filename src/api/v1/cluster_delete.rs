@@ -33,7 +33,7 @@ pub const RULE: &str = "cluster:delete_force";
 /// What the superseded jobs of a force-deleted cluster record as their end.
 const SUPERSEDED: &str = "Superseded by a forced delete.";
 
-/// Whether a cluster DELETE asks for a forced delete: `force` is a query parameter from
+/// Whether a cluster's or a node group's DELETE asks for a forced delete: `force` is a query parameter from
 /// microversion 1.18 (an unknown argument, 400, before), a boolean in Magnum's spellings.
 pub(super) fn force_requested(req: &HttpRequest, ctx: &RequestContext) -> Result<bool, ApiError> {
     let allowed: &[&str] = if ctx.version >= FORCED_DELETE {

@@ -11,6 +11,8 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
+use super::cluster_delete::force_requested;
+use super::federation_delete;
 use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::views::{
@@ -715,17 +717,31 @@ async fn delete(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    query_params(&req, &[])?;
+    let force = force_requested(&req, &ctx)?;
     retry::until_committed(async || {
         let f = lookup::federation(&state, &ctx, &path).await?;
         ctx.authorize("federation:delete", &federation_target(&f))?;
+        if force {
+            ctx.authorize(federation_delete::RULE, &federation_target(&f))?;
+            let driver = job_driver(&state, &f).await?;
+            return Ok(
+                match federation_delete::forced_attempt(&state, &ctx, &f, driver).await? {
+                    Attempt::Done(()) => Attempt::Done(HttpResponse::NoContent().finish()),
+                    Attempt::Retry => Attempt::Retry,
+                },
+            );
+        }
         if f.status == FederationStatus::DeleteInProgress {
             return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
         }
         let driver = job_driver(&state, &f).await?;
         let mut next = f.clone();
         next.begin(Verb::Delete);
-        let job = state.job(JobPayload::FederationDelete {}, f.uuid, driver);
+        let job = state.job(
+            JobPayload::FederationDelete { forced: None },
+            f.uuid,
+            driver,
+        );
         let writes = vec![
             Write::update_federation(&next),
             Write::job(job),

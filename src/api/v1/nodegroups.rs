@@ -10,7 +10,9 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
+use super::cluster_delete::force_requested;
 use super::lookup::{self, cluster_target as target, driver_for, owner_target, template_of};
+use super::nodegroup_delete;
 use super::patch::{self, PatchRules};
 use super::views::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
@@ -641,7 +643,7 @@ async fn delete(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     require_version(&ctx)?;
-    query_params(&req, &[])?;
+    let force = force_requested(&req, &ctx)?;
     let (cluster_ident, ng_ident) = path.into_inner();
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:delete_all_projects")?;
@@ -649,11 +651,23 @@ async fn delete(
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:delete", &target(&c))?;
+        if force {
+            ctx.authorize(nodegroup_delete::RULE, &target(&c))?;
+        }
         let ng = find(&state, &ctx, &c, &ng_ident).await?;
         if ng.is_default {
             return Err(ApiError::bad_request(
                 "Deleting a default nodegroup is not supported.",
             ));
+        }
+        if force {
+            cluster_accepts(&c, true)?;
+            return Ok(
+                match nodegroup_delete::forced_attempt(&state, &ctx, &c, &ng).await? {
+                    Attempt::Done(()) => Attempt::Done(HttpResponse::NoContent().finish()),
+                    Attempt::Retry => Attempt::Retry,
+                },
+            );
         }
         if ng.status == ClusterStatus::DeleteInProgress {
             return Ok(Attempt::Done(HttpResponse::NoContent().finish()));
@@ -670,7 +684,10 @@ async fn delete(
             Write::update_nodegroup(&next_ng),
             job(
                 &state,
-                JobPayload::NodegroupDelete { nodegroup: ng.uuid },
+                JobPayload::NodegroupDelete {
+                    nodegroup: ng.uuid,
+                    forced: None,
+                },
                 &c,
                 driver.name(),
             ),

@@ -188,6 +188,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         [("POST", FEDERATIONS)];
     "federation:delete" => MEMBER_DENY_CLUSTER_USER, "Delete a federation.",
         [("DELETE", FEDERATION)];
+    "federation:delete_force" => ADMIN,
+        "Force the delete of a federation (?force=true, microversion 1.18): its record is removed after one last best-effort clean-up, whatever the driver answers.",
+        [("DELETE", "/v1/federations/{federation_ident}?force=true")];
     "federation:update" => MEMBER_DENY_CLUSTER_USER, "Update an existing federation.",
         [("PATCH", FEDERATION)];
     "federation:join" => MEMBER_DENY_CLUSTER_USER,
@@ -241,6 +244,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         [("PATCH", NODEGROUP)];
     "nodegroup:delete_all_projects" => ADMIN, "Delete a nodegroup of any project.",
         [("DELETE", NODEGROUP)];
+    "nodegroup:delete_force" => ADMIN,
+        "Force the delete of a nodegroup (?force=true, microversion 1.18): its record is removed after one last best-effort clean-up, whatever the driver answers.",
+        [("DELETE", "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}?force=true")];
 
     // ---- Quotas and stats ----
     "quota:create" => ADMIN, "Create quota.", [("POST", QUOTAS)];

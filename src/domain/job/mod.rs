@@ -149,8 +149,14 @@ pub enum JobPayload {
     NodegroupCreate { nodegroup: NodeGroupId },
     #[serde(rename = "nodegroup.update")]
     NodegroupUpdate { nodegroup: NodeGroupId },
+    /// A node group delete; `forced` as a cluster delete's (one best-effort attempt, then the
+    /// node group's row goes whatever the driver answered).
     #[serde(rename = "nodegroup.delete")]
-    NodegroupDelete { nodegroup: NodeGroupId },
+    NodegroupDelete {
+        nodegroup: NodeGroupId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forced: Option<ForcedBy>,
+    },
     #[serde(rename = "federation.create")]
     FederationCreate {},
     #[serde(rename = "federation.update")]
@@ -160,8 +166,13 @@ pub enum JobPayload {
         #[serde(default)]
         unjoined: Vec<ClusterId>,
     },
+    /// A federation delete; `forced` as a cluster delete's (one best-effort attempt, then the
+    /// federation's row goes whatever the driver answered).
     #[serde(rename = "federation.delete")]
-    FederationDelete {},
+    FederationDelete {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forced: Option<ForcedBy>,
+    },
     /// The new CA's row uuid, fixed when the request is accepted so a retried job finds the
     /// rotation done (absent: the job's own uuid).
     #[serde(rename = "cluster.rotate_ca")]
@@ -203,7 +214,7 @@ impl JobPayload {
             JobPayload::NodegroupDelete { .. } => Operation::NodegroupDelete,
             JobPayload::FederationCreate {} => Operation::FederationCreate,
             JobPayload::FederationUpdate { .. } => Operation::FederationUpdate,
-            JobPayload::FederationDelete {} => Operation::FederationDelete,
+            JobPayload::FederationDelete { .. } => Operation::FederationDelete,
             JobPayload::CaRotate { .. } => Operation::CaRotate,
             JobPayload::CredentialRotate { .. } => Operation::CredentialRotate,
         }
@@ -216,7 +227,7 @@ impl JobPayload {
             | JobPayload::ClusterResize { nodegroup, .. }
             | JobPayload::NodegroupCreate { nodegroup }
             | JobPayload::NodegroupUpdate { nodegroup }
-            | JobPayload::NodegroupDelete { nodegroup } => Some(*nodegroup),
+            | JobPayload::NodegroupDelete { nodegroup, .. } => Some(*nodegroup),
             JobPayload::ClusterUpgrade { nodegroup, .. } => *nodegroup,
             _ => None,
         }
@@ -372,6 +383,51 @@ mod tests {
         assert_eq!(
             JobPayload::ClusterDelete { forced: None }.stored(),
             json!({})
+        );
+    }
+
+    #[test]
+    fn forced_node_group_and_federation_deletes_keep_the_plain_stored_form_when_not_forced() {
+        let by = ForcedBy {
+            user_id: "u".into(),
+            project_id: "p".into(),
+            request_id: None,
+        };
+        let ng = NodeGroupId(uuid::Uuid::nil());
+        let forced = JobPayload::NodegroupDelete {
+            nodegroup: ng,
+            forced: Some(by.clone()),
+        };
+        let stored = forced.stored();
+        assert_eq!(
+            stored,
+            json!({"nodegroup": ng.to_string(),
+                   "forced": {"user_id": "u", "project_id": "p", "request_id": null}})
+        );
+        assert_eq!(
+            JobPayload::from_stored(Operation::NodegroupDelete, stored).expect("reads"),
+            forced
+        );
+        // Jobs queued before forced deletes existed read as plain deletes.
+        assert_eq!(
+            JobPayload::from_stored(
+                Operation::NodegroupDelete,
+                json!({"nodegroup": ng.to_string()})
+            )
+            .expect("reads"),
+            JobPayload::NodegroupDelete {
+                nodegroup: ng,
+                forced: None
+            }
+        );
+        assert_eq!(
+            JobPayload::from_stored(Operation::FederationDelete, json!({})).expect("reads"),
+            JobPayload::FederationDelete { forced: None }
+        );
+        let fed = JobPayload::FederationDelete { forced: Some(by) };
+        assert_eq!(
+            JobPayload::from_stored(Operation::FederationDelete, fed.stored()).expect("reads"),
+            fed
         );
     }
 

@@ -158,6 +158,11 @@ pub(crate) trait Api {
         let path = format!("{CLUSTERS}/{cluster}/nodegroups/{ident}");
         self.call(Method::DELETE, &path, None).await
     }
+    /// An administrator's forced delete of a node group (microversion 1.18).
+    async fn force_delete_nodegroup(&self, cluster: &str, ident: &str) -> Resp {
+        let path = format!("{CLUSTERS}/{cluster}/nodegroups/{ident}?force=true");
+        self.call(Method::DELETE, &path, None).await
+    }
     /// Retries a node group's failed create in place (microversion 1.17), without a body.
     async fn retry_nodegroup(&self, cluster: &str, ident: &str) -> Resp {
         let path = format!("{CLUSTERS}/{cluster}/nodegroups/{ident}/actions/retry");
@@ -168,6 +173,11 @@ pub(crate) trait Api {
 
     async fn create_federation(&self, body: &Value) -> Resp {
         self.call(Method::POST, FEDERATIONS, Some(body)).await
+    }
+    /// An administrator's forced delete of a federation (microversion 1.18).
+    async fn force_delete_federation(&self, ident: &str) -> Resp {
+        let path = format!("{FEDERATIONS}/{ident}?force=true");
+        self.call(Method::DELETE, &path, None).await
     }
     async fn get_federation(&self, ident: &str) -> Resp {
         self.call(Method::GET, &format!("{FEDERATIONS}/{ident}"), None)

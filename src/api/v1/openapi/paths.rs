@@ -243,7 +243,8 @@ pub fn update_nodegroup() {}
 #[utoipa::path(delete, path = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
     tag = "nodegroups", operation_id = "deleteNodeGroup",
     params(("cluster_ident" = String, Path, description = "Uuid or name"),
-        ("nodegroup_ident" = String, Path, description = "Uuid, name or id")),
+        ("nodegroup_ident" = String, Path, description = "Uuid, name or id"),
+        ("force" = Option<bool>, Query, description = "Microversion 1.18 and later: an administrator's forced delete (nodegroup:delete_force); the node group's record goes after one last best-effort clean-up")),
     responses((status = 204, description = "Accepted; the node group is DELETE_IN_PROGRESS")))]
 pub fn delete_nodegroup() {}
 
@@ -284,7 +285,8 @@ pub fn update_federation() {}
 
 #[utoipa::path(delete, path = "/v1/federations/{federation_ident}", tag = "federations",
     operation_id = "deleteFederation",
-    params(("federation_ident" = String, Path, description = "Uuid or name")),
+    params(("federation_ident" = String, Path, description = "Uuid or name"),
+        ("force" = Option<bool>, Query, description = "Microversion 1.18 and later: an administrator's forced delete (federation:delete_force); the record goes after one last best-effort clean-up")),
     responses((status = 204, description = "Accepted; the federation is DELETE_IN_PROGRESS")))]
 pub fn delete_federation() {}
 
