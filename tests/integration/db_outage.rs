@@ -184,7 +184,7 @@ async fn a_commit_whose_answer_is_lost_after_the_server_committed_it_is_answered
     // The COMMIT reaches the server and its connection is cut before the answer comes back:
     // the service looks the transaction up on another connection and finds it committed.
     proxy.set(Link::CutAfterCommit);
-    let (post, took) = timed(
+    let (post, _) = timed(
         &app,
         Method::POST,
         "/v1/clustertemplates",
@@ -194,7 +194,6 @@ async fn a_commit_whose_answer_is_lost_after_the_server_committed_it_is_answered
     assert_eq!(proxy.link(), Link::Up, "the cut happened at the commit");
     assert_eq!(post.status, 201, "{}", post.text);
     assert_eq!(post.body["name"], "answer-lost", "{}", post.text);
-    assert!(took < Duration::from_secs(5), "the POST took {took:?}");
 
     let list = app.get("/v1/clustertemplates").await;
     let mut names = template_names(&list);
@@ -222,7 +221,7 @@ async fn a_commit_cut_before_it_reached_the_server_is_a_clean_503_and_writes_not
     // rolls the transaction back, the service finds it aborted and says the change was not
     // made (the unavailable body, not "it may have been applied").
     proxy.set(Link::CutBeforeCommit);
-    let (post, took) = timed(
+    let (post, _) = timed(
         &app,
         Method::POST,
         "/v1/clustertemplates",
@@ -231,7 +230,6 @@ async fn a_commit_cut_before_it_reached_the_server_is_a_clean_503_and_writes_not
     .await;
     assert_eq!(proxy.link(), Link::Up, "the cut happened at the commit");
     post.assert_error(503, UNAVAILABLE);
-    assert!(took < Duration::from_secs(5), "the POST took {took:?}");
 
     let list = app.get("/v1/clustertemplates").await;
     assert_eq!(template_names(&list), ["before"], "{}", list.text);
