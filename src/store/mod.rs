@@ -45,7 +45,7 @@ pub use federations::FEDERATION_SORT_KEYS;
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
-pub use registry::{ChangeKind, ClusterChange, RegistryEntry, RegistryPage};
+pub use registry::{ChangeKind, ClusterChange, ItemCount, RegistryEntry, RegistryPage};
 pub use rows::QuotaRow;
 pub use sql_store::SqlStore;
 pub use sqlite::SqliteStore;
@@ -443,12 +443,14 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     /// Changes of cluster rows after resourceVersion `after`, oldest first.
     async fn registry_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<ClusterChange>>;
     /// How many clusters of `project` (of every project when None) sort after `after` in
-    /// (project, name) order.
+    /// (project, name) order: exact up to `cap`, an estimate past it where the database keeps
+    /// one.
     async fn registry_count_after(
         &self,
         project: Option<&str>,
         after: Option<(&str, &str)>,
-    ) -> StoreResult<i64>;
+        cap: u32,
+    ) -> StoreResult<ItemCount>;
     /// The first change logged after resourceVersion `since` to a cluster of `project` (of any
     /// project when None) whose (project, name) sorts after `after`; None when there is none.
     async fn registry_first_change_after(

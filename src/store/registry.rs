@@ -29,6 +29,21 @@ pub(super) async fn serialize_cluster_writes(tx: &mut Tx) -> StoreResult<()> {
     Ok(())
 }
 
+/// How many items remain after a list page: counted, or estimated past a cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemCount {
+    Exact(i64),
+    Estimate(i64),
+}
+
+impl ItemCount {
+    pub fn value(self) -> i64 {
+        match self {
+            ItemCount::Exact(n) | ItemCount::Estimate(n) => n,
+        }
+    }
+}
+
 /// A cluster as the registry shows it: the row, its template's driver and its node count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegistryEntry {
@@ -232,21 +247,53 @@ fn range_conds<'a>(
 }
 
 /// How many clusters of `project` (of every project when None) sort after `after` in
-/// (project, registry name) order (a list page's `remainingItemCount`).
+/// (project, registry name) order (a list page's `remainingItemCount`): exact up to `cap`.
+/// Past it, PostgreSQL gives the planner's estimate of the range (never less than `cap + 1`),
+/// so a page of a large fleet does not count every cluster after it; `ListMeta` allows an
+/// estimate there. SQLite, which keeps no such estimate, always counts.
 #[tracing::instrument(level = "debug", skip_all, fields(project = ?project))]
 pub(super) async fn count_after(
     pool: &Pool,
     project: Option<&str>,
     after: Option<(&str, &str)>,
-) -> StoreResult<i64> {
+    cap: u32,
+) -> StoreResult<ItemCount> {
     let (conds, binds) = range_conds("registry_name", project, after, 1);
-    let mut text = "SELECT COUNT(*) FROM cluster".to_string();
+    let mut range = "SELECT 1 FROM cluster".to_string();
     if !conds.is_empty() {
-        text.push_str(" WHERE ");
-        text.push_str(&conds.join(" AND "));
+        range.push_str(" WHERE ");
+        range.push_str(&conds.join(" AND "));
     }
-    let n: i64 = pool.sql(&text).bind_all(binds).scalar_one(pool).await?;
-    Ok(n)
+    if pool.dialect() == Dialect::Sqlite {
+        let text = format!("SELECT COUNT(*) FROM ({range}) AS r");
+        let n: i64 = pool.sql(&text).bind_all(binds).scalar_one(pool).await?;
+        return Ok(ItemCount::Exact(n));
+    }
+    let capped = format!(
+        "SELECT COUNT(*) FROM ({range} LIMIT {}) AS r",
+        u64::from(cap) + 1
+    );
+    let n: i64 = pool
+        .sql(&capped)
+        .bind_all(binds.iter().copied())
+        .scalar_one(pool)
+        .await?;
+    if n <= i64::from(cap) {
+        return Ok(ItemCount::Exact(n));
+    }
+    // The plan's first line names the rows the planner expects: `… (cost=… rows=N width=…)`.
+    let plan: Vec<String> = pool
+        .sql(&format!("EXPLAIN {range}"))
+        .bind_all(binds)
+        .scalar_all(pool)
+        .await?;
+    let estimate = plan
+        .first()
+        .and_then(|l| l.split(" rows=").nth(1))
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|d| d.parse::<i64>().ok())
+        .unwrap_or(0);
+    Ok(ItemCount::Estimate(estimate.max(n)))
 }
 
 /// The first change after resourceVersion `since` to a cluster of `project` (of any project

@@ -448,8 +448,9 @@ impl Store for SqlStore {
         &self,
         project: Option<&str>,
         after: Option<(&str, &str)>,
-    ) -> StoreResult<i64> {
-        registry::count_after(&self.pool, project, after).await
+        cap: u32,
+    ) -> StoreResult<super::ItemCount> {
+        registry::count_after(&self.pool, project, after, cap).await
     }
 
     async fn registry_first_change_after(

@@ -18,6 +18,9 @@ const MAX_SCANNED: usize = 20_000;
 
 /// Rows read per statement while filtering.
 const SCAN_CHUNK: u32 = 500;
+/// Up to how many remaining items a page counts exactly; past it `remainingItemCount` is the
+/// database's estimate (`ListMeta` documents it as an estimate).
+const EXACT_REMAINING: u32 = 10_000;
 
 /// The selectors of a list or watch.
 #[derive(Debug, Clone, Default)]
@@ -144,8 +147,13 @@ pub(super) async fn list_entries(
                         Some(
                             state
                                 .store
-                                .registry_count_after(project.as_deref(), Some((&last.0, &last.1)))
-                                .await?,
+                                .registry_count_after(
+                                    project.as_deref(),
+                                    Some((&last.0, &last.1)),
+                                    EXACT_REMAINING,
+                                )
+                                .await?
+                                .value(),
                         )
                     } else {
                         None
