@@ -432,6 +432,11 @@ async fn run(args: &Run, db_url: &str) -> anyhow::Result<()> {
         .as_str()
         .context("list resourceVersion")?
         .to_string();
+    eprintln!(
+        "==> registry bench: -A first page remainingItemCount {} (the rows after it: {})",
+        first["metadata"]["remainingItemCount"],
+        total - first_items
+    );
     let mut token = first["metadata"]["continue"]
         .as_str()
         .unwrap_or_default()

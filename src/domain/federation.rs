@@ -12,6 +12,9 @@ use super::{ClusterId, FederationId};
 /// The property every federation needs (the DNS zone of its federated services).
 pub const DNS_ZONE: &str = "dns-zone";
 
+/// Magnum hard-codes `create_timeout=15` (minutes) for federations.
+pub const CREATE_TIMEOUT_MINUTES: i64 = 15;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Federation {
     pub id: i64,

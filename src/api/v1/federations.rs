@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::cluster_delete::force_requested;
 use super::federation_delete;
-use super::lookup::{self, cluster_target, driver_for, find_template_of, owner_target};
+use super::lookup::{self, cluster_target, driver_for, federation_target, job_driver};
 use super::patch::{self, Op, PatchOp, PatchRules};
 use super::views::{
     AcceptedView, FederationCollection, FederationDetailCollection, FederationSummaryView,
@@ -28,7 +28,9 @@ use crate::api::initiator;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
-use crate::domain::federation::{dedup_members, member_diff, Federation, NewFederation, DNS_ZONE};
+use crate::domain::federation::{
+    dedup_members, member_diff, Federation, NewFederation, CREATE_TIMEOUT_MINUTES, DNS_ZONE,
+};
 use crate::domain::ids::parse_uuid_like;
 use crate::domain::job::JobPayload;
 use crate::domain::labels::label_value;
@@ -73,13 +75,6 @@ const PATCH_RULES: PatchRules = PatchRules {
 
 /// The attributes a PATCH may change.
 const MUTABLE: &[&str] = &["member_ids", "properties"];
-
-/// Magnum hard-codes `create_timeout=15` (minutes) for federations.
-pub(super) const CREATE_TIMEOUT_MINUTES: i64 = 15;
-
-pub(super) fn federation_target(f: &Federation) -> Map<String, Value> {
-    owner_target(&f.project_id, &f.user_id)
-}
 
 fn accepted(f: &Federation) -> HttpResponse {
     HttpResponse::Accepted().json(AcceptedView::new(f.uuid))
@@ -143,18 +138,6 @@ fn properties_value(v: &Value) -> Result<BTreeMap<String, String>, ApiError> {
         out.insert(k.clone(), s);
     }
     Ok(out)
-}
-
-/// The driver that runs a federation's jobs: the host cluster's template driver (the default
-/// driver when the host is gone, so the job still runs and fails with a reason).
-pub(super) async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
-    let template = match state.store.find_cluster(&f.hostcluster_id).await? {
-        Some(host) => find_template_of(state, &host).await?,
-        None => None,
-    };
-    Ok(template
-        .and_then(|t| t.spec.driver)
-        .unwrap_or_else(|| state.settings.drivers.default_driver.clone()))
 }
 
 /// A cluster the caller can see, named by uuid only (a name is never looked up).

@@ -105,6 +105,37 @@ pub async fn federation(
     }
 }
 
+/// Magnum's 404 for a node group.
+pub fn nodegroup_not_found(ident: &str) -> ApiError {
+    ApiError::not_found(format!("Nodegroup {ident} could not be found."))
+}
+
+/// A node group of the cluster by id, uuid or name; non-admins only see their project's.
+pub async fn nodegroup(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    ident: &str,
+) -> Result<NodeGroup, ApiError> {
+    match state.store.get_nodegroup(&c.uuid, ident).await {
+        Ok(ng) if ctx.is_admin || ng.project_id == ctx.project_id => Ok(ng),
+        Ok(_) | Err(StoreError::NotFound) => Err(nodegroup_not_found(ident)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The driver that runs a federation's jobs: the host cluster's template driver (the default
+/// driver when the host is gone, so the job still runs and fails with a reason).
+pub async fn job_driver(state: &AppState, f: &Federation) -> Result<String, ApiError> {
+    let template = match state.store.find_cluster(&f.hostcluster_id).await? {
+        Some(host) => find_template_of(state, &host).await?,
+        None => None,
+    };
+    Ok(template
+        .and_then(|t| t.spec.driver)
+        .unwrap_or_else(|| state.settings.drivers.default_driver.clone()))
+}
+
 /// Every node group of a cluster.
 pub async fn nodegroups_of(state: &AppState, c: &Cluster) -> Result<Vec<NodeGroup>, ApiError> {
     Ok(state.store.nodegroups_of(&[c.uuid]).await?)
@@ -154,4 +185,9 @@ pub fn owner_target(project_id: &str, user_id: &str) -> Map<String, Value> {
 /// The policy target of a cluster (and of its certificates and node groups).
 pub fn cluster_target(c: &Cluster) -> Map<String, Value> {
     owner_target(&c.project_id, &c.user_id)
+}
+
+/// The policy target of a federation: its owner.
+pub fn federation_target(f: &Federation) -> Map<String, Value> {
+    owner_target(&f.project_id, &f.user_id)
 }

@@ -121,27 +121,9 @@ fn require_version(ctx: &RequestContext) -> Result<(), ApiError> {
     }
 }
 
-fn not_found(ident: &str) -> ApiError {
-    ApiError::not_found(format!("Nodegroup {ident} could not be found."))
-}
-
 /// Magnum's `NodeGroupInvalidInput` (a 409).
 fn invalid_input(attr: &str, nodegroup: &str, expl: &str) -> ApiError {
     ApiError::conflict(format!("{attr} for {nodegroup} is invalid ({expl})."))
-}
-
-/// A node group of the cluster by id, uuid or name; non-admins only see their project's.
-pub(super) async fn find(
-    state: &AppState,
-    ctx: &RequestContext,
-    c: &Cluster,
-    ident: &str,
-) -> Result<NodeGroup, ApiError> {
-    match state.store.get_nodegroup(&c.uuid, ident).await {
-        Ok(ng) if ctx.is_admin || ng.project_id == ctx.project_id => Ok(ng),
-        Ok(_) | Err(StoreError::NotFound) => Err(not_found(ident)),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Whether the cluster's state takes node group work now (a delete is queued behind work in
@@ -238,7 +220,7 @@ async fn list(
         .store
         .list_nodegroups(&c.uuid, &ctx.scope(), role, page)
         .await
-        .map_err(query.store_error(not_found))?;
+        .map_err(query.store_error(lookup::nodegroup_not_found))?;
     let mut collection = format!("clusters/{}/nodegroups", c.uuid);
     if query.detail {
         collection.push_str("/detail");
@@ -325,7 +307,7 @@ async fn show(
                 "nodegroup:get",
                 &owner_target(&cluster.project_id, &cluster.user_id),
             )?;
-            Err(not_found(&ng_ident))
+            Err(lookup::nodegroup_not_found(&ng_ident))
         }
         Err(e) => Err(lookup::cluster_error(&cluster_ident, e)),
     }
@@ -416,7 +398,7 @@ async fn create(
         let writes = create_writes(&state, &ctx, &c, &new, driver.name());
         match state.store.commit(&writes).await {
             Ok(()) => {
-                let ng = find(&state, &ctx, &c, &new.uuid.to_string()).await?;
+                let ng = lookup::nodegroup(&state, &ctx, &c, &new.uuid.to_string()).await?;
                 Ok(Attempt::Done(
                     HttpResponse::Accepted().json(NodeGroupView::new(
                         &app_url(&req),
@@ -567,7 +549,7 @@ async fn update(
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:update", &target(&c))?;
-        let ng = find(&state, &ctx, &c, &ng_ident).await?;
+        let ng = lookup::nodegroup(&state, &ctx, &c, &ng_ident).await?;
         let mut after = patch::apply(&patch_document(&ng), &ops, &PATCH_RULES)?;
         let raw_labels = after.remove("node_labels").unwrap_or(Value::Null);
         let raw_taints = after.remove("node_taints").unwrap_or(Value::Null);
@@ -623,7 +605,7 @@ async fn update(
         ];
         match state.store.commit(&writes).await {
             Ok(()) => {
-                let stored = find(&state, &ctx, &c, &ng.uuid.to_string()).await?;
+                let stored = lookup::nodegroup(&state, &ctx, &c, &ng.uuid.to_string()).await?;
                 Ok(Attempt::Done(HttpResponse::Accepted().json(
                     NodeGroupView::new(&app_url(&req), &stored, &c.labels),
                 )))
@@ -654,7 +636,7 @@ async fn delete(
         if force {
             ctx.authorize(nodegroup_delete::RULE, &target(&c))?;
         }
-        let ng = find(&state, &ctx, &c, &ng_ident).await?;
+        let ng = lookup::nodegroup(&state, &ctx, &c, &ng_ident).await?;
         if ng.is_default {
             return Err(ApiError::bad_request(
                 "Deleting a default nodegroup is not supported.",

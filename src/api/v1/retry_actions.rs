@@ -13,9 +13,7 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
-use super::federations::{federation_target, job_driver, CREATE_TIMEOUT_MINUTES};
-use super::lookup::{self, cluster_target, driver_for, template_of};
-use super::nodegroups::find as find_nodegroup;
+use super::lookup::{self, cluster_target, driver_for, federation_target, job_driver, template_of};
 use crate::api::http::body::{json_object, query_params, Fields};
 use crate::api::http::error::ApiError;
 use crate::api::http::microversion::NODEGROUP_FEDERATION_RETRY;
@@ -24,6 +22,7 @@ use crate::api::initiator;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{cluster_accepts_nodegroup_work, Cluster};
+use crate::domain::federation::CREATE_TIMEOUT_MINUTES;
 use crate::domain::job::JobPayload;
 use crate::domain::status::{ClusterStatus, FederationStatus, Verb};
 use crate::notify::events::{self, Action, Outcome};
@@ -92,7 +91,7 @@ pub(super) async fn retry_nodegroup(
     retry::until_committed(async || {
         let c = lookup::cluster(&state, &ctx, &cluster_ident, true).await?;
         ctx.authorize("nodegroup:retry", &cluster_target(&c))?;
-        let ng = find_nodegroup(&state, &ctx, &c, &ng_ident).await?;
+        let ng = lookup::nodegroup(&state, &ctx, &c, &ng_ident).await?;
         if ng.status != ClusterStatus::CreateFailed {
             return Err(ApiError::conflict(format!(
                 "Retrying a nodegroup when status is \"{}\" is not supported; only a nodegroup whose create failed (CREATE_FAILED) is retried{}.",
