@@ -13,6 +13,7 @@ pub mod leftover;
 pub mod managed_fields;
 pub mod names;
 pub mod registry;
+pub mod registry_change;
 pub mod scope;
 pub mod selector;
 pub mod status;

@@ -1,7 +1,9 @@
 //! Server-side apply and field ownership on the cluster registry, over plain HTTP on both
 //! backends: `metadata.managedFields` per field manager, conflicts as the API server's 409,
 //! `force=true` moving ownership, fields an applier drops removed unless someone else owns
-//! them, updates and `/status` writes recorded as `Update` entries.
+//! them, updates and `/status` writes recorded as `Update` entries; the lists updates send
+//! (a base, a reset, or a 422), kubectl's last-applied annotation kept in step by its
+//! server-side applies, and the cap of ten `Update` entries.
 
 use reqwest::Method;
 use rstest::rstest;
@@ -529,4 +531,424 @@ async fn apply_bodies_and_options_are_checked_as_the_api_server_checks_them(
         fields_of(&r, "yaml-writer", "Apply"),
         json!({"f:metadata": {"f:labels": {"f:yaml": {}}}})
     );
+}
+
+/// `call` with a JSON body: a PUT of `body` to `name` as `manager`.
+async fn put(app: &TestApp, name: &str, manager: &str, body: &Value) -> Resp {
+    call(
+        app,
+        Method::PUT,
+        &format!("{BASE}/{name}?fieldManager={manager}"),
+        "application/json",
+        &body.to_string(),
+    )
+    .await
+}
+
+/// A `managedFields` entry as a client writes it.
+fn entry(manager: &str, operation: &str, time: &str, fields: Value) -> Value {
+    json!({"manager": manager, "operation": operation, "apiVersion": V, "time": time,
+        "fieldsType": "FieldsV1", "fieldsV1": fields})
+}
+
+#[rstest]
+#[tokio::test]
+async fn managed_fields_sent_on_an_update_are_its_base(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let r = apply(
+        &app,
+        "mf",
+        "fieldManager=kubectl",
+        &object(
+            "mf",
+            json!({"labels": {"env": "dev"}}),
+            endpoint("10.5.1.1:6443"),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+
+    // A PUT carrying a list of its own: that list, then the PUT's manager for what it changed.
+    let mut body = r.body.clone();
+    body["metadata"]["managedFields"] = json!([entry(
+        "chosen",
+        "Update",
+        "2026-01-01T00:00:00Z",
+        json!({"f:metadata": {"f:labels": {"f:env": {}}}})
+    )]);
+    body["metadata"]["labels"]["tier"] = json!("gold");
+    let r = put(&app, "mf", "editor", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        managers(&r),
+        owned(&[("chosen", "Update", ""), ("editor", "Update", "")])
+    );
+    assert_eq!(
+        r.body["metadata"]["managedFields"][0]["time"],
+        "2026-01-01T00:00:00Z"
+    );
+    assert_eq!(
+        fields_of(&r, "editor", "Update"),
+        json!({"f:metadata": {"f:labels": {"f:tier": {}}}})
+    );
+
+    // A PUT without the field keeps the live entries.
+    let mut body = r.body.clone();
+    body["metadata"]
+        .as_object_mut()
+        .map(|m| m.remove("managedFields"));
+    body["metadata"]["labels"]["zone"] = json!("a");
+    let r = put(&app, "mf", "zoner", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        managers(&r),
+        owned(&[
+            ("chosen", "Update", ""),
+            ("editor", "Update", ""),
+            ("zoner", "Update", "")
+        ])
+    );
+
+    // A list that does not decode (no such operation) is ignored, as the API server does.
+    let mut body = r.body.clone();
+    body["metadata"]["managedFields"] =
+        json!([entry("odd", "Bogus", "2026-01-01T00:00:00Z", json!({}))]);
+    let r = put(&app, "mf", "zoner", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(managers(&r).len(), 3, "{}", r.text);
+
+    // A status write's list is never its base.
+    let r = call(
+        &app,
+        Method::PATCH,
+        &format!("{BASE}/mf/status?fieldManager=status-writer"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": [entry("sneaky", "Update",
+                "2026-01-01T00:00:00Z", json!({"f:spec": {}}))]},
+            "status": {"conditions": [{"type": "example.com/Ready", "status": "True"}]}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut left = managers(&r);
+    left.sort();
+    assert_eq!(
+        left,
+        owned(&[
+            ("chosen", "Update", ""),
+            ("editor", "Update", ""),
+            ("status-writer", "Update", "status"),
+            ("zoner", "Update", "")
+        ])
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn an_empty_list_or_one_empty_entry_resets_the_managed_fields(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    for (name, reset) in [("reset-empty", json!([])), ("reset-one", json!([{}]))] {
+        let r = apply(
+            &app,
+            name,
+            "fieldManager=kubectl",
+            &object(
+                name,
+                json!({"labels": {"env": "dev"}}),
+                endpoint("10.5.1.2:6443"),
+            ),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let r = call(
+            &app,
+            Method::PATCH,
+            &format!("{BASE}/{name}?fieldManager=resetter"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"managedFields": reset}}).to_string(),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert!(
+            r.body["metadata"].get("managedFields").is_none(),
+            "{name}: {}",
+            r.text
+        );
+        assert_eq!(r.body["metadata"]["labels"]["env"], "dev");
+        // No fields are tracked again until the next apply.
+        let r = call(
+            &app,
+            Method::PATCH,
+            &format!("{BASE}/{name}?fieldManager=labeller"),
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"tier":"gold"}}}"#,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert!(
+            r.body["metadata"].get("managedFields").is_none(),
+            "{}",
+            r.text
+        );
+        let r = apply(
+            &app,
+            name,
+            "fieldManager=kubectl",
+            &object(name, json!({"labels": {"env": "dev"}}), json!({})),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(
+            managers(&r),
+            owned(&[
+                ("kubectl", "Apply", ""),
+                ("before-first-apply", "Update", "")
+            ])
+        );
+    }
+}
+
+#[rstest]
+#[tokio::test]
+async fn an_invalid_managed_fields_entry_is_422_naming_it(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let r = apply(
+        &app,
+        "bad-mf",
+        "fieldManager=kubectl",
+        &object("bad-mf", json!({}), endpoint("10.5.1.3:6443")),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let rv = r.body["metadata"]["resourceVersion"].clone();
+    let mut body = r.body.clone();
+    body["metadata"]["managedFields"] = json!([entry(
+        &"m".repeat(129),
+        "Update",
+        "2026-01-01T00:00:00Z",
+        json!({"f:spec": {"f:kubernetesApiEndpoints": {"f:serverEndpoints": {}}}})
+    )]);
+    body["metadata"]["labels"] = json!({"x": "y"});
+    let r = put(&app, "bad-mf", "editor", &body).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.body["kind"], "Status");
+    assert_eq!(r.body["reason"], "Invalid");
+    assert_eq!(
+        r.body["details"]["causes"][0]["field"],
+        "metadata.managedFields[0].manager"
+    );
+    assert_eq!(
+        r.body["message"],
+        "Cluster.clusterregistry.k8s.io \"bad-mf\" is invalid: metadata.managedFields[0].manager: Too long: may not be more than 128 bytes"
+    );
+    let after = call(&app, Method::GET, &format!("{BASE}/bad-mf"), "", "").await;
+    assert_eq!(after.body["metadata"]["resourceVersion"], rv);
+    assert!(
+        after.body["metadata"].get("labels").is_none(),
+        "{}",
+        after.text
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_kubectl_apply_refreshes_the_last_applied_annotation(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    const LAST: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let app = app_on(backend).await;
+    // As kubectl's client-side apply leaves it: created with the annotation.
+    let r = call(
+        &app,
+        Method::POST,
+        &format!("{BASE}?fieldManager=kubectl-client-side-apply"),
+        "application/json",
+        &object(
+            "la",
+            json!({"annotations": {LAST: "{\"stale\":true}"}}),
+            endpoint("10.5.1.4:6443"),
+        )
+        .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+
+    let applied = object(
+        "la",
+        json!({"labels": {"env": "prod"}}),
+        endpoint("10.5.1.4:6443"),
+    );
+    let r = apply(&app, "la", "fieldManager=kubectl", &applied).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let text = r.body["metadata"]["annotations"][LAST]
+        .as_str()
+        .unwrap_or("");
+    let last: Value = serde_json::from_str(text).unwrap_or_default();
+    assert_eq!(last, applied, "{}", r.text);
+
+    // Another manager's apply leaves it as it is.
+    let r = apply(
+        &app,
+        "la",
+        "fieldManager=helm",
+        &object("la", json!({"labels": {"team": "a"}}), json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["annotations"][LAST], text);
+
+    // An object without the annotation does not get one.
+    let r = apply(
+        &app,
+        "la-bare",
+        "fieldManager=kubectl",
+        &object("la-bare", json!({}), endpoint("10.5.1.5:6443")),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(
+        r.body["metadata"].get("annotations").is_none(),
+        "{}",
+        r.text
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn past_ten_update_managers_the_oldest_become_ancient_changes(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let r = apply(
+        &app,
+        "cap",
+        "fieldManager=applier",
+        &object(
+            "cap",
+            json!({"labels": {"base": "1"}}),
+            endpoint("10.5.1.6:6443"),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let mut last = r;
+    for i in 0..11 {
+        last = call(
+            &app,
+            Method::PATCH,
+            &format!("{BASE}/cap?fieldManager=m{i:02}"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {format!("l{i:02}"): "x"}}}).to_string(),
+        )
+        .await;
+        assert_eq!(last.status, 200, "{}", last.text);
+    }
+    let all = managers(&last);
+    let updates: Vec<_> = all.iter().filter(|(_, op, _)| op == "Update").collect();
+    assert_eq!(updates.len(), 10, "{all:?}");
+    assert_eq!(
+        all.iter()
+            .filter(|(m, _, _)| m == "ancient-changes")
+            .count(),
+        1,
+        "{all:?}"
+    );
+    assert_eq!(
+        fields_of(&last, "applier", "Apply"),
+        json!({"f:metadata": {"f:labels": {"f:base": {}}},
+            "f:spec": {"f:kubernetesApiEndpoints": {"f:serverEndpoints": {}}}})
+    );
+    // Every label set by an update is still owned by some update entry.
+    let mut labels: Vec<String> = last.body["metadata"]["managedFields"]
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .filter(|e| e["operation"] == "Update")
+                .filter_map(|e| e["fieldsV1"]["f:metadata"]["f:labels"].as_object())
+                .flat_map(|l| l.keys().cloned().collect::<Vec<_>>())
+                .filter(|k| k != ".")
+                .collect()
+        })
+        .unwrap_or_default();
+    labels.sort();
+    let expected: Vec<String> = (0..11).map(|i| format!("f:l{i:02}")).collect();
+    assert_eq!(labels, expected);
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_kubectl_apply_takes_over_what_client_side_apply_last_applied(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    const LAST: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let app = app_on(backend).await;
+    // Client-side apply last applied team=old; the object holds team=a since.
+    let last = object(
+        "csa",
+        json!({"labels": {"env": "dev", "team": "old"}}),
+        endpoint("10.5.1.7:6443"),
+    );
+    let r = call(
+        &app,
+        Method::POST,
+        &format!("{BASE}?fieldManager=kubectl-client-side-apply"),
+        "application/json",
+        &object(
+            "csa",
+            json!({"labels": {"env": "dev", "team": "a"},
+                "annotations": {LAST: last.to_string()}}),
+            endpoint("10.5.1.7:6443"),
+        )
+        .to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+
+    // team's value is not the last-applied one: that conflict stays, alone.
+    let r = apply(
+        &app,
+        "csa",
+        "fieldManager=kubectl",
+        &object(
+            "csa",
+            json!({"labels": {"env": "prod", "team": "b"}}),
+            json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using clusterregistry.k8s.io/v1alpha1: .metadata.labels.team"
+    );
+
+    // env still has its last-applied value: kubectl takes it without force.
+    let r = apply(
+        &app,
+        "csa",
+        "fieldManager=kubectl",
+        &object("csa", json!({"labels": {"env": "prod"}}), json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["labels"]["env"], "prod");
+    assert_eq!(
+        fields_of(&r, "kubectl", "Apply"),
+        json!({"f:metadata": {"f:labels": {"f:env": {}}}})
+    );
+    // A different manager gets no such allowance.
+    let r = apply(
+        &app,
+        "csa",
+        "fieldManager=other",
+        &object("csa", json!({"labels": {"team": "c"}}), json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text);
 }

@@ -233,6 +233,22 @@ async fn kubectl_creates_lists_labels_patches_applies_replaces_and_deletes_regis
         ])
         .await;
     assert_eq!(env, "stage");
+    // From client-side to server-side apply: kubectl takes over the fields its client-side
+    // apply last applied without a conflict, and the annotation follows what it applied.
+    let beta3 = k.file("beta3.yaml", &beta_text.replace("env: test", "env: ssa"));
+    let out = k.ok(&["apply", "--server-side", "-f", &beta3]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let last = k
+        .ok(&[
+            "get",
+            "cluster",
+            "beta",
+            "-o",
+            r"jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}",
+        ])
+        .await;
+    let last: Value = serde_json::from_str(last.trim()).expect("last-applied is JSON");
+    assert_eq!(last["metadata"]["labels"]["env"], "ssa", "{last}");
 
     // Server-side apply creates, then updates.
     let gamma = k.file("gamma.yaml", &manifest("gamma", "", "10.0.0.3:6443", &b64));

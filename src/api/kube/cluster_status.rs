@@ -23,7 +23,7 @@ use crate::api::http::retry::{self, Attempt};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
 use crate::domain::kube_names;
-use crate::domain::managed_fields::ManagerId;
+use crate::domain::managed_fields::{ManagedFields, ManagerId, Sent};
 use crate::domain::registry::{BLOCKED_CONDITION, PROBER_CONDITION};
 use crate::store::RegistryEntry;
 
@@ -188,7 +188,11 @@ async fn write(
                 shown.cluster = next.clone();
                 let new =
                     serde_json::to_value(view::cluster(&shown)).map_err(KubeError::internal)?;
-                next.registry.managed_fields.update(
+                // A subresource's writes never set the entries themselves.
+                next.registry.managed_fields = ManagedFields::record_update(
+                    &e.cluster.registry.managed_fields,
+                    Sent::Keep,
+                    true,
                     &managed::SCHEMA,
                     &managed::tracked(&current, Part::Status),
                     &managed::tracked(&new, Part::Status),

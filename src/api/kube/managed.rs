@@ -9,10 +9,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntr
 use serde_json::{Map, Value};
 
 use super::objects::{API_VERSION, KIND};
-use super::status::{quote, Cause, KubeError, PATCH_OPTIONS};
+use super::status::{quote, Cause, KubeError, CLUSTERS, PATCH_OPTIONS};
 use crate::domain::managed_fields::{
-    conflict_message, path_string, Conflict, ManagedFields, ManagerId, Operation, Schema,
-    OBJECT_META_LISTS, UNTRACKED,
+    allowed_conflicts, conflict_message, last_applied_of, path_string, validate, Conflict,
+    ManagedFields, ManagerId, Operation, Problem, Schema, KUBECTL_MANAGER, OBJECT_META_LISTS,
+    UNTRACKED,
 };
 use crate::domain::registry::{BLOCKED_CONDITION, NAME_ANNOTATION, PROBER_CONDITION};
 
@@ -25,7 +26,7 @@ pub const SCHEMA: Schema = Schema {
 };
 
 /// The longest field manager name.
-pub const MAX_MANAGER: usize = 128;
+pub const MAX_MANAGER: usize = crate::domain::managed_fields::MAX_MANAGER_LENGTH;
 
 /// The manager the API server creates for a write that names none: the User-Agent up to its
 /// first `/`, without unprintable characters, at most 128 bytes.
@@ -238,6 +239,9 @@ fn drop_empty(m: &mut Map<String, Value>) {
 /// Server-side apply of `applied` by `id` to `part` of the object as it is (`live`; None when
 /// it does not exist yet): the merged object, with `fields` recording who owns what now; 409
 /// listing the conflicts when other managers own what it would change and `force` is off.
+/// A `kubectl` apply to an object with kubectl's last-applied annotation does not conflict on
+/// the fields the annotation still holds the values of (the API server's
+/// `lastAppliedManager`): such an apply is forced when those are its only conflicts.
 pub fn apply(
     fields: &mut ManagedFields,
     live: Option<&Value>,
@@ -247,20 +251,49 @@ pub fn apply(
     force: bool,
 ) -> Result<Value, KubeError> {
     let empty = Value::Object(Map::new());
-    let (live, exists) = match live {
+    let (tracked_live, exists) = match live {
         Some(object) => (tracked(object, part), true),
         None => (empty, false),
     };
+    let applied_part = tracked(applied, part);
+    let now = chrono::Utc::now();
+    let conflicts = match fields.apply(
+        &SCHEMA,
+        &tracked_live,
+        exists,
+        &applied_part,
+        id,
+        API_VERSION,
+        force,
+        now,
+    ) {
+        Ok(merged) => return Ok(merged),
+        Err(conflicts) => conflicts,
+    };
+    let last = live
+        .filter(|_| id.manager == KUBECTL_MANAGER && part == Part::Main)
+        .and_then(last_applied_of);
+    let Some(last) = last else {
+        return Err(conflict_error(&conflicts));
+    };
+    let allowed = allowed_conflicts(&SCHEMA, &tracked_live, &tracked(&last, part));
+    let left: Vec<Conflict> = conflicts
+        .into_iter()
+        .filter(|c| !allowed.contains(&c.path))
+        .collect();
+    if !left.is_empty() {
+        return Err(conflict_error(&left));
+    }
     fields
         .apply(
             &SCHEMA,
-            &live,
+            &tracked_live,
             exists,
-            &tracked(applied, part),
+            &applied_part,
             id,
             API_VERSION,
-            force,
-            chrono::Utc::now(),
+            true,
+            now,
         )
         .map_err(|c| conflict_error(&c))
 }
@@ -277,6 +310,28 @@ pub fn conflict_error(conflicts: &[Conflict]) -> KubeError {
                 field: path_string(&c.path),
             })
             .collect(),
+    }
+}
+
+/// 422 naming `metadata.managedFields[i]...` when the entries a write leaves on the object
+/// `name` are not valid (`ValidateManagedFields`: a manager name too long or unprintable, a
+/// subresource name too long).
+pub fn check_entries(m: &ManagedFields, name: &str) -> Result<(), KubeError> {
+    let causes: Vec<Cause> = validate(m)
+        .into_iter()
+        .map(|(field, problem)| match problem {
+            Problem::TooLong(max) => Cause::too_long(field, max),
+            Problem::Invalid { value, detail } => Cause::invalid(
+                field,
+                &value.chars().take(MAX_MANAGER).collect::<String>(),
+                &detail,
+            ),
+        })
+        .collect();
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(KubeError::invalid(&CLUSTERS, name, causes))
     }
 }
 

@@ -17,7 +17,10 @@
 //! the API server's `FieldsV1` form (`{"f:metadata":{"f:labels":{".":{},"f:env":{}}}}`) and
 //! paths in its conflict form (`.metadata.labels.env`).
 
+mod cap;
 mod fieldset;
+mod last_applied;
+mod sent;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -26,7 +29,13 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+pub use cap::{ANCIENT_CHANGES, MAX_UPDATE_MANAGERS};
 pub use fieldset::{path_string, FieldSet, Path, PathElement};
+pub use last_applied::{
+    allowed_conflicts, last_applied_of, refresh_last_applied, KUBECTL_MANAGER,
+    LAST_APPLIED_ANNOTATION, TOTAL_ANNOTATION_SIZE_LIMIT,
+};
+pub use sent::{validate, Problem, Sent, MAX_MANAGER_LENGTH, MAX_SUBRESOURCE_LENGTH};
 pub use tree::{
     compare, merge, remove_path, to_field_set, Comparison, ListKind, Schema, OBJECT_META_LISTS,
     UNTRACKED,
@@ -235,6 +244,30 @@ impl ManagedFields {
             }
         }
         self.sort();
+        self.cap_updates(MAX_UPDATE_MANAGERS);
+    }
+
+    /// An update as the API server records it: from the entries the request `sent` (or the
+    /// live ones), then, unless the object exists and has no entries (the API server tracks no
+    /// fields of such an object until its first apply), [`ManagedFields::update`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_update(
+        live: &ManagedFields,
+        sent: Sent,
+        exists: bool,
+        schema: &Schema,
+        old: &Value,
+        new: &Value,
+        id: &ManagerId,
+        api_version: &str,
+        now: DateTime<Utc>,
+    ) -> ManagedFields {
+        let mut m = sent.base(live);
+        if m.is_empty() && exists {
+            return m;
+        }
+        m.update(schema, old, new, id, api_version, now);
+        m
     }
 
     /// Server-side apply of `applied` by `id` to `live` (`{}` when the object does not exist

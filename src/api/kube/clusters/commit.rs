@@ -22,7 +22,7 @@ use crate::api::kube::{access, patch, validation, view};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{initiator, AppState, RequestContext};
 use crate::domain::cluster::Cluster as Row;
-use crate::domain::managed_fields::{ManagedFields, ManagerId};
+use crate::domain::managed_fields::{refresh_last_applied, ManagedFields, ManagerId, Sent};
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{RegistryEntry, StoreError, Write};
 
@@ -106,6 +106,8 @@ pub(super) async fn create(
             "resourceVersion should not be set on objects to be created".into(),
         ));
     }
+    // Entries the body carries are the create's base (the API server's `decodeLiveOrNew`).
+    let sent = Sent::read(value["metadata"].get("managedFields"));
     strip_server_fields(&mut value, &namespace)?;
     let mut d = desired(
         &value,
@@ -114,7 +116,7 @@ pub(super) async fn create(
         None,
     )?;
     let manager = managed::manager(&req, p.field_manager.as_deref(), &CREATE_OPTIONS)?;
-    record_create(&ctx, &namespace, &mut d, &manager)?;
+    record_create(&ctx, &namespace, &mut d, &manager, sent)?;
     if dry_run(&p, &CREATE_OPTIONS)? {
         let new = new_cluster(&ctx, &namespace, &d)?;
         let e = preview(&new);
@@ -223,6 +225,7 @@ pub(super) async fn modify(
                 }
                 let mut fields = ManagedFields::default();
                 let mut value = managed::apply(&mut fields, None, applied, Part::Main, &id, force)?;
+                refresh_last_applied(&mut value, applied, &manager);
                 value["metadata"]["name"] = Value::String(name.to_string());
                 strip_server_fields(&mut value, namespace)?;
                 let mut d = desired(&value, raw, p, Some(name))?;
@@ -269,12 +272,15 @@ pub(super) async fn modify(
                     managed::apply(&mut fields, Some(&current), applied, Part::Main, &id, force)?;
                 applied_fields = Some(fields);
                 let mut merged = merged;
+                refresh_last_applied(&mut merged, applied, &manager);
                 merged["metadata"]["name"] = Value::String(name.to_string());
                 merged
             }
             (Modify::Replace, _) => json_of(req, body)?,
             _ => patch::apply_patch(content_type(req).unwrap_or(""), &current, body)?,
         };
+        // An update's own entries are its base when they decode (never an apply's: refused).
+        let sent = Sent::read(value["metadata"].get("managedFields"));
         // A replace names the version it read; a patch only when it carries one itself. An
         // apply (server-side, or kubectl's client-side apply) sends what a file holds: the
         // server-owned fields of an exported object are ignored there.
@@ -316,7 +322,8 @@ pub(super) async fn modify(
             ));
         }
         let next = changed_row(&e, &d)?;
-        let Some(next) = with_managed_fields(&e, &current, next, applied_fields, &id)? else {
+        let Some(next) = with_managed_fields(&e, &current, next, applied_fields, (&id, sent))?
+        else {
             return Ok(Attempt::Done((
                 actix_web::http::StatusCode::OK,
                 e,

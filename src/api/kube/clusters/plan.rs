@@ -5,15 +5,16 @@ use serde_json::Value;
 
 use super::parse::Desired;
 use crate::api::kube::managed::{self, Part};
-use crate::api::kube::objects::{self, API_VERSION};
+use crate::api::kube::objects::API_VERSION;
 use crate::api::kube::status::{Cause, KubeError, CLUSTERS};
 use crate::api::kube::view;
 use crate::api::RequestContext;
 use crate::domain::cluster::{Cluster as Row, NewCluster};
 use crate::domain::kube_names::DNS1123_SUBDOMAIN_MSG;
-use crate::domain::managed_fields::{ManagedFields, ManagerId, Operation};
+use crate::domain::managed_fields::{ManagedFields, ManagerId, Operation, Sent};
 use crate::domain::names::ClusterName;
-use crate::domain::registry::{RegistryMeta, EXTERNAL_DRIVER, EXTERNAL_TEMPLATE};
+use crate::domain::registry::{RegistryMeta, ServerEndpoint, EXTERNAL_DRIVER, EXTERNAL_TEMPLATE};
+use crate::domain::registry_change::{apply_update, Origin, RegistryUpdate, RegistryUpdateError};
 use crate::domain::status::ClusterStatus;
 use crate::domain::ClusterId;
 use crate::store::RegistryEntry;
@@ -63,17 +64,20 @@ pub(super) fn new_cluster(
 }
 
 /// Records the creating manager's fields on `d` (an `Update`, as the API server records a
-/// create).
+/// create), from the entries the body `sent` if it carried any.
 pub(super) fn record_create(
     ctx: &RequestContext,
     namespace: &str,
     d: &mut Desired,
     manager: &str,
+    sent: Sent,
 ) -> Result<(), KubeError> {
     let shown = serde_json::to_value(view::cluster(&preview(&new_cluster(ctx, namespace, d)?)))
         .map_err(KubeError::internal)?;
-    let mut m = ManagedFields::default();
-    m.update(
+    let m = ManagedFields::record_update(
+        &ManagedFields::default(),
+        sent,
+        false,
         &managed::SCHEMA,
         &Value::Object(Default::default()),
         &managed::tracked(&shown, Part::Main),
@@ -81,18 +85,20 @@ pub(super) fn record_create(
         API_VERSION,
         chrono::Utc::now(),
     );
+    managed::check_entries(&m, &d.name)?;
     d.meta.managed_fields = m;
     Ok(())
 }
 
 /// The row a write leaves with its managed fields: an apply's (already computed), or the
-/// update's fields recorded for `id`; `None` when neither the object nor its managers change.
+/// update's fields recorded for `id` on the entries the request `sent` (or the live ones);
+/// `None` when neither the object nor its managers change.
 pub(super) fn with_managed_fields(
     e: &RegistryEntry,
     current: &Value,
     next: Option<Row>,
     applied: Option<ManagedFields>,
-    id: &ManagerId,
+    (id, sent): (&ManagerId, Sent),
 ) -> Result<Option<Row>, KubeError> {
     let changed = next.is_some();
     let mut row = next.unwrap_or_else(|| e.cluster.clone());
@@ -102,7 +108,10 @@ pub(super) fn with_managed_fields(
             let mut shown = e.clone();
             shown.cluster = row.clone();
             let new = serde_json::to_value(view::cluster(&shown)).map_err(KubeError::internal)?;
-            row.registry.managed_fields.update(
+            let m = ManagedFields::record_update(
+                &e.cluster.registry.managed_fields,
+                sent,
+                true,
                 &managed::SCHEMA,
                 &managed::tracked(current, Part::Main),
                 &managed::tracked(&new, Part::Main),
@@ -110,6 +119,8 @@ pub(super) fn with_managed_fields(
                 API_VERSION,
                 chrono::Utc::now(),
             );
+            managed::check_entries(&m, &e.cluster.registry.name)?;
+            row.registry.managed_fields = m;
         }
     }
     Ok(
@@ -130,96 +141,60 @@ pub(super) fn preview(new: &NewCluster) -> RegistryEntry {
     }
 }
 
-/// Applies `d` to the stored cluster `e`: labels, annotations, and (for a registered cluster)
-/// endpoints, CA and credential pointers; a provisioned cluster's spec is the service's.
+/// Applies `d` to the stored cluster `e` ([`apply_update`]), its refusals in Kubernetes'
+/// words: 409 for a stale uid or resourceVersion, 422 for finalizers added while deleting or
+/// for the endpoints of a provisioned cluster.
 pub(super) fn changed_row(e: &RegistryEntry, d: &Desired) -> Result<Option<Row>, KubeError> {
-    let c = &e.cluster;
-    let name = c.registry.name.clone();
-    if let Some(uid) = &d.uid {
-        if *uid != c.uuid.to_string() {
-            return Err(KubeError::conflict(&CLUSTERS, name));
-        }
-    }
-    if let Some(rv) = d.resource_version {
-        if rv != c.registry.resource_version {
-            return Err(KubeError::conflict(&CLUSTERS, name));
-        }
-    }
-    if c.registry.is_deleting() {
-        let added = c.registry.added_finalizers(&d.meta.finalizers);
-        if !added.is_empty() {
-            return Err(KubeError::invalid(
-                &CLUSTERS,
-                &name,
-                vec![Cause::forbidden(
-                    "metadata.finalizers",
-                    &format!(
-                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                        added
-                            .iter()
-                            .map(|f| crate::api::kube::status::quote(f))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )],
-            ));
-        }
-    }
-    let external = e.driver == EXTERNAL_DRIVER;
-    let mut next = c.clone();
-    let r = &mut next.registry;
-    r.labels = d.meta.labels.clone();
-    r.annotations = d.meta.annotations.clone();
-    r.finalizers = d.meta.finalizers.clone();
-    r.owner_references = d.meta.owner_references.clone();
-    if r.deletion_waits() {
-        next.status_reason = Some(r.waiting_reason());
-    }
-    let spec_changed = if external {
-        let changed = r.server_endpoints != d.meta.server_endpoints
-            || r.ca_bundle != d.meta.ca_bundle
-            || r.auth_info != d.meta.auth_info;
-        r.server_endpoints = d.meta.server_endpoints.clone();
-        r.ca_bundle = d.meta.ca_bundle.clone();
-        r.auth_info = d.meta.auth_info.clone();
-        changed
+    let name = &e.cluster.registry.name;
+    let shown: Vec<ServerEndpoint>;
+    let origin = if e.driver == EXTERNAL_DRIVER {
+        Origin::Registered
     } else {
-        // A provisioned cluster's endpoints and CA are what the service made; only the
-        // credential pointers are the client's.
-        let shown = view::cluster(e);
-        let shown_eps = shown
+        shown = view::cluster(e)
             .spec
             .kubernetes_api_endpoints
             .map(|k| k.server_endpoints)
-            .unwrap_or_default();
-        let asked: Vec<_> = d
-            .meta
-            .server_endpoints
-            .iter()
-            .map(|s| objects::ServerAddressByClientCidr {
-                client_cidr: s.client_cidr.clone(),
-                server_address: s.server_address.clone(),
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| ServerEndpoint {
+                client_cidr: s.client_cidr,
+                server_address: s.server_address,
             })
             .collect();
-        if asked != shown_eps || d.meta.ca_bundle != e.ca_pem {
-            return Err(KubeError::invalid(
-                &CLUSTERS,
-                &name,
-                vec![Cause::forbidden(
-                    "spec.kubernetesApiEndpoints",
-                    "the endpoints and CA of a cluster provisioned by this service are the service's own; only registered clusters take them from the registry",
-                )],
-            ));
+        Origin::Provisioned {
+            endpoints: &shown,
+            ca_pem: e.ca_pem.as_deref(),
         }
-        let changed = r.auth_info != d.meta.auth_info;
-        r.auth_info = d.meta.auth_info.clone();
-        changed
     };
-    if spec_changed {
-        r.generation += 1;
-    }
-    if external {
-        next.api_address = next.registry.api_address();
-    }
-    Ok((next.registry != c.registry || next.api_address != c.api_address).then_some(next))
+    let asked = RegistryUpdate {
+        meta: &d.meta,
+        uid: d.uid.as_deref(),
+        resource_version: d.resource_version,
+    };
+    apply_update(&e.cluster, origin, asked).map_err(|err| match err {
+        RegistryUpdateError::Conflict => KubeError::conflict(&CLUSTERS, name.clone()),
+        RegistryUpdateError::FinalizersWhileDeleting(added) => KubeError::invalid(
+            &CLUSTERS,
+            name,
+            vec![Cause::forbidden(
+                "metadata.finalizers",
+                &format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    added
+                        .iter()
+                        .map(|f| crate::api::kube::status::quote(f))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )],
+        ),
+        RegistryUpdateError::ProvisionedEndpoints => KubeError::invalid(
+            &CLUSTERS,
+            name,
+            vec![Cause::forbidden(
+                "spec.kubernetesApiEndpoints",
+                "the endpoints and CA of a cluster provisioned by this service are the service's own; only registered clusters take them from the registry",
+            )],
+        ),
+    })
 }
