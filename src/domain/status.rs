@@ -138,6 +138,42 @@ string_enum! {
     }
 }
 
+/// A health verdict as the parts of a Kubernetes condition that says whether a cluster is
+/// healthy (the registry's `OK`, the ClusterProfile's `ControlPlaneHealthy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCondition {
+    /// `True` (healthy), `False` (unhealthy) or `Unknown` (`UNKNOWN`, or no verdict yet).
+    pub status: &'static str,
+    /// `Healthy`, `Unhealthy` or `HealthUnknown`.
+    pub reason: &'static str,
+    /// The verdict's reasons as `key: value` joined by `; ` (`None` when it gave none).
+    pub message: Option<String>,
+}
+
+/// The condition of a cluster's health verdict (`None`: not probed yet) and its reasons.
+pub fn health_condition(
+    health: Option<HealthStatus>,
+    reasons: &std::collections::BTreeMap<String, String>,
+) -> HealthCondition {
+    let (status, reason) = match health {
+        Some(HealthStatus::Healthy) => ("True", "Healthy"),
+        Some(HealthStatus::Unhealthy) => ("False", "Unhealthy"),
+        Some(HealthStatus::Unknown) | None => ("Unknown", "HealthUnknown"),
+    };
+    let message = (!reasons.is_empty()).then(|| {
+        reasons
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    HealthCondition {
+        status,
+        reason,
+        message,
+    }
+}
+
 string_enum! {
     FederationStatus {
         CreateInProgress = "CREATE_IN_PROGRESS",
@@ -301,6 +337,31 @@ mod tests {
         assert!(!ClusterStatus::CreateFailed.accepts_update());
         assert!(!ClusterStatus::UpdateInProgress.accepts_update());
         assert_eq!(ClusterStatus::CreateComplete.way_forward(), None);
+    }
+
+    #[test]
+    fn a_health_verdict_maps_to_one_condition_status_reason_and_message() {
+        let none = std::collections::BTreeMap::new();
+        let cases = [
+            (Some(HealthStatus::Healthy), "True", "Healthy"),
+            (Some(HealthStatus::Unhealthy), "False", "Unhealthy"),
+            (Some(HealthStatus::Unknown), "Unknown", "HealthUnknown"),
+            (None, "Unknown", "HealthUnknown"),
+        ];
+        for (health, status, reason) in cases {
+            let c = health_condition(health, &none);
+            assert_eq!((c.status, c.reason), (status, reason), "{health:?}");
+            assert_eq!(c.message, None, "{health:?}");
+        }
+        let reasons = [
+            ("api".to_string(), "unreachable".to_string()),
+            ("nodes".to_string(), "2 of 3 ready".to_string()),
+        ]
+        .into();
+        assert_eq!(
+            health_condition(Some(HealthStatus::Unhealthy), &reasons).message,
+            Some("api: unreachable; nodes: 2 of 3 ready".to_string())
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod registry_reviews;
 mod registry_schema;
 mod registry_semantics;
 mod registry_validation;
+mod registry_watch;
 mod store_contract;
 mod tls;
 mod wire;

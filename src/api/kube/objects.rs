@@ -164,3 +164,107 @@ pub struct ClusterList<'a> {
     pub metadata: ListMeta,
     pub items: &'a [Cluster],
 }
+
+// ---- multicluster.x-k8s.io/v1alpha1 ---------------------------------------------------------
+
+pub const PROFILE_API_VERSION: &str = "multicluster.x-k8s.io/v1alpha1";
+pub const PROFILE_KIND: &str = "ClusterProfile";
+pub const PROFILE_LIST_KIND: &str = "ClusterProfileList";
+
+/// `metav1.Condition`, k8s-openapi's (every field but `observedGeneration` always written).
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+/// `metav1.Time`, k8s-openapi's (RFC 3339 in UTC with seconds).
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// A SIG-multicluster `ClusterProfile` (cluster-inventory-api `v1alpha1`), read-only here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProfile {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ClusterProfileSpec,
+    /// `None` only for a profile known by its metadata alone (a watch's `DELETED` of a change
+    /// recorded without its object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ClusterProfileStatus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProfileSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+    #[serde(default)]
+    pub cluster_manager: ClusterManager,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterManager {
+    #[serde(default)]
+    pub name: String,
+}
+
+/// As the upstream Go type writes it: `conditions` and `version` always, `properties` when
+/// there are some.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProfileStatus {
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    #[serde(default)]
+    pub version: ClusterVersion,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
+}
+
+impl ClusterProfileStatus {
+    /// The `status` of the condition of type `type_`, if there is one.
+    pub fn condition_status(&self, type_: &str) -> Option<&str> {
+        self.conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| c.status.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterVersion {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kubernetes: String,
+}
+
+/// A name/value property of the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Property {
+    pub name: String,
+    pub value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_observed_time: Option<Time>,
+}
+
+/// `ClusterProfileList`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProfileList<'a> {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub metadata: ListMeta,
+    pub items: &'a [ClusterProfile],
+}
+
+/// The `ListMeta` of a custom resource's list as kube-apiserver writes it (an unstructured
+/// list, whose `SetContinue` always sets the field): `continue` present also when empty, on
+/// the last page, as ClusterProfile clients read it from a real hub.
+pub fn custom_list_meta(resource_version: i64, next: String, remaining: Option<i64>) -> ListMeta {
+    ListMeta {
+        continue_: Some(next),
+        ..list_meta(resource_version, String::new(), remaining)
+    }
+}

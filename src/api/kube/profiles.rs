@@ -10,7 +10,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::access::EXPORT;
-use super::profile_view::{profile, API_VERSION, MANAGER, MANAGER_LABEL};
+use super::objects::{
+    custom_list_meta, ClusterProfile, ClusterProfileList, PROFILE_API_VERSION, PROFILE_LIST_KIND,
+};
+use super::profile_view::{profile, MANAGER, MANAGER_LABEL};
 use super::request::{
     accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response, list_rule,
     params, Visible,
@@ -99,29 +102,25 @@ async fn list_answer(
         Some(&from),
     )
     .await?;
-    let profiles: Vec<Value> = listed.items.iter().map(profile).collect();
-    let rv = listed.resource_version.to_string();
+    let profiles: Vec<ClusterProfile> = listed.items.iter().map(profile).collect();
     let next = listed.continue_token();
-    let mut metadata = json!({"resourceVersion": rv, "continue": next});
-    if let Some(n) = listed.remaining {
-        metadata["remainingItemCount"] = json!(n);
-    }
     if table::wants_table(accept(req)) {
         let include = table::IncludeObject::parse(p.include_object.as_deref())?;
         return Ok(json_ok(&table::profile_table(
             &profiles,
             include,
-            &rv,
+            &listed.resource_version.to_string(),
             &next,
             chrono::Utc::now(),
         )));
     }
-    Ok(json_ok(&json!({
-        "apiVersion": API_VERSION,
-        "kind": "ClusterProfileList",
-        "metadata": metadata,
-        "items": profiles,
-    })))
+    Ok(json_ok(&ClusterProfileList {
+        api_version: PROFILE_API_VERSION,
+        kind: PROFILE_LIST_KIND,
+        // `continue` also when empty, as a ClusterProfile hub (a custom resource) writes it.
+        metadata: custom_list_meta(listed.resource_version, next, listed.remaining),
+        items: &profiles,
+    }))
 }
 
 #[tracing::instrument(name = "profiles.list_all", skip_all)]

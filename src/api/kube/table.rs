@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::objects::{Cluster, API_VERSION, KIND};
+use super::objects::{Cluster, ClusterProfile, API_VERSION, KIND};
+use super::profile_view::{HEALTHY_CONDITION, JOINED_CONDITION};
 use super::status::KubeError;
 use crate::store::RegistryEntry;
 
@@ -157,31 +158,24 @@ pub fn cluster_row(r: &TableRow, include: IncludeObject, now: DateTime<Utc>) -> 
     row(cells, row_object(include, cluster_value(c)))
 }
 
-fn condition_status(v: &Value, ty: &str) -> Value {
-    v["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == ty))
-        .and_then(|c| c["status"].as_str())
-        .map_or(Value::Null, |s| json!(s))
-}
-
-fn str_cell(v: &Value) -> Value {
-    v.as_str()
-        .filter(|s| !s.is_empty())
-        .map_or(Value::Null, |s| json!(s))
-}
-
 /// One row of the cluster-profile table, from the served `ClusterProfile` object.
-pub fn profile_row(profile: &Value, include: IncludeObject, now: DateTime<Utc>) -> Value {
+pub fn profile_row(profile: &ClusterProfile, include: IncludeObject, now: DateTime<Utc>) -> Value {
+    let status = profile.status.as_ref();
+    let condition = |ty: &str| {
+        status
+            .and_then(|s| s.condition_status(ty))
+            .map_or(Value::Null, |s| json!(s))
+    };
     let cells = vec![
-        json!(profile["metadata"]["name"].as_str().unwrap_or("")),
-        str_cell(&profile["spec"]["clusterManager"]["name"]),
-        condition_status(profile, "ControlPlaneHealthy"),
-        condition_status(profile, "Joined"),
-        str_cell(&profile["status"]["version"]["kubernetes"]),
-        json!(age(profile["metadata"]["creationTimestamp"].as_str(), now)),
+        json!(profile.metadata.name),
+        cell(&profile.spec.cluster_manager.name),
+        condition(HEALTHY_CONDITION),
+        condition(JOINED_CONDITION),
+        cell(status.map_or("", |s| s.version.kubernetes.as_str())),
+        json!(age(profile.metadata.creation_timestamp.as_deref(), now)),
     ];
-    row(cells, row_object(include, profile.clone()))
+    let full = serde_json::to_value(profile).unwrap_or_else(|_| json!({}));
+    row(cells, row_object(include, full))
 }
 
 /// A `Table` of `rows` (built by `cluster_row` / `profile_row`) under `columns`;
@@ -219,7 +213,7 @@ pub fn cluster_table(
 
 /// The Table of a list or get of cluster profiles.
 pub fn profile_table(
-    profiles: &[Value],
+    profiles: &[ClusterProfile],
     include: IncludeObject,
     resource_version: &str,
     continue_token: &str,
@@ -520,19 +514,52 @@ mod tests {
 
     #[test]
     fn a_profile_table_reads_manager_conditions_and_version() {
-        let p = json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+        let p: ClusterProfile = serde_json::from_value(json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
             "metadata": {"name": "alpha", "namespace": "p1", "creationTimestamp": "2026-11-20T01:59:51Z"},
             "spec": {"displayName": "alpha", "clusterManager": {"name": "fleetyard"}},
             "status": {"conditions": [
-                {"type": "ControlPlaneHealthy", "status": "True"}, {"type": "Joined", "status": "False"}],
-                "version": {"kubernetes": "v1.32.1"}}});
-        let t = profile_table(&[p], IncludeObject::Metadata, "5", "", now());
+                {"type": "ControlPlaneHealthy", "status": "True", "reason": "Healthy",
+                 "message": "health HEALTHY", "lastTransitionTime": "2026-11-20T01:59:51Z"},
+                {"type": "Joined", "status": "False", "reason": "NotReady",
+                 "message": "cluster status CREATE_IN_PROGRESS",
+                 "lastTransitionTime": "2026-11-20T01:59:51Z"}],
+                "version": {"kubernetes": "v1.32.1"}}}))
+        .expect("a ClusterProfile");
+        let t = profile_table(
+            std::slice::from_ref(&p),
+            IncludeObject::Metadata,
+            "5",
+            "",
+            now(),
+        );
         assert_eq!(
             t["rows"][0]["cells"],
             json!(["alpha", "fleetyard", "True", "False", "v1.32.1", "2d"])
         );
         assert_eq!(t["columnDefinitions"][1]["name"], "Manager");
         assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "alpha");
+        let t = profile_table(&[p], IncludeObject::Object, "5", "", now());
+        assert_eq!(
+            t["rows"][0]["object"]["status"]["conditions"][1]["message"],
+            "cluster status CREATE_IN_PROGRESS"
+        );
         assert_eq!(age(None, now()), "<unknown>");
+    }
+
+    #[test]
+    fn a_profile_without_status_or_version_has_empty_cells() {
+        let p = ClusterProfile {
+            metadata: ObjectMeta {
+                name: "gone".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let t = profile_table(&[p], IncludeObject::None, "5", "", now());
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["gone", null, null, null, null, "<unknown>"])
+        );
     }
 }

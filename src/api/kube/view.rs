@@ -11,7 +11,7 @@ use super::objects::{
 };
 use crate::domain::job::retry::Blocked;
 use crate::domain::registry::{self, ObjectRef, NAME_ANNOTATION};
-use crate::domain::status::{HealthStatus, Verb};
+use crate::domain::status::{self, Verb};
 use crate::store::{ClusterChange, RegistryEntry};
 
 /// `metav1.Time`: RFC 3339 in UTC with seconds.
@@ -71,32 +71,22 @@ impl ObjectMeta {
 /// The `OK` condition: the cluster's health (from the prober or its driver).
 fn ok_condition(e: &RegistryEntry) -> ClusterCondition {
     let c = &e.cluster;
-    let (status, reason) = match c.health_status {
-        Some(HealthStatus::Healthy) => ("True", "Healthy"),
-        Some(HealthStatus::Unhealthy) => ("False", "Unhealthy"),
-        _ => ("Unknown", "HealthUnknown"),
-    };
-    let message = if c.health_status_reason.is_empty() {
-        None
-    } else {
-        Some(
-            c.health_status_reason
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    };
+    let health = status::health_condition(c.health_status, &c.health_status_reason);
     ClusterCondition {
-        type_: "OK".into(),
-        status: status.into(),
+        type_: registry::PROBER_CONDITION.into(),
+        status: health.status.into(),
         last_heartbeat_time: e.last_heartbeat.map(kube_time),
-        last_transition_time: Some(kube_time(
-            e.last_transition.or(c.updated_at).unwrap_or(c.created_at),
-        )),
-        reason: Some(reason.into()),
-        message,
+        last_transition_time: Some(kube_time(last_transition(e))),
+        reason: Some(health.reason.into()),
+        message: health.message,
     }
+}
+
+/// When the cluster's health verdict last changed (its last change, or its creation, before
+/// the first verdict).
+pub fn last_transition(e: &RegistryEntry) -> DateTime<Utc> {
+    let c = &e.cluster;
+    e.last_transition.or(c.updated_at).unwrap_or(c.created_at)
 }
 
 /// The `Blocked` condition, while a `/v1` operation on the cluster waits on a transient

@@ -73,27 +73,39 @@ fn line<T: Serialize>(kind: &str, object: T) -> Option<Bytes> {
     Some(Bytes::from(bytes))
 }
 
+/// What an event shows of its object.
+#[derive(Clone, Copy)]
+enum Shown<'a> {
+    /// The whole object: the current row, or the state a change-log line kept (for a
+    /// `DELETED`, the last one).
+    Whole(&'a RegistryEntry),
+    /// Only what a change-log line written before the log kept objects has of an object
+    /// that is gone: its metadata ([`view::deleted`]) and its own name then.
+    Metadata { object: &'a Cluster, name: &'a str },
+}
+
 impl Shape {
-    /// The event for a current row (`e`) or for the metadata of one that is gone (`gone`).
-    fn event(&mut self, kind: &str, e: Option<&RegistryEntry>, gone: &Cluster) -> Option<Bytes> {
+    /// The event of one object, in every shape the same state: a `DELETED` carries the object
+    /// as it last was (and a Table watch its row as it was), as kube-apiserver sends it.
+    fn event(&mut self, kind: &str, shown: Shown<'_>) -> Option<Bytes> {
         let now = chrono::Utc::now();
-        let rv = gone.metadata.resource_version.clone();
-        let object = match (self.render, e) {
-            (Render::Cluster, Some(e)) => {
+        let object = match (self.render, shown) {
+            (Render::Cluster, Shown::Whole(e)) => {
                 let object = view::cluster(e);
                 if !self.table {
                     return line(kind, &object);
                 }
+                let rv = &object.metadata.resource_version;
                 let row = table::cluster_row(&table_row(e, &object), self.include, now);
-                table::watch_event_table(table::cluster_columns(), row, &rv, self.first)
+                table::watch_event_table(table::cluster_columns(), row, rv, self.first)
             }
-            (Render::Cluster, None) => {
+            (Render::Cluster, Shown::Metadata { object, .. }) => {
                 if !self.table {
-                    return line(kind, gone);
+                    return line(kind, object);
                 }
                 let row = table::cluster_row(
                     &TableRow {
-                        object: gone,
+                        object,
                         status: "DELETED",
                         health: "",
                         driver: "",
@@ -103,22 +115,20 @@ impl Shape {
                     self.include,
                     now,
                 );
-                table::watch_event_table(table::cluster_columns(), row, &rv, self.first)
+                let rv = &object.metadata.resource_version;
+                table::watch_event_table(table::cluster_columns(), row, rv, self.first)
             }
-            (Render::Profile, found) => {
-                let object = match found {
-                    Some(e) => profile_view::profile(e),
-                    None => serde_json::json!({
-                        "apiVersion": profile_view::API_VERSION,
-                        "kind": profile_view::KIND,
-                        "metadata": gone.metadata,
-                    }),
+            (Render::Profile, shown) => {
+                let object = match shown {
+                    Shown::Whole(e) => profile_view::profile(e),
+                    Shown::Metadata { object, name } => profile_view::deleted(object, name),
                 };
                 if !self.table {
                     return line(kind, &object);
                 }
+                let rv = &object.metadata.resource_version;
                 let row = table::profile_row(&object, self.include, now);
-                table::watch_event_table(table::profile_columns(), row, &rv, self.first)
+                table::watch_event_table(table::profile_columns(), row, rv, self.first)
             }
         };
         self.first = false;
@@ -328,8 +338,7 @@ impl Watch {
             .await?;
             rv.get_or_insert(listed.resource_version);
             for e in &listed.items {
-                let object = view::cluster(e);
-                let line = self.shape.event("ADDED", Some(e), &object);
+                let line = self.shape.event("ADDED", Shown::Whole(e));
                 if !self.send(line).await {
                     return Ok(None);
                 }
@@ -404,14 +413,15 @@ impl Watch {
                     shown.cluster.registry.labels = p.clone();
                 }
             }
-            let object = view::cluster(&shown);
-            return match kind {
-                "DELETED" | "LEFT" => self.shape.event("DELETED", None, &object),
-                _ => self.shape.event(kind, Some(&shown), &object),
-            };
+            let kind = if kind == "LEFT" { "DELETED" } else { kind };
+            return self.shape.event(kind, Shown::Whole(&shown));
         }
+        let gone_only = Shown::Metadata {
+            object: &gone,
+            name: &ch.name,
+        };
         if kind == "DELETED" {
-            return self.shape.event("DELETED", None, &gone);
+            return self.shape.event("DELETED", gone_only);
         }
         match current {
             Some(e) => {
@@ -428,21 +438,27 @@ impl Watch {
                     if let Some(p) = before {
                         r.labels = p.clone();
                     }
-                    let object = view::cluster(&shown);
-                    return self.shape.event("DELETED", None, &object);
+                    return self.shape.event("DELETED", Shown::Whole(&shown));
                 }
-                let object = view::cluster(&shown);
-                self.shape.event(kind, Some(&shown), &object)
+                self.shape.event(kind, Shown::Whole(&shown))
             }
             None => {
                 let mut object = gone;
-                if kind == "LEFT" {
+                let kind = if kind == "LEFT" {
                     if let Some(p) = before {
                         object.metadata.labels = p.clone();
                     }
-                    return self.shape.event("DELETED", None, &object);
-                }
-                self.shape.event(kind, None, &object)
+                    "DELETED"
+                } else {
+                    kind
+                };
+                self.shape.event(
+                    kind,
+                    Shown::Metadata {
+                        object: &object,
+                        name: &ch.name,
+                    },
+                )
             }
         }
     }
