@@ -3,7 +3,8 @@
 //! its list, its ClusterProfile and their lists, an error Status) validates against the served
 //! schema of its kind made strict (no property the schema does not name, every required one
 //! present). A field added to the objects but not to the schema, or renamed in one of them,
-//! fails here.
+//! fails here. The self reviews are in both OpenAPI documents (v3 and v2) with their GVKs, and
+//! their answers validate against their served schemas the same way.
 
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -220,4 +221,109 @@ async fn every_served_object_matches_the_served_schema_of_its_kind_field_for_fie
         !errors(&registry, &cluster, &drifted).is_empty(),
         "an unknown spec field passes the strict schema"
     );
+}
+
+/// One self review: its group, resource, kind, schema id and a body to send.
+struct Review {
+    group: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    id: &'static str,
+    body: Value,
+}
+
+fn reviews() -> Vec<Review> {
+    vec![
+        Review {
+            group: "authorization.k8s.io",
+            plural: "selfsubjectaccessreviews",
+            kind: "SelfSubjectAccessReview",
+            id: "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+            body: json!({"apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": {"namespace": "project-a", "verb": "list",
+                    "group": "clusterregistry.k8s.io", "resource": "clusters"}}}),
+        },
+        Review {
+            group: "authorization.k8s.io",
+            plural: "selfsubjectrulesreviews",
+            kind: "SelfSubjectRulesReview",
+            id: "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+            body: json!({"apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectRulesReview", "spec": {"namespace": "project-a"}}),
+        },
+        Review {
+            group: "authentication.k8s.io",
+            plural: "selfsubjectreviews",
+            kind: "SelfSubjectReview",
+            id: "io.k8s.api.authentication.v1.SelfSubjectReview",
+            body: json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+        },
+    ]
+}
+
+#[tokio::test]
+async fn the_self_reviews_are_in_both_openapi_documents_and_answer_as_their_schemas_say() {
+    let app = spawn_with(Backend::Sqlite, |s| {
+        s.noauth.project_id = "project-a".into();
+        s.noauth.user_id = "user-a".into();
+        s.noauth.roles = "member,reader".into();
+    })
+    .await;
+    let index = call(&app, Method::GET, "/openapi/v3", "", &Value::Null).await;
+    assert_eq!(index.status, 200, "{}", index.text);
+    let v2 = call(&app, Method::GET, "/openapi/v2", "", &Value::Null).await;
+    assert_eq!(v2.status, 200, "{}", v2.text);
+    assert_eq!(v2.body["swagger"], "2.0");
+
+    for r in reviews() {
+        let gv = format!("{}/v1", r.group);
+        let path = format!("/apis/{gv}/{}", r.plural);
+        let gvk = json!({"group": r.group, "version": "v1", "kind": r.kind});
+
+        // The v3 index points at the group-version's document, which has the create path.
+        let url = index.body["paths"][format!("apis/{gv}")]["serverRelativeURL"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the index lists {gv}: {}", index.text))
+            .to_string();
+        assert!(
+            url.starts_with(&format!("/openapi/v3/apis/{gv}?hash=")),
+            "{url}"
+        );
+        let doc = call(&app, Method::GET, &url, "", &Value::Null).await;
+        assert_eq!(doc.status, 200, "{}", doc.text);
+        let post = &doc.body["paths"][&path]["post"];
+        assert_eq!(post["x-kubernetes-group-version-kind"], gvk, "{path}");
+        let strict = strict_document(&app, &gv).await;
+        assert_eq!(schema_of(&strict, r.group, r.kind), r.id);
+
+        // The v2 document: the same path and definition, with the GVK.
+        let post2 = &v2.body["paths"][&path]["post"];
+        assert_eq!(post2["x-kubernetes-group-version-kind"], gvk, "{path}");
+        assert_eq!(
+            v2.body["definitions"][r.id]["x-kubernetes-group-version-kind"],
+            json!([gvk]),
+            "{}",
+            r.id
+        );
+
+        // What is sent and what comes back match the served schema field for field.
+        assert_valid(&strict, r.id, &r.body);
+        let answer = call(&app, Method::POST, &path, "application/json", &r.body).await;
+        assert_eq!(answer.status, 201, "{}", answer.text);
+        assert_eq!(answer.body["kind"], r.kind);
+        assert!(!answer.body["status"].is_null(), "{}", answer.text);
+        assert_valid(&strict, r.id, &answer.body);
+    }
+
+    // Not vacuous: a field the review schema does not name fails it.
+    let doc = strict_document(&app, "authorization.k8s.io/v1").await;
+    let mut drifted = reviews()[0].body.clone();
+    drifted["spec"]["resourceAttributes"]["bogusField"] = json!(1);
+    assert!(!errors(
+        &doc,
+        "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+        &drifted
+    )
+    .is_empty());
 }

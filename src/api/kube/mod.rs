@@ -51,56 +51,34 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         );
 }
 
-/// The routes that need no state: discovery and OpenAPI (v3 and v2). `/version` is public
-/// and registered on its own; the resource routes
+/// The routes that need no state: discovery (a group and a group-version document for each
+/// group-version discovery serves) and OpenAPI (v3, a document for each group-version it
+/// describes, and v2). `/version` is public and registered on its own; the resource routes
 /// (`/apis/<group>/<version>/[namespaces/{namespace}/]<resource>[/{name}]`) are in
 /// [`clusters`] and [`profiles`].
 pub fn configure_static(cfg: &mut web::ServiceConfig) {
     cfg.route("/api", web::get().to(discovery::api))
         .route("/api/v1", web::get().to(discovery::core_v1))
         .route("/apis", web::get().to(discovery::apis))
-        .route(
-            "/apis/clusterregistry.k8s.io",
-            web::get().to(discovery::clusterregistry_group),
-        )
-        .route(
-            "/apis/clusterregistry.k8s.io/v1alpha1",
-            web::get().to(discovery::clusterregistry_v1alpha1),
-        )
-        .route(
-            "/apis/multicluster.x-k8s.io",
-            web::get().to(discovery::multicluster_group),
-        )
-        .route(
-            "/apis/multicluster.x-k8s.io/v1alpha1",
-            web::get().to(discovery::multicluster_v1alpha1),
-        )
-        .route(
-            "/apis/authorization.k8s.io",
-            web::get().to(discovery::group),
-        )
-        .route(
-            "/apis/authorization.k8s.io/v1",
-            web::get().to(discovery::group_version),
-        )
-        .route(
-            "/apis/authentication.k8s.io",
-            web::get().to(discovery::group),
-        )
-        .route(
-            "/apis/authentication.k8s.io/v1",
-            web::get().to(discovery::group_version),
-        )
         .route("/openapi/v3", web::get().to(openapi::index))
-        .route(
-            "/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1",
-            web::get().to(openapi::clusterregistry_v1alpha1),
-        )
-        .route(
-            "/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1",
-            web::get().to(openapi::multicluster_v1alpha1),
-        )
         .route("/openapi/v2", web::get().to(openapi_v2::v2));
+    let mut groups: Vec<&str> = Vec::new();
+    for (group, version) in discovery::group_versions() {
+        if !groups.contains(&group) {
+            groups.push(group);
+            cfg.route(&format!("/apis/{group}"), web::get().to(discovery::group));
+        }
+        cfg.route(
+            &format!("/apis/{group}/{version}"),
+            web::get().to(discovery::group_version),
+        );
+    }
+    for (key, _) in openapi::DOCUMENTS.iter() {
+        cfg.route(
+            &format!("/openapi/v3/{key}"),
+            web::get().to(openapi::group_version),
+        );
+    }
 }
 
 /// One line of a watch stream: `{"type":"ADDED","object":{...}}` and a newline. `event_type`
@@ -154,6 +132,8 @@ mod tests {
             ("/openapi/v3", 200),
             ("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1", 200),
             ("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1", 200),
+            ("/openapi/v3/apis/authorization.k8s.io/v1", 200),
+            ("/openapi/v3/apis/authentication.k8s.io/v1", 200),
             ("/openapi/v2", 200),
         ] {
             let resp =

@@ -1,7 +1,8 @@
-//! OpenAPI v3 for kubectl: the `/openapi/v3` index and one document per group-version, built
-//! once from `schema.rs`. kubectl's `--validate=strict` needs the PATCH operation of our GVK to
-//! list `fieldValidation`; `kubectl explain` reads `components.schemas`. `/openapi/v2` is derived
-//! from these documents in `openapi_v2.rs`.
+//! OpenAPI v3 for kubectl: the `/openapi/v3` index and one document per group-version (the
+//! registry's, the profiles', and the self reviews' two), built once from `schema/`. kubectl's
+//! `--validate=strict` needs the PATCH operation of our GVK to list `fieldValidation`;
+//! `kubectl explain` reads `components.schemas`. `/openapi/v2` is derived from these documents
+//! in `openapi_v2/`.
 
 use std::sync::LazyLock;
 
@@ -9,6 +10,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
+use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
 use super::schema::{self, Schema};
 use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES};
 
@@ -146,7 +148,7 @@ fn path_params(names: &[(&str, &str)]) -> Vec<Value> {
 
 /// The OpenAPI v3 document of one group-version: `item` is the kind's schema, `list` its list
 /// schema, `writable` whether create/update/patch/delete are served.
-pub(super) fn gv_document(
+fn gv_document(
     r: &Resource,
     item: &'static Schema,
     list: &'static Schema,
@@ -276,8 +278,47 @@ pub(super) fn gv_document(
     if writable {
         roots.extend([&schema::DELETE_OPTIONS, &schema::STATUS, &schema::PATCH]);
     }
+    document_of(paths, &roots)
+}
+
+/// The v3 document of the self reviews of one group-version: a create (POST) path for each of
+/// `reviews` (the resource and its schema), as kube-apiserver serves them.
+fn review_document(reviews: &[(&Resource, &'static Schema)]) -> Value {
+    let mut paths = Map::new();
+    for (r, item) in reviews {
+        let upper = |s: &str| {
+            let mut c = s.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        };
+        let group = r.group.split('.').next().unwrap_or(r.group);
+        let post = op(Op {
+            r,
+            id: format!("create{}{}{}", upper(group), upper(r.version), r.kind),
+            action: "post",
+            description: format!("create a {}", r.kind),
+            params: WRITE_PARAMS,
+            request: Some(json!({"content": content(item), "required": true})),
+            responses: responses(
+                &[("200", "OK"), ("201", "Created"), ("202", "Accepted")],
+                item,
+            ),
+        });
+        paths.insert(
+            format!("/apis/{}/{}/{}", r.group, r.version, r.plural),
+            json!({"post": post, "parameters": [param("pretty", "query",
+                "If 'true', then the output is pretty printed.", "string")]}),
+        );
+    }
+    let roots: Vec<&'static Schema> = reviews.iter().map(|(_, s)| *s).collect();
+    document_of(paths, &roots)
+}
+
+/// A v3 document of `paths` with the component schemas `roots` reach.
+fn document_of(paths: Map<String, Value>, roots: &[&'static Schema]) -> Value {
     let mut schemas = Map::new();
-    for s in schema::closure(&roots) {
+    for s in schema::closure(roots) {
         schemas.insert(s.id.to_string(), schema::render(s));
     }
     json!({
@@ -292,32 +333,55 @@ pub(super) fn gv_document(
     })
 }
 
-pub static CLUSTERREGISTRY_DOC: LazyLock<Document> = LazyLock::new(|| {
-    Document::new(&gv_document(
-        &CLUSTERS,
-        &schema::CLUSTER,
-        &schema::CLUSTER_LIST,
-        true,
-    ))
+/// The v3 document of every served group-version, keyed `apis/<group>/<version>`, in the
+/// index's order: the index lists them, `/openapi/v3/apis/<group>/<version>` serves them and
+/// `/openapi/v2` merges them.
+pub(super) fn documents() -> Vec<(String, Value)> {
+    vec![
+        (
+            gv_key(&CLUSTERS),
+            gv_document(&CLUSTERS, &schema::CLUSTER, &schema::CLUSTER_LIST, true),
+        ),
+        (
+            gv_key(&CLUSTER_PROFILES),
+            gv_document(
+                &CLUSTER_PROFILES,
+                &schema::CLUSTER_PROFILE,
+                &schema::CLUSTER_PROFILE_LIST,
+                false,
+            ),
+        ),
+        (
+            gv_key(&ACCESS_REVIEWS),
+            review_document(&[
+                (&ACCESS_REVIEWS, &schema::SELF_SUBJECT_ACCESS_REVIEW),
+                (&RULES_REVIEWS, &schema::SELF_SUBJECT_RULES_REVIEW),
+            ]),
+        ),
+        (
+            gv_key(&SUBJECT_REVIEWS),
+            review_document(&[(&SUBJECT_REVIEWS, &schema::SELF_SUBJECT_REVIEW)]),
+        ),
+    ]
+}
+
+/// The served documents, as [`documents`] lists them.
+pub static DOCUMENTS: LazyLock<Vec<(String, Document)>> = LazyLock::new(|| {
+    documents()
+        .into_iter()
+        .map(|(key, v)| (key, Document::new(&v)))
+        .collect()
 });
 
-pub static MULTICLUSTER_DOC: LazyLock<Document> = LazyLock::new(|| {
-    Document::new(&gv_document(
-        &CLUSTER_PROFILES,
-        &schema::CLUSTER_PROFILE,
-        &schema::CLUSTER_PROFILE_LIST,
-        false,
-    ))
-});
+/// The served document of `apis/<group>/<version>`.
+pub fn document(key: &str) -> Option<&'static Document> {
+    DOCUMENTS.iter().find(|(k, _)| k == key).map(|(_, d)| d)
+}
 
 /// The `/openapi/v3` index.
 pub static INDEX: LazyLock<Document> = LazyLock::new(|| {
     let mut paths = Map::new();
-    for (r, doc) in [
-        (&CLUSTERS, &*CLUSTERREGISTRY_DOC),
-        (&CLUSTER_PROFILES, &*MULTICLUSTER_DOC),
-    ] {
-        let key = gv_key(r);
+    for (key, doc) in DOCUMENTS.iter() {
         paths.insert(
             key.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.hash)}),
@@ -368,14 +432,14 @@ pub async fn index(req: HttpRequest) -> HttpResponse {
     serve(&req, &INDEX)
 }
 
-/// `GET /openapi/v3/apis/clusterregistry.k8s.io/v1alpha1`.
-pub async fn clusterregistry_v1alpha1(req: HttpRequest) -> HttpResponse {
-    serve(&req, &CLUSTERREGISTRY_DOC)
-}
-
-/// `GET /openapi/v3/apis/multicluster.x-k8s.io/v1alpha1`.
-pub async fn multicluster_v1alpha1(req: HttpRequest) -> HttpResponse {
-    serve(&req, &MULTICLUSTER_DOC)
+/// `GET /openapi/v3/apis/<group>/<version>`: the document [`documents`] keys so.
+pub async fn group_version(req: HttpRequest) -> HttpResponse {
+    match document(req.path().trim_start_matches("/openapi/v3/")) {
+        Some(doc) => serve(&req, doc),
+        None => {
+            actix_web::ResponseError::error_response(&super::status::KubeError::path_not_found())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -387,25 +451,41 @@ mod tests {
         serde_json::from_str(&d.body).unwrap_or(Value::Null)
     }
 
+    fn served(key: &str) -> &'static Document {
+        document(key).unwrap_or_else(|| panic!("{key} is served"))
+    }
+
+    fn registry_doc() -> &'static Document {
+        served("apis/clusterregistry.k8s.io/v1alpha1")
+    }
+
+    fn multicluster_doc() -> &'static Document {
+        served("apis/multicluster.x-k8s.io/v1alpha1")
+    }
+
     #[test]
-    fn the_index_points_at_both_documents_with_their_hashes() {
+    fn the_index_points_at_every_document_with_its_hash() {
         let v = doc(&INDEX);
         assert_eq!(
             v,
             json!({"paths": {
                 "apis/clusterregistry.k8s.io/v1alpha1": {"serverRelativeURL":
-                    format!("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}", CLUSTERREGISTRY_DOC.hash)},
+                    format!("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}", registry_doc().hash)},
                 "apis/multicluster.x-k8s.io/v1alpha1": {"serverRelativeURL":
-                    format!("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1?hash={}", MULTICLUSTER_DOC.hash)},
+                    format!("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1?hash={}", multicluster_doc().hash)},
+                "apis/authorization.k8s.io/v1": {"serverRelativeURL":
+                    format!("/openapi/v3/apis/authorization.k8s.io/v1?hash={}", served("apis/authorization.k8s.io/v1").hash)},
+                "apis/authentication.k8s.io/v1": {"serverRelativeURL":
+                    format!("/openapi/v3/apis/authentication.k8s.io/v1?hash={}", served("apis/authentication.k8s.io/v1").hash)},
             }})
         );
-        assert_eq!(CLUSTERREGISTRY_DOC.hash.len(), 128);
-        assert_ne!(CLUSTERREGISTRY_DOC.hash, MULTICLUSTER_DOC.hash);
+        assert_eq!(registry_doc().hash.len(), 128);
+        assert_ne!(registry_doc().hash, multicluster_doc().hash);
     }
 
     #[test]
     fn the_patch_operation_carries_our_gvk_and_field_validation() {
-        let v = doc(&CLUSTERREGISTRY_DOC);
+        let v = doc(registry_doc());
         let patch = &v["paths"]
             ["/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters/{name}"]
             ["patch"];
@@ -438,10 +518,15 @@ mod tests {
 
     #[test]
     fn every_operation_has_a_gvk_and_an_action() {
-        for (d, served) in [(&*CLUSTERREGISTRY_DOC, 4), (&*MULTICLUSTER_DOC, 3)] {
+        for (d, count) in [
+            (registry_doc(), 4),
+            (multicluster_doc(), 3),
+            (served("apis/authorization.k8s.io/v1"), 2),
+            (served("apis/authentication.k8s.io/v1"), 1),
+        ] {
             let v = doc(d);
             let paths = v["paths"].as_object().cloned().unwrap_or_default();
-            assert_eq!(paths.len(), served);
+            assert_eq!(paths.len(), count);
             for (path, item) in paths {
                 for (method, o) in item.as_object().cloned().unwrap_or_default() {
                     if method == "parameters" {
@@ -455,7 +540,7 @@ mod tests {
                 }
             }
         }
-        let v = doc(&CLUSTERREGISTRY_DOC);
+        let v = doc(registry_doc());
         assert_eq!(
             v["paths"]["/apis/clusterregistry.k8s.io/v1alpha1/clusters"]["get"]["operationId"],
             "listClusterForAllNamespaces"
@@ -463,7 +548,7 @@ mod tests {
         let post = &v["paths"]
             ["/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}/clusters"]["post"];
         assert_eq!(post["parameters"][2]["name"], "fieldValidation");
-        let mc = doc(&MULTICLUSTER_DOC);
+        let mc = doc(multicluster_doc());
         let one = &mc["paths"]
             ["/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/clusterprofiles/{name}"];
         assert!(one["get"].is_object());
@@ -472,7 +557,7 @@ mod tests {
 
     #[test]
     fn schemas_are_there_for_explain() {
-        let v = doc(&CLUSTERREGISTRY_DOC);
+        let v = doc(registry_doc());
         let s = &v["components"]["schemas"];
         for id in [
             "io.k8s.clusterregistry.v1alpha1.Cluster",
@@ -499,7 +584,7 @@ mod tests {
                 ["format"],
             "byte"
         );
-        let mc = doc(&MULTICLUSTER_DOC);
+        let mc = doc(multicluster_doc());
         let ms = &mc["components"]["schemas"];
         assert_eq!(
             ms["io.x-k8s.multicluster.v1alpha1.ClusterProfile"]["x-kubernetes-group-version-kind"],
@@ -516,15 +601,84 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_self_reviews_have_a_create_path_and_their_schemas() {
+        for (key, path, kind, id) in [
+            (
+                "apis/authorization.k8s.io/v1",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                "SelfSubjectAccessReview",
+                "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+            ),
+            (
+                "apis/authorization.k8s.io/v1",
+                "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                "SelfSubjectRulesReview",
+                "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+            ),
+            (
+                "apis/authentication.k8s.io/v1",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                "SelfSubjectReview",
+                "io.k8s.api.authentication.v1.SelfSubjectReview",
+            ),
+        ] {
+            let v = doc(served(key));
+            let group = key.split('/').nth(1).unwrap_or_default();
+            let gvk = json!({"group": group, "version": "v1", "kind": kind});
+            let post = &v["paths"][path]["post"];
+            assert_eq!(post["x-kubernetes-group-version-kind"], gvk, "{path}");
+            assert_eq!(post["x-kubernetes-action"], "post");
+            assert_eq!(
+                post["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+                format!("#/components/schemas/{id}")
+            );
+            assert!(v["paths"][path]["get"].is_null(), "{path}: create only");
+            let s = &v["components"]["schemas"][id];
+            assert_eq!(s["x-kubernetes-group-version-kind"], json!([gvk]), "{id}");
+        }
+        let v = doc(served("apis/authorization.k8s.io/v1"));
+        assert_eq!(
+            v["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]["post"]
+                ["operationId"],
+            "createAuthorizationV1SelfSubjectAccessReview"
+        );
+        let s = &v["components"]["schemas"];
+        assert_eq!(
+            s["io.k8s.api.authorization.v1.SelfSubjectAccessReview"]["required"],
+            json!(["spec"])
+        );
+        assert_eq!(
+            s["io.k8s.api.authorization.v1.ResourceAttributes"]["properties"]["fieldSelector"]
+                ["allOf"][0]["$ref"],
+            "#/components/schemas/io.k8s.api.authorization.v1.FieldSelectorAttributes"
+        );
+        assert!(s["io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement"].is_object());
+        let a = doc(served("apis/authentication.k8s.io/v1"));
+        assert_eq!(
+            a["components"]["schemas"]["io.k8s.api.authentication.v1.UserInfo"]["properties"]
+                ["extra"]["additionalProperties"]["items"]["type"],
+            "string"
+        );
+        // Each review's schema names the kind its resource answers with.
+        for (r, schema) in [
+            (&ACCESS_REVIEWS, &schema::SELF_SUBJECT_ACCESS_REVIEW),
+            (&RULES_REVIEWS, &schema::SELF_SUBJECT_RULES_REVIEW),
+            (&SUBJECT_REVIEWS, &schema::SELF_SUBJECT_REVIEW),
+        ] {
+            assert_eq!(schema.gvk, Some((r.group, r.version, r.kind)));
+        }
+    }
+
     #[actix_web::test]
     async fn documents_are_json_with_an_etag_and_304_when_unchanged() {
         let req = TestRequest::get()
             .uri(&format!(
                 "/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}",
-                CLUSTERREGISTRY_DOC.hash
+                registry_doc().hash
             ))
             .to_http_request();
-        let resp = clusterregistry_v1alpha1(req).await;
+        let resp = group_version(req).await;
         assert_eq!(resp.status().as_u16(), 200);
         let h = |n| {
             resp.headers()
@@ -534,15 +688,16 @@ mod tests {
                 .to_string()
         };
         assert_eq!(h(header::CONTENT_TYPE), "application/json");
-        assert_eq!(h(header::ETAG), format!("\"{}\"", CLUSTERREGISTRY_DOC.hash));
+        assert_eq!(h(header::ETAG), format!("\"{}\"", registry_doc().hash));
         assert_eq!(h(header::CACHE_CONTROL), "public, immutable");
         let req = TestRequest::get()
+            .uri("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1")
             .insert_header((
                 header::IF_NONE_MATCH,
-                format!("\"{}\"", CLUSTERREGISTRY_DOC.hash),
+                format!("\"{}\"", registry_doc().hash),
             ))
             .to_http_request();
-        let resp = clusterregistry_v1alpha1(req).await;
+        let resp = group_version(req).await;
         assert_eq!(resp.status().as_u16(), 304);
         let resp = index(TestRequest::get().to_http_request()).await;
         assert_eq!(resp.status().as_u16(), 200);

@@ -183,9 +183,18 @@ pub(super) fn json_response(
     status: actix_web::http::StatusCode,
     body: &impl Serialize,
 ) -> HttpResponse {
+    json_response_as(status, "application/json", body)
+}
+
+/// `body` as JSON under `content_type` (discovery's aggregated media type, say).
+pub(super) fn json_response_as(
+    status: actix_web::http::StatusCode,
+    content_type: &str,
+    body: &impl Serialize,
+) -> HttpResponse {
     match serde_json::to_vec(body) {
         Ok(bytes) => HttpResponse::build(status)
-            .content_type("application/json")
+            .insert_header((header::CONTENT_TYPE, content_type))
             .body(bytes),
         Err(e) => actix_web::ResponseError::error_response(&KubeError::internal(e)),
     }

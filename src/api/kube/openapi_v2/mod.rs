@@ -1,5 +1,5 @@
-//! `/openapi/v2`: the Swagger 2.0 document of both groups, derived from the OpenAPI v3 documents
-//! of `openapi.rs` (so both come from the one set of tables in `schema.rs`). Served in JSON, and
+//! `/openapi/v2`: the Swagger 2.0 document of every served group-version, derived from the
+//! OpenAPI v3 documents of `openapi.rs` (so both come from the one set of tables in `schema/`). Served in JSON, and
 //! in protobuf (gnostic's `openapi.v2.Document`, as `application/octet-stream`) to whoever asks
 //! for `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`, as kubectl does: kubectl 1.27
 //! and 1.28 need it for `create`/`apply`/`explain`, and every kubectl validates the items of a
@@ -14,9 +14,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use prost::Message;
 use serde_json::{json, Map, Value};
 
-use crate::api::kube::openapi::{etag_matches, gv_document, query_hash};
-use crate::api::kube::schema;
-use crate::api::kube::status::{CLUSTERS, CLUSTER_PROFILES};
+use crate::api::kube::openapi::{documents, etag_matches, query_hash};
 
 /// The protobuf media type kubectl asks for.
 pub const PROTOBUF_TYPE: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
@@ -137,19 +135,11 @@ fn v2_operation(o: &Value) -> Value {
     v
 }
 
-/// The Swagger 2.0 document of every served group-version.
+/// The Swagger 2.0 document: every served group-version's v3 document, merged.
 pub fn document() -> Value {
     let mut paths = Map::new();
     let mut definitions = Map::new();
-    for v3 in [
-        gv_document(&CLUSTERS, &schema::CLUSTER, &schema::CLUSTER_LIST, true),
-        gv_document(
-            &CLUSTER_PROFILES,
-            &schema::CLUSTER_PROFILE,
-            &schema::CLUSTER_PROFILE_LIST,
-            false,
-        ),
-    ] {
+    for (_, v3) in documents() {
         for (path, item) in v3["paths"].as_object().cloned().unwrap_or_default() {
             let mut out = Map::new();
             for (k, o) in item.as_object().cloned().unwrap_or_default() {
@@ -699,6 +689,74 @@ mod tests {
             .and_then(|p| p.body_parameter)
             .expect("body first");
         assert!(body.required);
+    }
+
+    #[test]
+    fn the_self_reviews_are_in_both_forms_with_their_gvks() {
+        let d = document();
+        let reviews = [
+            (
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+                "SelfSubjectAccessReview",
+            ),
+            (
+                "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+                "SelfSubjectRulesReview",
+            ),
+            (
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                "io.k8s.api.authentication.v1.SelfSubjectReview",
+                "SelfSubjectReview",
+            ),
+        ];
+        for (path, id, kind) in reviews {
+            let post = &d["paths"][path]["post"];
+            assert_eq!(
+                post["x-kubernetes-group-version-kind"]["kind"], kind,
+                "{path}"
+            );
+            assert_eq!(
+                names(&post["parameters"]),
+                vec!["body", "dryRun", "fieldManager", "fieldValidation"]
+            );
+            assert_eq!(
+                post["parameters"][0]["schema"]["$ref"],
+                format!("#/definitions/{id}")
+            );
+            assert_eq!(
+                d["definitions"][id]["x-kubernetes-group-version-kind"][0]["kind"],
+                kind
+            );
+        }
+        assert_eq!(
+            d["definitions"]["io.k8s.api.authorization.v1.SelfSubjectAccessReviewSpec"]
+                ["properties"]["resourceAttributes"]["$ref"],
+            "#/definitions/io.k8s.api.authorization.v1.ResourceAttributes"
+        );
+
+        let back = pb::Document::decode(PROTOBUF_DOC.body.as_slice()).expect("decodes");
+        let defs = back.definitions.expect("definitions").additional_properties;
+        for (_, id, kind) in reviews {
+            let def = defs
+                .iter()
+                .find(|d| d.name == id)
+                .and_then(|d| d.value.clone())
+                .unwrap_or_else(|| panic!("{id} in the protobuf form"));
+            let gvk = def
+                .vendor_extension
+                .iter()
+                .find(|e| e.name == "x-kubernetes-group-version-kind")
+                .and_then(|e| e.value.clone())
+                .expect("gvk extension");
+            let parsed: Value = serde_norway::from_str(&gvk.yaml).expect("YAML");
+            assert_eq!(parsed[0]["kind"], kind);
+        }
+        let paths = back.paths.expect("paths").path;
+        assert!(paths
+            .iter()
+            .any(|p| p.name == reviews[0].0 && p.value.as_ref().is_some_and(|v| v.post.is_some())));
     }
 
     fn header(resp: &HttpResponse, name: header::HeaderName) -> String {

@@ -1,5 +1,6 @@
 //! The apimachinery types the served objects embed (`meta/v1` ObjectMeta, ListMeta,
-//! Condition, DeleteOptions, Status, Patch), as the API server's OpenAPI describes them.
+//! Condition, DeleteOptions, Status, Patch, the selector requirements of the access reviews), as
+//! the API server's OpenAPI describes them.
 
 use super::{f, req, Schema, Ty};
 
@@ -365,5 +366,59 @@ pub static PATCH: Schema = Schema {
     description: "Patch is provided to give a concrete name and type to the Kubernetes PATCH \
          request body.",
     fields: &[],
+    gvk: None,
+};
+
+pub static FIELD_SELECTOR_REQUIREMENT: Schema = Schema {
+    id: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement",
+    description: "FieldSelectorRequirement is a selector that contains values, a key, and an \
+         operator that relates the key and values.",
+    fields: &[
+        req(
+            "key",
+            "key is the field selector key that the requirement applies to.",
+            Ty::String,
+        ),
+        req(
+            "operator",
+            "operator represents a key's relationship to a set of values. Valid operators are \
+             In, NotIn, Exists, DoesNotExist. The list of operators may grow in the future.",
+            Ty::String,
+        ),
+        f(
+            "values",
+            "values is an array of string values. If the operator is In or NotIn, the values \
+             array must be non-empty. If the operator is Exists or DoesNotExist, the values \
+             array must be empty.",
+            Ty::StringList,
+        ),
+    ],
+    gvk: None,
+};
+
+pub static LABEL_SELECTOR_REQUIREMENT: Schema = Schema {
+    id: "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement",
+    description: "A label selector requirement is a selector that contains values, a key, and \
+         an operator that relates the key and values.",
+    fields: &[
+        req(
+            "key",
+            "key is the label key that the selector applies to.",
+            Ty::String,
+        ),
+        req(
+            "operator",
+            "operator represents a key's relationship to a set of values. Valid operators are \
+             In, NotIn, Exists and DoesNotExist.",
+            Ty::String,
+        ),
+        f(
+            "values",
+            "values is an array of string values. If the operator is In or NotIn, the values \
+             array must be non-empty. If the operator is Exists or DoesNotExist, the values \
+             array must be empty.",
+            Ty::StringList,
+        ),
+    ],
     gvk: None,
 };

@@ -1,21 +1,30 @@
-//! The one description of the served types: OpenAPI v3 (`openapi.rs`) renders it, field
-//! validation (`validation.rs`) walks it to find unknown fields.
+//! The one description of the served types: OpenAPI v3 (`openapi.rs`) renders it (and
+//! `/openapi/v2` is derived from that), field validation (`validation.rs`) walks it to find
+//! unknown fields.
 
 mod cluster;
 mod meta;
 mod profile;
+mod review;
 
 pub use cluster::{
     AUTH_INFO, CLUSTER, CLUSTER_CONDITION, CLUSTER_LIST, CLUSTER_SPEC, CLUSTER_STATUS,
     KUBERNETES_API_ENDPOINTS, OBJECT_REFERENCE, SERVER_ADDRESS_BY_CLIENT_CIDR,
 };
 pub use meta::{
-    CONDITION, DELETE_OPTIONS, LIST_META, MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE,
-    PATCH, PRECONDITIONS, STATUS,
+    CONDITION, DELETE_OPTIONS, FIELD_SELECTOR_REQUIREMENT, LABEL_SELECTOR_REQUIREMENT, LIST_META,
+    MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE, PATCH, PRECONDITIONS, STATUS,
 };
 pub use profile::{
     CLUSTER_MANAGER, CLUSTER_PROFILE, CLUSTER_PROFILE_LIST, CLUSTER_PROFILE_SPEC,
     CLUSTER_PROFILE_STATUS, CLUSTER_VERSION, PROPERTY,
+};
+pub use review::{
+    FIELD_SELECTOR_ATTRIBUTES, LABEL_SELECTOR_ATTRIBUTES, NON_RESOURCE_ATTRIBUTES,
+    NON_RESOURCE_RULE, RESOURCE_ATTRIBUTES, RESOURCE_RULE, SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_ACCESS_REVIEW_SPEC, SELF_SUBJECT_REVIEW, SELF_SUBJECT_REVIEW_STATUS,
+    SELF_SUBJECT_RULES_REVIEW, SELF_SUBJECT_RULES_REVIEW_SPEC, SUBJECT_ACCESS_REVIEW_STATUS,
+    SUBJECT_RULES_REVIEW_STATUS, USER_INFO,
 };
 
 use serde_json::{json, Map, Value};
@@ -34,6 +43,8 @@ pub enum Ty {
     StringMap,
     /// `[]string`.
     StringList,
+    /// `map[string][]string`.
+    StringListMap,
     /// A nested object with its own schema.
     Object(&'static Schema),
     /// A list of objects with their own schema.
@@ -101,6 +112,8 @@ fn property(field: &Field) -> Value {
         Ty::StringMap => json!({"type": "object",
             "additionalProperties": {"type": "string", "default": ""}}),
         Ty::StringList => json!({"type": "array", "items": {"type": "string", "default": ""}}),
+        Ty::StringListMap => json!({"type": "object", "additionalProperties": {"type": "array",
+            "items": {"type": "string", "default": ""}}}),
         Ty::Object(s) => json!({"allOf": [{"$ref": ref_of(s)}], "default": {}}),
         Ty::ObjectList(s) => json!({"type": "array",
             "items": {"allOf": [{"$ref": ref_of(s)}], "default": {}}}),
