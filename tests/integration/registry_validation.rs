@@ -1,8 +1,9 @@
 //! One validation path for every registry write, over plain HTTP on both backends: create,
 //! replace, merge and JSON patch, server-side apply and the `/status` subresource's writes all
 //! report keys given twice under `fieldValidation=Strict` (400) and `Warn` (a `Warning`
-//! header), ignore them under `Ignore`, and answer a type error without quoting the rejected
-//! value (it may be a credential in the wrong place).
+//! header), ignore them under `Ignore`, answer a type error without quoting the rejected
+//! value (it may be a credential in the wrong place), and set aside the server-owned times a
+//! client sends, whatever they hold.
 
 use reqwest::Method;
 use rstest::rstest;
@@ -330,4 +331,93 @@ async fn a_type_error_is_400_without_the_rejected_value_on_every_write(
         "{}",
         shown.text
     );
+}
+
+/// The times the server owns are set aside on every write, whatever a client puts there (an
+/// exported object's copy, or anything else): the write is not refused and what is shown keeps
+/// the server's creation time and no deletion time.
+#[rstest]
+#[tokio::test]
+async fn server_owned_times_a_client_sends_are_ignored_whatever_they_hold_on_every_write(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let made = create(&app, "timed").await;
+    let created = made.body["metadata"]["creationTimestamp"].clone();
+    assert!(
+        created.as_str().is_some_and(|t| t.ends_with('Z')),
+        "{}",
+        made.text
+    );
+    let path = format!("{BASE}/timed");
+    let times = json!({"creationTimestamp": "yesterday", "deletionTimestamp": 5});
+    let with_times = |mut object: Value| {
+        if let (Some(meta), Some(t)) = (object["metadata"].as_object_mut(), times.as_object()) {
+            meta.extend(t.clone());
+        }
+        object
+    };
+    let mut replaced = registered("timed");
+    replaced["metadata"]["resourceVersion"] = made.body["metadata"]["resourceVersion"].clone();
+    let cases: Vec<(&str, Method, String, &str, String, u16)> = vec![
+        (
+            "create",
+            Method::POST,
+            BASE.to_string(),
+            JSON,
+            with_times(registered("other")).to_string(),
+            201,
+        ),
+        (
+            "replace",
+            Method::PUT,
+            path.clone(),
+            JSON,
+            with_times(replaced).to_string(),
+            200,
+        ),
+        (
+            "merge patch",
+            Method::PATCH,
+            path.clone(),
+            MERGE,
+            json!({"metadata": times}).to_string(),
+            200,
+        ),
+        (
+            "apply",
+            Method::PATCH,
+            format!("{path}?fieldManager=ops"),
+            APPLY,
+            with_times(registered("timed")).to_string(),
+            200,
+        ),
+        (
+            "status merge patch",
+            Method::PATCH,
+            format!("{path}/status"),
+            MERGE,
+            json!({"metadata": times, "status": {"conditions": []}}).to_string(),
+            200,
+        ),
+    ];
+    for (what, method, url, ct, body, status) in cases {
+        let r = call(&app, method, &url, ct, &body).await;
+        assert_eq!(r.status, status, "{what}: {}", r.text);
+        let meta = &r.body["metadata"];
+        let shown = meta["creationTimestamp"].as_str().unwrap_or_default();
+        assert!(
+            shown.len() == 20 && shown.ends_with('Z') && shown != "yesterday",
+            "{what}: {}",
+            r.text
+        );
+        if what != "create" {
+            assert_eq!(meta["creationTimestamp"], created, "{what}: {}", r.text);
+        }
+        assert!(
+            meta.get("deletionTimestamp").is_none(),
+            "{what}: {}",
+            r.text
+        );
+    }
 }

@@ -1,9 +1,10 @@
-//! The wire forms of `clusterregistry.k8s.io/v1alpha1`: `Cluster`, `ClusterList` and the parts
-//! of `metav1.ObjectMeta` the registry keeps, as kubectl sends and reads them.
-
-use std::collections::BTreeMap;
+//! The wire forms of `clusterregistry.k8s.io/v1alpha1` (`Cluster`, `ClusterList`) and of
+//! `multicluster.x-k8s.io/v1alpha1` (`ClusterProfile`), with k8s-openapi's `metav1` types
+//! (`ObjectMeta`, `ListMeta`, `Condition`, `Time`), as kubectl sends and reads them.
 
 use serde::{Deserialize, Serialize};
+
+use crate::domain::registry;
 
 pub const GROUP: &str = "clusterregistry.k8s.io";
 pub const VERSION: &str = "v1alpha1";
@@ -35,43 +36,40 @@ pub struct Cluster {
     pub status: ClusterStatus,
 }
 
-/// The `metav1.ObjectMeta` fields the registry stores or fills in.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub generate_name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub uid: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub resource_version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub creation_timestamp: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deletion_timestamp: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deletion_grace_period_seconds: Option<i64>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub finalizers: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owner_references: Vec<OwnerReference>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub managed_fields: Vec<ManagedFieldsEntry>,
+/// `metav1.ObjectMeta`, `metav1.OwnerReference` and `metav1.ManagedFieldsEntry`,
+/// k8s-openapi's: a field the registry does not fill is `None` and not written (an empty map or
+/// list is `None` too).
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    ManagedFieldsEntry, ObjectMeta, OwnerReference,
+};
+
+/// A stored owner reference as the wire writes it.
+impl From<registry::OwnerReference> for OwnerReference {
+    fn from(r: registry::OwnerReference) -> Self {
+        OwnerReference {
+            api_version: r.api_version,
+            kind: r.kind,
+            name: r.name,
+            uid: r.uid,
+            controller: r.controller,
+            block_owner_deletion: r.block_owner_deletion,
+        }
+    }
 }
 
-pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-
-pub use crate::domain::registry::OwnerReference;
+/// A client's owner reference as the registry keeps it.
+impl From<OwnerReference> for registry::OwnerReference {
+    fn from(r: OwnerReference) -> Self {
+        registry::OwnerReference {
+            api_version: r.api_version,
+            kind: r.kind,
+            name: r.name,
+            uid: r.uid,
+            controller: r.controller,
+            block_owner_deletion: r.block_owner_deletion,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -266,5 +264,76 @@ pub fn custom_list_meta(resource_version: i64, next: String, remaining: Option<i
     ListMeta {
         continue_: Some(next),
         ..list_meta(resource_version, String::new(), remaining)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{DateTime, Utc};
+
+    fn at(s: &str) -> Option<Time> {
+        DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| super::super::view::meta_time(t.with_timezone(&Utc)))
+    }
+
+    #[test]
+    fn served_metadata_writes_every_field_as_kube_apiserver_writes_a_custom_resource() {
+        let owner = registry::OwnerReference {
+            api_version: "example.com/v1".into(),
+            kind: "Fleet".into(),
+            name: "f".into(),
+            uid: "u-0".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+        let meta = ObjectMeta {
+            name: Some("alpha".into()),
+            generate_name: Some("al".into()),
+            namespace: Some("p1".into()),
+            uid: Some("u-1".into()),
+            resource_version: Some("101".into()),
+            generation: Some(2),
+            creation_timestamp: at("2026-11-27T12:00:00.750Z"),
+            deletion_timestamp: at("2026-11-27T12:05:09+01:00"),
+            deletion_grace_period_seconds: Some(0),
+            labels: Some([("env".to_string(), "prod".to_string())].into()),
+            annotations: Some([("note".to_string(), "x".to_string())].into()),
+            finalizers: Some(vec!["example.com/f".into()]),
+            owner_references: Some(vec![owner.clone().into()]),
+            ..ObjectMeta::default()
+        };
+        // Keys in order, as the API server writes an unstructured object; times in UTC with
+        // whole seconds.
+        assert_eq!(
+            serde_json::to_string(&meta).unwrap_or_default(),
+            "{\"annotations\":{\"note\":\"x\"},\"creationTimestamp\":\"2026-11-27T12:00:00Z\",\
+             \"deletionGracePeriodSeconds\":0,\"deletionTimestamp\":\"2026-11-27T11:05:09Z\",\
+             \"finalizers\":[\"example.com/f\"],\"generateName\":\"al\",\"generation\":2,\
+             \"labels\":{\"env\":\"prod\"},\"name\":\"alpha\",\"namespace\":\"p1\",\
+             \"ownerReferences\":[{\"apiVersion\":\"example.com/v1\",\"controller\":true,\
+             \"kind\":\"Fleet\",\"name\":\"f\",\"uid\":\"u-0\"}],\"resourceVersion\":\"101\",\
+             \"uid\":\"u-1\"}"
+        );
+        let back: registry::OwnerReference = OwnerReference::from(owner.clone()).into();
+        assert_eq!(back, owner);
+    }
+
+    #[test]
+    fn empty_metadata_is_an_empty_object_and_a_client_null_is_an_absent_field() {
+        let c = Cluster::default();
+        assert_eq!(
+            serde_json::to_value(&c).unwrap_or_default(),
+            serde_json::json!({"metadata": {}, "spec": {}})
+        );
+        let sent: Cluster = serde_json::from_value(serde_json::json!({"metadata": {
+            "name": "a", "creationTimestamp": null, "labels": null, "finalizers": null,
+            "selfLink": "/x", "somethingElse": 1}}))
+        .unwrap_or_default();
+        assert_eq!(sent.metadata.name.as_deref(), Some("a"));
+        assert_eq!(sent.metadata.creation_timestamp, None);
+        assert_eq!(sent.metadata.labels, None);
+        assert_eq!(sent.metadata.finalizers, None);
     }
 }

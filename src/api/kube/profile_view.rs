@@ -1,11 +1,9 @@
 //! The `multicluster.x-k8s.io/v1alpha1` `ClusterProfile` of a registry entry, as the list,
 //! get and watch of [`super::profiles`] show it (the `Cluster` object is [`super::view`]'s).
 
-use chrono::{DateTime, Utc};
-
 use super::objects::{
     Cluster, ClusterManager, ClusterProfile, ClusterProfileSpec, ClusterProfileStatus,
-    ClusterVersion, Condition, ObjectMeta, Property, Time, PROFILE_API_VERSION, PROFILE_KIND,
+    ClusterVersion, Condition, ObjectMeta, Property, PROFILE_API_VERSION, PROFILE_KIND,
 };
 use super::view;
 use crate::domain::status::{self, ClusterStatus};
@@ -27,17 +25,15 @@ pub fn joined(status: ClusterStatus) -> bool {
     status.is_complete_like()
 }
 
-/// `metav1.Time` of an instant (whole seconds, as every time the registry shows).
-fn meta_time(t: DateTime<Utc>) -> Time {
-    Time(k8s_openapi::jiff::Timestamp::from_second(t.timestamp()).unwrap_or_default())
-}
-
 /// The profile's metadata: its cluster's, with the cluster manager's label and without the
 /// cluster's managed fields (they describe the `Cluster`'s fields, not the profile's).
 fn metadata(cluster: &ObjectMeta) -> ObjectMeta {
     let mut metadata = cluster.clone();
-    metadata.labels.insert(MANAGER_LABEL.into(), MANAGER.into());
-    metadata.managed_fields = Vec::new();
+    metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(MANAGER_LABEL.into(), MANAGER.into());
+    metadata.managed_fields = None;
     metadata
 }
 
@@ -54,7 +50,7 @@ fn spec(display_name: &str) -> ClusterProfileSpec {
 pub fn profile(e: &RegistryEntry) -> ClusterProfile {
     let c = &e.cluster;
     let object = view::cluster(e);
-    let at = meta_time(view::last_transition(e));
+    let at = view::meta_time(view::last_transition(e));
     let health = status::health_condition(c.health_status, &c.health_status_reason);
     let status = c.status.as_str();
     let joined = joined(c.status);
@@ -127,6 +123,7 @@ pub fn deleted(gone: &Cluster, display_name: &str) -> ClusterProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{DateTime, Utc};
 
     #[test]
     fn a_cluster_has_joined_in_exactly_the_complete_like_states() {
@@ -154,9 +151,9 @@ mod tests {
     fn a_profile_known_by_its_metadata_alone_keeps_the_manager_label_and_spec() {
         let gone = Cluster {
             metadata: ObjectMeta {
-                name: "alpha".into(),
-                namespace: "p1".into(),
-                labels: [("env".to_string(), "prod".to_string())].into(),
+                name: Some("alpha".into()),
+                namespace: Some("p1".into()),
+                labels: Some([("env".to_string(), "prod".to_string())].into()),
                 ..ObjectMeta::default()
             },
             ..Cluster::default()
@@ -178,7 +175,7 @@ mod tests {
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or_default();
         assert_eq!(
-            serde_json::to_value(meta_time(t)).unwrap_or_default(),
+            serde_json::to_value(view::meta_time(t)).unwrap_or_default(),
             serde_json::json!(view::kube_time(t))
         );
     }

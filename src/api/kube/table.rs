@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::objects::{Cluster, ClusterProfile, API_VERSION, KIND};
+use super::objects::{Cluster, ClusterProfile, Time, API_VERSION, KIND};
 use super::profile_view::{HEALTHY_CONDITION, JOINED_CONDITION};
 use super::status::KubeError;
 use crate::store::RegistryEntry;
@@ -145,15 +145,15 @@ pub fn cluster_row(r: &TableRow, include: IncludeObject, now: DateTime<Utc>) -> 
         .map(|e| e.server_address.as_str())
         .unwrap_or("");
     let cells = vec![
-        json!(c.metadata.name),
+        json!(c.metadata.name.as_deref().unwrap_or("")),
         cell(r.status),
         cell(r.health),
         cell(endpoint),
-        json!(age(c.metadata.creation_timestamp.as_deref(), now)),
+        json!(age(c.metadata.creation_timestamp.as_ref(), now)),
         cell(r.driver),
         r.nodes.map_or(Value::Null, |n| json!(n)),
         cell(r.coe_version),
-        cell(&c.metadata.uid),
+        cell(c.metadata.uid.as_deref().unwrap_or("")),
     ];
     row(cells, row_object(include, cluster_value(c)))
 }
@@ -167,12 +167,12 @@ pub fn profile_row(profile: &ClusterProfile, include: IncludeObject, now: DateTi
             .map_or(Value::Null, |s| json!(s))
     };
     let cells = vec![
-        json!(profile.metadata.name),
+        json!(profile.metadata.name.as_deref().unwrap_or("")),
         cell(&profile.spec.cluster_manager.name),
         condition(HEALTHY_CONDITION),
         condition(JOINED_CONDITION),
         cell(status.map_or("", |s| s.version.kubernetes.as_str())),
-        json!(age(profile.metadata.creation_timestamp.as_deref(), now)),
+        json!(age(profile.metadata.creation_timestamp.as_ref(), now)),
     ];
     let full = serde_json::to_value(profile).unwrap_or_else(|_| json!({}));
     row(cells, row_object(include, full))
@@ -288,9 +288,9 @@ pub fn human_duration(millis: i64) -> String {
 }
 
 /// The Age cell: `<unknown>` without a (parseable) creation timestamp, as kubectl's printers.
-pub fn age(creation_timestamp: Option<&str>, now: DateTime<Utc>) -> String {
-    match creation_timestamp.and_then(|t| DateTime::parse_from_rfc3339(t).ok()) {
-        Some(t) => human_duration((now - t.with_timezone(&Utc)).num_milliseconds()),
+pub fn age(creation_timestamp: Option<&Time>, now: DateTime<Utc>) -> String {
+    match creation_timestamp {
+        Some(t) => human_duration(now.timestamp_millis().saturating_sub(t.0.as_millisecond())),
         None => "<unknown>".into(),
     }
 }
@@ -367,12 +367,12 @@ mod tests {
     fn cluster() -> Cluster {
         Cluster {
             metadata: ObjectMeta {
-                name: "alpha".into(),
-                namespace: "p1".into(),
-                uid: "u-1".into(),
-                resource_version: "101".into(),
-                creation_timestamp: Some("2026-11-22T01:54:51Z".into()),
-                labels: [("env".to_string(), "prod".to_string())].into(),
+                name: Some("alpha".into()),
+                namespace: Some("p1".into()),
+                uid: Some("u-1".into()),
+                resource_version: Some("101".into()),
+                creation_timestamp: "2026-11-22T01:54:51Z".parse().ok().map(Time),
+                labels: Some([("env".to_string(), "prod".to_string())].into()),
                 ..Default::default()
             },
             spec: super::super::objects::ClusterSpec {
@@ -551,7 +551,7 @@ mod tests {
     fn a_profile_without_status_or_version_has_empty_cells() {
         let p = ClusterProfile {
             metadata: ObjectMeta {
-                name: "gone".into(),
+                name: Some("gone".into()),
                 ..Default::default()
             },
             ..Default::default()

@@ -7,7 +7,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::objects::{
     AuthInfo, Cluster, ClusterCondition, ClusterSpec, ClusterStatus, KubernetesApiEndpoints,
-    ObjectMeta, ObjectReference, ServerAddressByClientCidr, API_VERSION, KIND,
+    ObjectMeta, ObjectReference, ServerAddressByClientCidr, Time, API_VERSION, KIND,
 };
 use crate::domain::job::retry::Blocked;
 use crate::domain::registry::{self, ObjectRef, NAME_ANNOTATION};
@@ -17,6 +17,12 @@ use crate::store::{ClusterChange, RegistryEntry};
 /// `metav1.Time`: RFC 3339 in UTC with seconds.
 pub fn kube_time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// k8s-openapi's `metav1.Time` of an instant, written as [`kube_time`] writes it (whole
+/// seconds; an instant past jiff's years -9999 to 9999, which no stored time is, as 1970).
+pub fn meta_time(t: DateTime<Utc>) -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(t.timestamp()).unwrap_or_default())
 }
 
 fn reference(r: &Option<ObjectRef>) -> Option<ObjectReference> {
@@ -46,26 +52,24 @@ fn metadata(
         annotations.insert(NAME_ANNOTATION.to_string(), name.to_string());
     }
     ObjectMeta {
-        name: registry_name,
-        namespace: project.to_string(),
-        uid: uuid.to_string(),
-        resource_version: resource_version.to_string(),
-        creation_timestamp: Some(kube_time(created)),
-        labels: labels.clone(),
-        annotations,
+        name: Some(registry_name).filter(|n| !n.is_empty()),
+        namespace: Some(project.to_string()).filter(|p| !p.is_empty()),
+        uid: Some(uuid.to_string()),
+        resource_version: Some(resource_version.to_string()),
+        creation_timestamp: Some(meta_time(created)),
+        labels: Some(labels.clone()).filter(|l| !l.is_empty()),
+        annotations: Some(annotations).filter(|a| !a.is_empty()),
         ..ObjectMeta::default()
     }
 }
 
-impl ObjectMeta {
-    /// The metadata of an object being deleted since `at` (unchanged for `None`).
-    fn with_deletion(mut self, at: Option<DateTime<Utc>>) -> ObjectMeta {
-        if let Some(at) = at {
-            self.deletion_timestamp = Some(kube_time(at));
-            self.deletion_grace_period_seconds = Some(0);
-        }
-        self
+/// The metadata of an object being deleted since `at` (unchanged for `None`).
+fn with_deletion(mut metadata: ObjectMeta, at: Option<DateTime<Utc>>) -> ObjectMeta {
+    if let Some(at) = at {
+        metadata.deletion_timestamp = Some(meta_time(at));
+        metadata.deletion_grace_period_seconds = Some(0);
     }
+    metadata
 }
 
 /// The `OK` condition: the cluster's health (from the prober or its driver).
@@ -129,11 +133,13 @@ pub fn cluster(e: &RegistryEntry) -> Cluster {
         r.resource_version,
     );
     metadata.generation = Some(r.generation);
-    metadata.finalizers = r.finalizers.clone();
-    metadata.generate_name = r.generate_name.clone().unwrap_or_default();
-    metadata.owner_references = r.owner_references.clone();
-    metadata.managed_fields = super::managed::wire(&r.managed_fields);
-    metadata.deletion_timestamp = r.deletion_timestamp.map(kube_time);
+    metadata.finalizers = Some(r.finalizers.clone()).filter(|f| !f.is_empty());
+    metadata.generate_name = r.generate_name.clone().filter(|g| !g.is_empty());
+    metadata.owner_references = Some(r.owner_references.iter().cloned().map(Into::into).collect())
+        .filter(|o: &Vec<_>| !o.is_empty());
+    metadata.managed_fields =
+        Some(super::managed::wire(&r.managed_fields)).filter(|m| !m.is_empty());
+    metadata.deletion_timestamp = r.deletion_timestamp.map(meta_time);
     metadata.deletion_grace_period_seconds =
         r.deletion_timestamp.and(r.deletion_grace_period_seconds);
     let server_endpoints: Vec<ServerAddressByClientCidr> = if r.server_endpoints.is_empty() {
@@ -199,17 +205,19 @@ pub fn deleted(ch: &ClusterChange) -> Cluster {
     Cluster {
         api_version: API_VERSION.into(),
         kind: KIND.into(),
-        metadata: metadata(
-            registry::registry_name(&ch.name, &uuid),
-            &ch.name,
-            &uuid,
-            &ch.project_id,
-            &ch.registry_labels.0,
-            &ch.registry_annotations.0,
-            ch.created_at,
-            ch.resource_version,
-        )
-        .with_deletion(ch.deletion_timestamp),
+        metadata: with_deletion(
+            metadata(
+                registry::registry_name(&ch.name, &uuid),
+                &ch.name,
+                &uuid,
+                &ch.project_id,
+                &ch.registry_labels.0,
+                &ch.registry_annotations.0,
+                ch.created_at,
+                ch.resource_version,
+            ),
+            ch.deletion_timestamp,
+        ),
         spec: ClusterSpec::default(),
         status: ClusterStatus::default(),
     }

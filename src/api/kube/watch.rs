@@ -95,7 +95,7 @@ impl Shape {
                 if !self.table {
                     return line(kind, &object);
                 }
-                let rv = &object.metadata.resource_version;
+                let rv = object.metadata.resource_version.as_deref().unwrap_or("");
                 let row = table::cluster_row(&table_row(e, &object), self.include, now);
                 table::watch_event_table(table::cluster_columns(), row, rv, self.first)
             }
@@ -115,7 +115,7 @@ impl Shape {
                     self.include,
                     now,
                 );
-                let rv = &object.metadata.resource_version;
+                let rv = object.metadata.resource_version.as_deref().unwrap_or("");
                 table::watch_event_table(table::cluster_columns(), row, rv, self.first)
             }
             (Render::Profile, shown) => {
@@ -126,7 +126,7 @@ impl Shape {
                 if !self.table {
                     return line(kind, &object);
                 }
-                let rv = &object.metadata.resource_version;
+                let rv = object.metadata.resource_version.as_deref().unwrap_or("");
                 let row = table::profile_row(&object, self.include, now);
                 table::watch_event_table(table::profile_columns(), row, rv, self.first)
             }
@@ -373,7 +373,7 @@ impl Watch {
         let gone = view::deleted(ch);
         let name = match &ch.object {
             Some(o) => o.cluster.registry.name.clone(),
-            None => gone.metadata.name.clone(),
+            None => gone.metadata.name.clone().unwrap_or_default(),
         };
         let now_matches = self
             .selectors
@@ -446,7 +446,7 @@ impl Watch {
                 let mut object = gone;
                 let kind = if kind == "LEFT" {
                     if let Some(p) = before {
-                        object.metadata.labels = p.clone();
+                        object.metadata.labels = Some(p.clone()).filter(|l| !l.is_empty());
                     }
                     "DELETED"
                 } else {

@@ -31,19 +31,19 @@ pub(super) fn desired(
     url_name: Option<&str>,
 ) -> Result<Desired, KubeError> {
     let mode = validation::FieldValidation::parse(p.field_validation.as_deref())?;
-    let (mut obj, warnings) = validation::check_cluster(body, raw, mode)?;
-    if obj.metadata.name.is_empty() && url_name.is_none() && !obj.metadata.generate_name.is_empty()
-    {
-        obj.metadata.name = validation::generate_name(&obj.metadata.generate_name);
-    }
-    let name = match url_name {
-        Some(url) => {
-            if !obj.metadata.name.is_empty() {
+    let (obj, warnings) = validation::check_cluster(body, raw, mode)?;
+    let meta = obj.metadata;
+    let stated_name = meta.name.unwrap_or_default();
+    let generate_name = meta.generate_name.filter(|g| !g.is_empty());
+    let name = match (url_name, &generate_name) {
+        (Some(url), _) => {
+            if !stated_name.is_empty() {
                 validation::check_name(body, url)?;
             }
             url.to_string()
         }
-        None => obj.metadata.name.clone(),
+        (None, Some(prefix)) if stated_name.is_empty() => validation::generate_name(prefix),
+        (None, _) => stated_name,
     };
     if name.is_empty() {
         return Err(KubeError::invalid(
@@ -55,7 +55,7 @@ pub(super) fn desired(
             )],
         ));
     }
-    let resource_version = match obj.metadata.resource_version.as_str() {
+    let resource_version = match meta.resource_version.as_deref().unwrap_or("") {
         "" => None,
         rv => Some(
             rv.parse::<i64>()
@@ -101,16 +101,13 @@ pub(super) fn desired(
         })
     };
     let auth = spec.auth_info.unwrap_or_default();
-    let finalizers = obj.metadata.finalizers;
-    let owner_references = obj.metadata.owner_references;
-    let generate_name = Some(obj.metadata.generate_name).filter(|g| !g.is_empty());
-    let mut annotations = obj.metadata.annotations;
+    let mut annotations = meta.annotations.unwrap_or_default();
     // The derived-name annotation is the service's; a client's copy of it is not stored.
     annotations.remove(NAME_ANNOTATION);
     Ok(Desired {
         name,
         meta: RegistryMeta {
-            labels: obj.metadata.labels,
+            labels: meta.labels.unwrap_or_default(),
             annotations,
             resource_version: 0,
             generation: 1,
@@ -127,13 +124,18 @@ pub(super) fn desired(
                 user: pointer(auth.user),
                 controller: pointer(auth.controller),
             },
-            finalizers,
-            owner_references,
+            finalizers: meta.finalizers.unwrap_or_default(),
+            owner_references: meta
+                .owner_references
+                .into_iter()
+                .flatten()
+                .map(Into::into)
+                .collect(),
             generate_name,
             ..RegistryMeta::default()
         },
         resource_version,
-        uid: Some(obj.metadata.uid).filter(|u| !u.is_empty()),
+        uid: meta.uid.filter(|u| !u.is_empty()),
         warnings,
     })
 }

@@ -712,7 +712,7 @@ mod tests {
     #[test]
     fn decoding_reports_type_errors_as_400() {
         let c = decode_cluster(&good()).ok().unwrap_or_default();
-        assert_eq!(c.metadata.name, "alpha");
+        assert_eq!(c.metadata.name.as_deref(), Some("alpha"));
         assert_eq!(
             c.spec.auth_info.and_then(|a| a.controller).map(|r| r.name),
             Some("alpha-creds".into())
@@ -762,7 +762,7 @@ mod tests {
         let (object, warnings) = check_cluster(&body, Some(raw), FieldValidation::Warn)
             .ok()
             .unwrap_or_default();
-        assert_eq!(object.metadata.name, "b");
+        assert_eq!(object.metadata.name.as_deref(), Some("b"));
         assert_eq!(
             warnings,
             vec![
