@@ -3,8 +3,8 @@
 //! URL. Both run the same SQL text (`$n` placeholders work on both); the few dialect
 //! differences live in [`Dialect`]'s methods, the backend dispatch in `db`.
 //!
-//! One module per table holds its statements: `clusters`, `nodegroups`, `federations`,
-//! `templates`, `jobs`, `outbox`, `quotas`, `keypairs` (certificates) and `services`. A state
+//! One module per table holds its statements: `clusters`, `nodegroups`, `machines`,
+//! `federations`, `templates`, `jobs`, `outbox`, `quotas`, `keypairs` (certificates) and `services`. A state
 //! change is one transaction ([`Write`] sets, `write::commit`): a row, its job and its outbox
 //! event commit together.
 
