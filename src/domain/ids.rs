@@ -72,6 +72,8 @@ uuid_ids! {
     FederationId,
     /// A conductor job's uuid.
     JobId,
+    /// A machine's (one node's) uuid.
+    MachineId,
 }
 
 /// Parses a uuid the way Magnum's `uuid_like` does: hyphenated or 32 hex digits, any case,

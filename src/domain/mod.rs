@@ -10,6 +10,7 @@ pub mod keypair;
 pub mod kube_names;
 pub mod labels;
 pub mod leftover;
+pub mod machine;
 pub mod managed_fields;
 pub mod names;
 pub mod registry;
@@ -19,5 +20,5 @@ pub mod selector;
 pub mod status;
 pub mod template;
 
-pub use ids::{ClusterId, FederationId, Id, Ident, JobId, NodeGroupId, TemplateId};
+pub use ids::{ClusterId, FederationId, Id, Ident, JobId, MachineId, NodeGroupId, TemplateId};
 pub use scope::Scope;

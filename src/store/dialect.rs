@@ -26,6 +26,11 @@ const UNIQUE_COLUMNS: &[(&str, &str)] = &[
         "nodegroup.cluster_id, nodegroup.name",
         "uniq_nodegroup0cluster_id0name",
     ),
+    ("machine.uuid", "uniq_machine0uuid"),
+    (
+        "machine.cluster_id, machine.name",
+        "uniq_machine0cluster_id0name",
+    ),
     ("federation.uuid", "uniq_federation0uuid"),
     ("x509keypair.uuid", "uniq_x509keypair0uuid"),
     (

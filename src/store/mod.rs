@@ -3,8 +3,8 @@
 //! URL. Both run the same SQL text (`$n` placeholders work on both); the few dialect
 //! differences live in [`Dialect`]'s methods, the backend dispatch in `db`.
 //!
-//! One module per table holds its statements: `clusters`, `nodegroups`, `federations`,
-//! `templates`, `jobs`, `outbox`, `quotas`, `keypairs` (certificates) and `services`. A state
+//! One module per table holds its statements: `clusters`, `nodegroups`, `machines`,
+//! `federations`, `templates`, `jobs`, `outbox`, `quotas`, `keypairs` (certificates) and `services`. A state
 //! change is one transaction ([`Write`] sets, `write::commit`): a row, its job and its outbox
 //! event commit together.
 
@@ -16,6 +16,7 @@ mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
+mod machines;
 mod nodegroups;
 mod outbox;
 mod pg;
@@ -42,6 +43,7 @@ use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
+pub use machines::{MachineFilter, MACHINE_SORT_KEYS};
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
@@ -60,6 +62,7 @@ use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
+use crate::domain::machine::Machine;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -255,6 +258,17 @@ pub trait ResourceStore: Send + Sync {
         cluster_ident: &Ident,
         nodegroup_ident: &str,
     ) -> StoreResult<NodeGroupOfCluster>;
+    /// One page of a cluster's machines the caller may see, filtered by node group, role and
+    /// phase; the marker is any machine of the cluster, matching the filters or not.
+    async fn list_machines(
+        &self,
+        cluster_uuid: &ClusterId,
+        scope: &Scope,
+        filter: &MachineFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<Machine>>;
+    /// A machine of a cluster by uuid or name.
+    async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine>;
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>>;
     /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.
     async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>>;

@@ -9,13 +9,13 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    clusters, federations, health_probes, jobs, keypairs, nodegroups, outbox, quotas, registry,
-    services, templates, write,
+    clusters, federations, health_probes, jobs, keypairs, machines, nodegroups, outbox, quotas,
+    registry, services, templates, write,
 };
 use super::{
-    ClusterChange, Dialect, JobGauges, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow,
-    RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError,
-    StoreResult, Write,
+    ClusterChange, Dialect, JobGauges, MachineFilter, NewEvent, OutboxEvent, PageRequest,
+    PoolStatus, QuotaRow, RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store,
+    StoreError, StoreResult, Write,
 };
 use crate::domain::cluster::{
     Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
@@ -24,6 +24,7 @@ use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
+use crate::domain::machine::Machine;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
 
@@ -145,6 +146,20 @@ impl ResourceStore for SqlStore {
         nodegroup_ident: &str,
     ) -> StoreResult<NodeGroupOfCluster> {
         nodegroups::get_of_cluster(&self.pool, scope, cluster_ident, nodegroup_ident).await
+    }
+
+    async fn list_machines(
+        &self,
+        cluster_uuid: &ClusterId,
+        scope: &Scope,
+        filter: &MachineFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<Machine>> {
+        machines::list(&self.pool, cluster_uuid, scope, filter, page).await
+    }
+
+    async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine> {
+        machines::get(&self.pool, cluster_uuid, ident).await
     }
 
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>> {

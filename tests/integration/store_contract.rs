@@ -106,7 +106,7 @@ contract!(
     migrations_report_their_version,
     |store: Arc<dyn Store>, _url: String| async move {
         let v = store.schema_version().await.expect("version");
-        assert_eq!(v, Some(20261127000010));
+        assert_eq!(v, Some(20261127000011));
         store.migrate().await.expect("migrating twice is a no-op");
     }
 );
@@ -1923,4 +1923,584 @@ async fn existing_rows_keep_their_registry_names_on_postgres() {
 #[tokio::test]
 async fn existing_rows_keep_their_registry_names_on_sqlite() {
     existing_rows_keep_their_registry_names(Backend::Sqlite).await;
+}
+
+// ---- machines -------------------------------------------------------------------------------
+
+/// A machine row of cluster `cluster`'s node group `group` (uuid), written as SQL.
+#[allow(clippy::too_many_arguments)]
+fn machine_fixture(
+    id: &str,
+    name: &str,
+    role: &str,
+    project: &str,
+    cluster: uuid::Uuid,
+    group: &fleetyard::domain::NodeGroupId,
+    phase: &str,
+    provider_id: Option<&str>,
+    spec: &str,
+    status: &str,
+) -> String {
+    let provider = provider_id.map_or("NULL".to_string(), |p| format!("'{p}'"));
+    format!(
+        "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
+         phase, provider_id, status, created_at) VALUES ('{id}', '{name}', '{role}', \
+         '{project}', '{cluster}', '{group}', '{spec}', '{phase}', {provider}, '{status}', \
+         CURRENT_TIMESTAMP)"
+    )
+}
+
+fn machine_id(n: u32) -> uuid::Uuid {
+    format!("a7000000-0000-4000-8000-{n:012}")
+        .parse()
+        .expect("uuid")
+}
+
+contract!(
+    a_clusters_machines_list_by_filter_and_page_and_read_back_whole,
+    |store: Arc<dyn Store>, url: String| async move {
+        use fleetyard::domain::machine::{
+            ChangeMode, KubeVersion, MachineAddress, MachinePhase, MachineRole,
+        };
+        use fleetyard::store::MachineFilter;
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        let tu = t.uuid.to_string();
+        let (c1, mut sql) = cluster_fixture(
+            "p1",
+            "c1",
+            &tu,
+            "CREATE_COMPLETE",
+            &[
+                ("m", "master", 1, "[]", "CREATE_COMPLETE", None),
+                ("w", "worker", 3, "[]", "CREATE_COMPLETE", None),
+            ],
+        );
+        let (c2, more) = cluster_fixture(
+            "p1",
+            "c2",
+            &tu,
+            "CREATE_COMPLETE",
+            &[("w", "worker", 1, "[]", "CREATE_COMPLETE", None)],
+        );
+        sql.extend(more);
+        exec_all(&url, &sql).await;
+        let cid1 = ClusterId(c1);
+        let cid2 = ClusterId(c2);
+        let m = store.get_nodegroup(&cid1, "m").await.expect("m").uuid;
+        let w = store.get_nodegroup(&cid1, "w").await.expect("w").uuid;
+        let w2 = store.get_nodegroup(&cid2, "w").await.expect("w of c2").uuid;
+        let master_spec = r#"{"versions": {"kubelet": "v1.31.4", "controlPlane": "v1.31.4"},
+            "containerRuntime": {"name": "containerd", "version": "1.7.22"},
+            "osImage": "ubuntu-24.04", "flavor": "m1.large", "providerConfig": {"a": [1]},
+            "taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
+            "labels": {"tier": "cp"}}"#;
+        let master_status = r#"{"nodeRef": "c1-m-1",
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
+            "versions": {"kubelet": "v1.31.4"}, "lastChange": "InPlace",
+            "lastUpdated": "2026-11-27T10:00:00Z"}"#;
+        let failed_status = r#"{"errorReason": "CreateError", "errorMessage": "no capacity"}"#;
+        let sql = vec![
+            machine_fixture(
+                &machine_id(1).to_string(),
+                "m-1",
+                "master",
+                "p1",
+                c1,
+                &m,
+                "Running",
+                Some("openstack:///m1"),
+                master_spec,
+                master_status,
+            ),
+            machine_fixture(
+                &machine_id(2).to_string(),
+                "w-1",
+                "worker",
+                "p1",
+                c1,
+                &w,
+                "Running",
+                Some("openstack:///w1"),
+                "{}",
+                "{}",
+            ),
+            machine_fixture(
+                &machine_id(3).to_string(),
+                "w-2",
+                "worker",
+                "p1",
+                c1,
+                &w,
+                "Failed",
+                None,
+                "{}",
+                failed_status,
+            ),
+            machine_fixture(
+                &machine_id(4).to_string(),
+                "w-3",
+                "worker",
+                "p1",
+                c1,
+                &w,
+                "Provisioning",
+                None,
+                "{}",
+                "{}",
+            ),
+            // the same name in another cluster
+            machine_fixture(
+                &machine_id(5).to_string(),
+                "w-1",
+                "worker",
+                "p1",
+                c2,
+                &w2,
+                "Running",
+                None,
+                "{}",
+                "{}",
+            ),
+        ];
+        exec_all(&url, &sql).await;
+
+        let names = |ms: &[fleetyard::domain::machine::Machine]| -> Vec<String> {
+            ms.iter().map(|m| m.name.to_string()).collect()
+        };
+        let all = MachineFilter::default();
+        let list = |f: MachineFilter, p: PageRequest, s: Scope| {
+            let store = store.clone();
+            async move { store.list_machines(&cid1, &s, &f, &p).await }
+        };
+        let first = page(100, None, "id", SortDir::Asc);
+        let got = list(all.clone(), first.clone(), scope("p1"))
+            .await
+            .expect("list");
+        assert_eq!(
+            names(&got),
+            ["m-1", "w-1", "w-2", "w-3"],
+            "c1's only, in id order"
+        );
+
+        let by_group = MachineFilter {
+            nodegroup: Some(w),
+            ..MachineFilter::default()
+        };
+        let got = list(by_group, first.clone(), scope("p1"))
+            .await
+            .expect("group");
+        assert_eq!(names(&got), ["w-1", "w-2", "w-3"]);
+        let masters = MachineFilter {
+            role: Some(MachineRole::Master),
+            ..MachineFilter::default()
+        };
+        let got = list(masters, first.clone(), scope("p1"))
+            .await
+            .expect("role");
+        assert_eq!(names(&got), ["m-1"]);
+        let failed = MachineFilter {
+            phase: Some(MachinePhase::Failed),
+            ..MachineFilter::default()
+        };
+        let got = list(failed, first.clone(), scope("p1"))
+            .await
+            .expect("phase");
+        assert_eq!(names(&got), ["w-2"]);
+        let none = MachineFilter {
+            nodegroup: Some(m),
+            role: Some(MachineRole::Worker),
+            phase: None,
+        };
+        let got = list(none, first.clone(), scope("p1"))
+            .await
+            .expect("none match");
+        assert!(got.is_empty());
+
+        // Pages by marker; a marker not matching the filter is still a position.
+        let p1 = list(all.clone(), page(2, None, "id", SortDir::Asc), scope("p1"))
+            .await
+            .expect("page 1");
+        assert_eq!(names(&p1), ["m-1", "w-1"]);
+        let p2 = list(
+            all.clone(),
+            page(2, Some(p1[1].uuid.0), "id", SortDir::Asc),
+            scope("p1"),
+        )
+        .await
+        .expect("page 2");
+        assert_eq!(names(&p2), ["w-2", "w-3"]);
+        let running = MachineFilter {
+            phase: Some(MachinePhase::Running),
+            ..MachineFilter::default()
+        };
+        let after_failed = page(10, Some(machine_id(3)), "id", SortDir::Asc);
+        let got = list(running, after_failed, scope("p1"))
+            .await
+            .expect("after w-2");
+        assert!(
+            got.is_empty(),
+            "only w-3 follows w-2 and it is provisioning"
+        );
+        let by_name = list(
+            all.clone(),
+            page(3, None, "name", SortDir::Desc),
+            scope("p1"),
+        )
+        .await
+        .expect("by name");
+        assert_eq!(names(&by_name), ["w-3", "w-2", "w-1"]);
+        let unknown = page(2, Some(uuid::Uuid::new_v4()), "id", SortDir::Asc);
+        assert!(matches!(
+            list(all.clone(), unknown, scope("p1")).await,
+            Err(StoreError::NotFound)
+        ));
+        let other_cluster_marker = page(2, Some(machine_id(5)), "id", SortDir::Asc);
+        assert!(matches!(
+            list(all.clone(), other_cluster_marker, scope("p1")).await,
+            Err(StoreError::NotFound)
+        ));
+
+        // Another project sees none of them; all projects, all of them.
+        let got = list(all.clone(), first.clone(), scope("p2"))
+            .await
+            .expect("p2");
+        assert!(got.is_empty());
+        let admin = Scope {
+            project_id: "p2".into(),
+            all_projects: true,
+        };
+        let got = list(all.clone(), first.clone(), admin)
+            .await
+            .expect("all projects");
+        assert_eq!(got.len(), 4);
+
+        // One machine by name or uuid, spec and status whole.
+        let m1 = store.get_machine(&cid1, "m-1").await.expect("by name");
+        assert_eq!(m1.uuid.0, machine_id(1));
+        assert_eq!(m1.role, MachineRole::Master);
+        assert_eq!((m1.cluster_id, m1.nodegroup_id), (cid1, m));
+        assert_eq!(m1.project_id, "p1");
+        let v = |s: &str| KubeVersion::parse(s).expect("version");
+        assert_eq!(m1.spec.versions.kubelet, Some(v("1.31.4")));
+        assert_eq!(m1.spec.versions.control_plane, Some(v("v1.31.4")));
+        let runtime = m1.spec.container_runtime.as_ref().expect("runtime");
+        assert_eq!(
+            (runtime.name.as_str(), runtime.version.as_deref()),
+            ("containerd", Some("1.7.22"))
+        );
+        assert_eq!(m1.spec.os_image.as_deref(), Some("ubuntu-24.04"));
+        assert_eq!(m1.spec.flavor.as_deref(), Some("m1.large"));
+        assert_eq!(m1.spec.provider_config, json!({"a": [1]}));
+        assert_eq!(m1.spec.taints[0].effect, "NoSchedule");
+        assert_eq!(m1.spec.labels["tier"], "cp");
+        assert_eq!(m1.status.phase, MachinePhase::Running);
+        assert_eq!(m1.status.provider_id.as_deref(), Some("openstack:///m1"));
+        assert_eq!(m1.status.node_ref.as_deref(), Some("c1-m-1"));
+        assert_eq!(
+            m1.status.addresses,
+            [MachineAddress {
+                kind: "InternalIP".into(),
+                address: "10.0.0.5".into()
+            }]
+        );
+        assert_eq!(m1.status.versions.kubelet, Some(v("v1.31.4")));
+        assert_eq!(m1.status.last_change, Some(ChangeMode::InPlace));
+        assert!(m1.status.last_updated.is_some());
+        let w2_read = store
+            .get_machine(&cid1, &machine_id(3).simple().to_string())
+            .await
+            .expect("by uuid, any uuid form");
+        assert_eq!(w2_read.name.as_str(), "w-2");
+        assert_eq!(w2_read.status.phase, MachinePhase::Failed);
+        assert_eq!(w2_read.status.error_reason.as_deref(), Some("CreateError"));
+        assert_eq!(w2_read.status.error_message.as_deref(), Some("no capacity"));
+        assert_eq!(w2_read.status.provider_id, None);
+        let in_c2 = store.get_machine(&cid2, "w-1").await.expect("c2's w-1");
+        assert_eq!(in_c2.uuid.0, machine_id(5));
+        assert!(matches!(
+            store.get_machine(&cid2, "w-2").await,
+            Err(StoreError::NotFound)
+        ));
+        assert!(
+            matches!(
+                store.get_machine(&cid2, &machine_id(1).to_string()).await,
+                Err(StoreError::NotFound)
+            ),
+            "another cluster's machine by uuid is not found"
+        );
+
+        // A machine goes with its node group and its cluster.
+        exec_all(&url, &[format!("DELETE FROM nodegroup WHERE uuid = '{w}'")]).await;
+        let got = list(all.clone(), first.clone(), scope("p1"))
+            .await
+            .expect("after delete");
+        assert_eq!(names(&got), ["m-1"]);
+    }
+);
+
+// A second machine of the same name in one cluster runs into the named constraint.
+contract!(
+    a_machine_name_is_unique_in_its_cluster,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = store
+            .create_cluster_template(&new_template("p1", spec("t1")), &[])
+            .await
+            .expect("template");
+        let (c1, sql) = cluster_fixture(
+            "p1",
+            "c1",
+            &t.uuid.to_string(),
+            "CREATE_COMPLETE",
+            &[("w", "worker", 2, "[]", "CREATE_COMPLETE", None)],
+        );
+        exec_all(&url, &sql).await;
+        let w = store
+            .get_nodegroup(&ClusterId(c1), "w")
+            .await
+            .expect("w")
+            .uuid;
+        let row = |n: u32| {
+            machine_fixture(
+                &machine_id(n).to_string(),
+                "w-1",
+                "worker",
+                "p1",
+                c1,
+                &w,
+                "Running",
+                None,
+                "{}",
+                "{}",
+            )
+        };
+        exec_all(&url, &[row(1)]).await;
+        let err = if url.starts_with("sqlite") {
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
+            sqlx::query(&row(2))
+                .execute(&pool)
+                .await
+                .expect_err("dup")
+                .to_string()
+        } else {
+            let pool = sqlx::PgPool::connect(&url).await.expect("pg");
+            sqlx::query(&row(2))
+                .execute(&pool)
+                .await
+                .expect_err("dup")
+                .to_string()
+        };
+        assert!(
+            err.contains("uniq_machine0cluster_id0name")
+                || err.contains("machine.cluster_id, machine.name"),
+            "{err}"
+        );
+    }
+);
+
+/// Migrates a fresh database up to (not including) the machine migration, writes clusters and
+/// node groups as they were, then lets the store migrate the rest: every node group gets
+/// `node_count` machines named by [`MachineName::for_nodegroup`]'s rule.
+async fn existing_nodegroups_get_their_machines(backend: Backend) {
+    use fleetyard::domain::machine::{MachineName, MachinePhase, MachineRole};
+    use fleetyard::store::MachineFilter;
+    let db = crate::helpers::TestDb::new(backend).await;
+    let (folder, url) = match backend {
+        Backend::Postgres => ("migrations", db.url.clone()),
+        Backend::Sqlite => ("migrations-sqlite", format!("{}?mode=rwc", db.url)),
+    };
+    let earlier = std::env::temp_dir().join(format!("fy-mig-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&earlier).expect("temp dir");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    for f in std::fs::read_dir(&source).expect("migrations") {
+        let path = f.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name < "20261127000011" {
+            std::fs::copy(&path, earlier.join(name)).expect("copy");
+        }
+    }
+    let migrator = sqlx::migrate::Migrator::new(earlier.as_path())
+        .await
+        .expect("migrator");
+    let c1 = "b1000000-0000-4000-8000-000000000001";
+    let c2 = "b1000000-0000-4000-8000-000000000002";
+    let groups = [
+        // uuid, name, cluster, role, count, flavor, image, labels, taints
+        (
+            "c0000000-0000-4000-8000-000000000001",
+            "default-master",
+            c1,
+            "master",
+            1,
+            "m1.small",
+            "img",
+            "{}",
+            "[]",
+        ),
+        (
+            "c0000000-0000-4000-8000-000000000002",
+            "default-worker",
+            c1,
+            "worker",
+            3,
+            "m1.large",
+            "img",
+            r#"{"tier": "gpu"}"#,
+            r#"[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]"#,
+        ),
+        (
+            "c0000000-0000-4000-8000-000000000003",
+            "GPU_Pool",
+            c1,
+            "gpu",
+            2,
+            "g1",
+            "img",
+            "{}",
+            "[]",
+        ),
+        (
+            "c0000000-0000-4000-8000-000000000004",
+            "empty",
+            c1,
+            "worker",
+            0,
+            "m1",
+            "img",
+            "{}",
+            "[]",
+        ),
+        (
+            "c0000000-0000-4000-8000-000000000005",
+            "default-worker",
+            c2,
+            "worker",
+            1,
+            "m1",
+            "img",
+            "{}",
+            "[]",
+        ),
+    ];
+    let mut sql = Vec::new();
+    for (c, name) in [(c1, "one"), (c2, "two")] {
+        sql.push(format!(
+            "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, \
+             created_at, registry_name) VALUES ('{c}', 'p', 'u', '{name}', \
+             '00000000-0000-4000-8000-00000000e7e7', 'CREATE_COMPLETE', CURRENT_TIMESTAMP, \
+             '{name}')"
+        ));
+    }
+    for (g, name, c, role, count, flavor, image, labels, taints) in groups {
+        sql.push(format!(
+            "INSERT INTO nodegroup (uuid, name, cluster_id, project_id, flavor_id, image_id, \
+             node_count, role, status, node_labels, node_taints, created_at) VALUES ('{g}', \
+             '{name}', '{c}', 'p', '{flavor}', '{image}', {count}, '{role}', 'CREATE_COMPLETE', \
+             '{labels}', '{taints}', CURRENT_TIMESTAMP)"
+        ));
+    }
+    match backend {
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&url).await.expect("pg");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for s in &sql {
+                sqlx::query(s).execute(&pool).await.expect(s);
+            }
+            pool.close().await;
+        }
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for s in &sql {
+                sqlx::query(s).execute(&pool).await.expect(s);
+            }
+            pool.close().await;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&earlier);
+    let store = fleetyard::store::connect(&db.url, 2).await.expect("store");
+    store.migrate().await.expect("the rest");
+
+    let all = MachineFilter::default();
+    let first = page(100, None, "id", SortDir::Asc);
+    let one = ClusterId(c1.parse().expect("uuid"));
+    let got = store
+        .list_machines(&one, &scope("p"), &all, &first)
+        .await
+        .expect("machines");
+    let names: Vec<String> = got.iter().map(|m| m.name.to_string()).collect();
+    let gpu = "nodegroup-c0000000-0000-4000-8000-000000000003";
+    assert_eq!(
+        names,
+        [
+            "default-master-1".to_string(),
+            "default-worker-1".into(),
+            "default-worker-2".into(),
+            "default-worker-3".into(),
+            format!("{gpu}-1"),
+            format!("{gpu}-2"),
+        ],
+        "node_count machines per group, in group then number order; none for an empty group"
+    );
+    for (m, (g, name, _, role, _, flavor, image, _, _)) in got.iter().zip([
+        groups[0], groups[1], groups[1], groups[1], groups[2], groups[2],
+    ]) {
+        assert_eq!(m.nodegroup_id.to_string(), g);
+        let expected_role = if role == "master" {
+            MachineRole::Master
+        } else {
+            MachineRole::Worker
+        };
+        assert_eq!(m.role, expected_role, "{}", m.name);
+        assert_eq!(m.project_id, "p");
+        assert_eq!(m.status.phase, MachinePhase::Running);
+        assert_eq!(m.spec.flavor.as_deref(), Some(flavor));
+        assert_eq!(m.spec.os_image.as_deref(), Some(image));
+        assert_eq!(
+            m.spec.versions.kubelet, None,
+            "not recorded before machines existed"
+        );
+        let n: u32 = m
+            .name
+            .as_str()
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("n");
+        assert_eq!(
+            m.name,
+            MachineName::for_nodegroup(name, g.parse().expect("uuid"), n),
+            "the domain's rule names it the same"
+        );
+    }
+    assert_eq!(got[1].spec.labels["tier"], "gpu");
+    assert_eq!(got[1].spec.taints[0].value.as_deref(), Some("yes"));
+    assert!(got[0].spec.taints.is_empty());
+    let uuids: std::collections::BTreeSet<_> = got.iter().map(|m| m.uuid).collect();
+    assert_eq!(uuids.len(), 6, "every machine its own uuid");
+
+    let two = ClusterId(c2.parse().expect("uuid"));
+    let got = store
+        .list_machines(&two, &scope("p"), &all, &first)
+        .await
+        .expect("machines of two");
+    let names: Vec<&str> = got.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["default-worker-1"],
+        "the same name in another cluster"
+    );
+    drop(store);
+}
+
+#[tokio::test]
+async fn existing_nodegroups_get_their_machines_on_postgres() {
+    existing_nodegroups_get_their_machines(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn existing_nodegroups_get_their_machines_on_sqlite() {
+    existing_nodegroups_get_their_machines(Backend::Sqlite).await;
 }
