@@ -63,6 +63,19 @@ async fn apply(app: &TestApp, name: &str, query: &str, body: &Value) -> Resp {
     .await
 }
 
+/// A cluster created by a server-side apply of `manager` (asserted 201).
+async fn created(app: &TestApp, name: &str, manager: &str, metadata: Value, addr: &str) -> Resp {
+    let r = apply(
+        app,
+        name,
+        &format!("fieldManager={manager}"),
+        &object(name, metadata, endpoint(addr)),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    r
+}
+
 /// The `fieldsV1` of `manager`'s entry (with `operation`), or null.
 fn fields_of(r: &Resp, manager: &str, operation: &str) -> Value {
     r.body["metadata"]["managedFields"]
@@ -104,18 +117,14 @@ async fn two_appliers_own_their_own_fields_side_by_side(
     #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
-    let r = apply(
+    let r = created(
         &app,
         "shared",
-        "fieldManager=alice",
-        &object(
-            "shared",
-            json!({"labels": {"a": "1"}}),
-            endpoint("10.5.0.1:6443"),
-        ),
+        "alice",
+        json!({"labels": {"a": "1"}}),
+        "10.5.0.1:6443",
     )
     .await;
-    assert_eq!(r.status, 201, "{}", r.text);
     let entries = r.body["metadata"]["managedFields"].clone();
     assert_eq!(entries.as_array().map(Vec::len), Some(1), "{}", r.text);
     assert_eq!(entries[0]["manager"], "alice");
@@ -280,18 +289,14 @@ async fn a_dropped_field_goes_unless_another_manager_owns_it(
     #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
-    let r = apply(
+    created(
         &app,
         "prune",
-        "fieldManager=alice",
-        &object(
-            "prune",
-            json!({"labels": {"mine": "1", "shared": "1"}, "annotations": {"note": "x"}}),
-            endpoint("10.5.0.4:6443"),
-        ),
+        "alice",
+        json!({"labels": {"mine": "1", "shared": "1"}, "annotations": {"note": "x"}}),
+        "10.5.0.4:6443",
     )
     .await;
-    assert_eq!(r.status, 201, "{}", r.text);
     let r = apply(
         &app,
         "prune",
@@ -335,18 +340,14 @@ async fn updates_patches_and_status_writes_record_their_managers(
     #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
-    let r = apply(
+    created(
         &app,
         "upd",
-        "fieldManager=kubectl",
-        &object(
-            "upd",
-            json!({"labels": {"env": "dev"}}),
-            endpoint("10.5.0.5:6443"),
-        ),
+        "kubectl",
+        json!({"labels": {"env": "dev"}}),
+        "10.5.0.5:6443",
     )
     .await;
-    assert_eq!(r.status, 201, "{}", r.text);
 
     // kubectl label: a merge patch by its manager takes the label it changes.
     let r = call(
@@ -557,18 +558,14 @@ async fn managed_fields_sent_on_an_update_are_its_base(
     #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
-    let r = apply(
+    let r = created(
         &app,
         "mf",
-        "fieldManager=kubectl",
-        &object(
-            "mf",
-            json!({"labels": {"env": "dev"}}),
-            endpoint("10.5.1.1:6443"),
-        ),
+        "kubectl",
+        json!({"labels": {"env": "dev"}}),
+        "10.5.1.1:6443",
     )
     .await;
-    assert_eq!(r.status, 201, "{}", r.text);
 
     // A PUT carrying a list of its own: that list, then the PUT's manager for what it changed.
     let mut body = r.body.clone();
@@ -825,18 +822,14 @@ async fn past_ten_update_managers_the_oldest_become_ancient_changes(
     #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
-    let r = apply(
+    let r = created(
         &app,
         "cap",
-        "fieldManager=applier",
-        &object(
-            "cap",
-            json!({"labels": {"base": "1"}}),
-            endpoint("10.5.1.6:6443"),
-        ),
+        "applier",
+        json!({"labels": {"base": "1"}}),
+        "10.5.1.6:6443",
     )
     .await;
-    assert_eq!(r.status, 201, "{}", r.text);
     let mut last = r;
     for i in 0..11 {
         last = call(
