@@ -16,6 +16,7 @@ mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
+mod machine_writes;
 mod machines;
 mod nodegroups;
 mod outbox;
@@ -39,7 +40,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
+use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
@@ -269,6 +270,10 @@ pub trait ResourceStore: Send + Sync {
     ) -> StoreResult<Vec<Machine>>;
     /// A machine of a cluster by uuid or name.
     async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine>;
+    /// Every machine of a node group (being deleted or not), in id order.
+    async fn nodegroup_machines(&self, nodegroup: &NodeGroupId) -> StoreResult<Vec<Machine>>;
+    /// Every machine of the clusters, in id order.
+    async fn cluster_machines(&self, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>>;
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>>;
     /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.
     async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>>;

@@ -26,7 +26,7 @@ use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::machine::Machine;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
+use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
 /// The store over a PostgreSQL or SQLite pool ([`super::PgStore`], [`super::SqliteStore`]).
 pub struct SqlStore {
@@ -160,6 +160,14 @@ impl ResourceStore for SqlStore {
 
     async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine> {
         machines::get(&self.pool, cluster_uuid, ident).await
+    }
+
+    async fn nodegroup_machines(&self, nodegroup: &NodeGroupId) -> StoreResult<Vec<Machine>> {
+        machines::of_nodegroup(&self.pool, nodegroup).await
+    }
+
+    async fn cluster_machines(&self, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>> {
+        machines::of_clusters(&self.pool, clusters).await
     }
 
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>> {
