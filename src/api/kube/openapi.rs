@@ -477,6 +477,8 @@ mod tests {
                     format!("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}", registry_doc().hash)},
                 "apis/multicluster.x-k8s.io/v1alpha1": {"serverRelativeURL":
                     format!("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1?hash={}", multicluster_doc().hash)},
+                "apis/cluster.k8s.io/v1alpha1": {"serverRelativeURL":
+                    format!("/openapi/v3/apis/cluster.k8s.io/v1alpha1?hash={}", served("apis/cluster.k8s.io/v1alpha1").hash)},
                 "apis/authorization.k8s.io/v1": {"serverRelativeURL":
                     format!("/openapi/v3/apis/authorization.k8s.io/v1?hash={}", served("apis/authorization.k8s.io/v1").hash)},
                 "apis/authentication.k8s.io/v1": {"serverRelativeURL":

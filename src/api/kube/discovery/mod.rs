@@ -536,6 +536,11 @@ mod tests {
                    "resource":"clusterprofiles","singularResource":"clusterprofile","scope":"Namespaced",
                    "responseKind":{"group":"multicluster.x-k8s.io","version":"v1alpha1","kind":"ClusterProfile"},
                    "verbs":["get","list","watch"]}]}]},
+                {"metadata":{"name":"cluster.k8s.io","creationTimestamp":null},
+                 "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
+                   "resource":"machines","singularResource":"machine","scope":"Namespaced",
+                   "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"},
+                   "verbs":["get","list"]}]}]},
                 {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1","freshness":"Current","resources":[{
                    "resource":"selfsubjectaccessreviews","singularResource":"selfsubjectaccessreview",
