@@ -888,3 +888,66 @@ async fn kubectl_gets_explains_and_discovers_machines() {
         "{out}\n{err}"
     );
 }
+
+#[rstest]
+#[tokio::test]
+async fn a_name_shared_by_two_machines_gets_the_longer_cluster_and_a_long_name_is_the_uuid(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let h = app.headers.clone();
+    cluster_with_machines(&app, &h, "a", &[worker("b-1")]).await;
+    let ab = cluster_with_machines(&app, &h, "a-b", &[worker("1")]).await;
+    let list = get(&app, &format!("{BASE}/namespaces/project-a/machines")).await;
+    assert_eq!(sorted(names(&list)), strings(&["a-b-1", "a-b-1"]));
+    let r = get(&app, &format!("{BASE}/namespaces/project-a/machines/a-b-1")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["ownerReferences"][0]["uid"], json!(ab));
+    assert_eq!(
+        r.body["metadata"]["annotations"]["fleetyard.openstack.org/machine-name"],
+        "1"
+    );
+
+    let cluster = "c".repeat(200);
+    let machine = format!("w{}", "1".repeat(60));
+    cluster_with_machines(&app, &h, &cluster, &[worker(&machine)]).await;
+    // Too long a registry name for a label value: no cluster label, so `!` selects it.
+    let r = get(
+        &app,
+        &format!(
+            "{BASE}/namespaces/project-a/machines?labelSelector=%21cluster.k8s.io%2Fcluster-name"
+        ),
+    )
+    .await;
+    assert_eq!(names(&r).len(), 1, "{}", r.text);
+    let name = names(&r).pop().unwrap_or_default();
+    let item = &r.body["items"][0];
+    let uid = item["metadata"]["uid"].as_str().unwrap_or("");
+    assert_eq!(name, format!("machine-{uid}"), "{}", r.text);
+    assert_eq!(
+        item["metadata"]["labels"],
+        json!({"fleetyard.openstack.org/nodegroup": "default-worker"})
+    );
+    assert_eq!(
+        item["metadata"]["ownerReferences"][0]["name"],
+        json!(cluster)
+    );
+    let r = get(
+        &app,
+        &format!(
+            "{BASE}/namespaces/project-a/machines?labelSelector=cluster.k8s.io%2Fcluster-name"
+        ),
+    )
+    .await;
+    assert_eq!(names(&r).len(), 2, "{}", r.text);
+    let one = get(
+        &app,
+        &format!("{BASE}/namespaces/project-a/machines/{name}"),
+    )
+    .await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    assert_eq!(
+        one.body["metadata"]["annotations"]["fleetyard.openstack.org/machine-name"],
+        json!(machine)
+    );
+}

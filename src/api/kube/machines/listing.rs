@@ -44,7 +44,8 @@ fn narrow(f: &mut NameFilter, values: &[String]) {
 
 /// The store's cluster and node-group filters of a label selector. A requirement another
 /// label must meet (`=`, `in`, exists, `>`/`<`) keeps nothing: a machine carries no other
-/// label.
+/// label. (A selector's values are label values, so a name that is none, and is therefore no
+/// label, is never one of them.)
 pub(super) fn name_filters(sel: &LabelSelector) -> (NameFilter, NameFilter) {
     let mut clusters = NameFilter::default();
     let mut groups = NameFilter::default();
@@ -67,8 +68,8 @@ pub(super) fn name_filters(sel: &LabelSelector) -> (NameFilter, NameFilter) {
             Op::In(vs) => narrow(f, vs),
             Op::NotEquals(v) => f.not.push(v.clone()),
             Op::NotIn(vs) => f.not.extend(vs.iter().cloned()),
-            Op::DoesNotExist => f.only = Some(Vec::new()),
-            Op::Exists | Op::GreaterThan(_) | Op::LessThan(_) => {}
+            // A name that is no label value is no label: left to the check of each object.
+            Op::DoesNotExist | Op::Exists | Op::GreaterThan(_) | Op::LessThan(_) => {}
         }
     }
     (clusters, groups)
@@ -235,7 +236,7 @@ mod tests {
         assert_eq!(c.not, vec!["a".to_string()]);
         assert_eq!(g.not, vec!["x".to_string(), "y".to_string()]);
         let (_, g) = filters("!fleetyard.openstack.org/nodegroup");
-        assert!(g.keeps_nothing());
+        assert_eq!(g, NameFilter::default());
     }
 
     #[test]

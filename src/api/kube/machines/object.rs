@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::api::kube::objects::{ObjectMeta, OwnerReference};
 use crate::api::kube::status::MACHINES;
 use crate::api::kube::view::meta_time;
+use crate::domain::kube_names::is_label_value;
 use crate::domain::machine::{MachineSpec, MachineStatus, MachineVersions};
 use crate::store::MachineEntry;
 
@@ -71,12 +72,17 @@ pub fn pick(entries: Vec<MachineEntry>, name: &str) -> Option<MachineEntry> {
         .max_by_key(|e| e.cluster_name.len())
 }
 
-/// The labels of a machine's object.
+/// The labels of a machine's object: its cluster's registry name and its node group's name,
+/// each when it is a label value (at most 63 characters, and the label value's characters).
 pub fn labels(e: &MachineEntry) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (CLUSTER_LABEL.to_string(), e.cluster_name.clone()),
-        (NODEGROUP_LABEL.to_string(), e.nodegroup_name.clone()),
-    ])
+    [
+        (CLUSTER_LABEL, &e.cluster_name),
+        (NODEGROUP_LABEL, &e.nodegroup_name),
+    ]
+    .into_iter()
+    .filter(|(_, v)| is_label_value(v))
+    .map(|(k, v)| (k.to_string(), v.clone()))
+    .collect()
 }
 
 /// A `Machine`.
@@ -240,7 +246,7 @@ pub fn machine(e: &MachineEntry, resource_version: i64) -> Machine {
             uid: Some(m.uuid.to_string()),
             resource_version: Some(resource_version.to_string()),
             creation_timestamp: Some(meta_time(m.created_at)),
-            labels: Some(labels(e)),
+            labels: Some(labels(e)).filter(|l| !l.is_empty()),
             annotations: Some(BTreeMap::from([(
                 MACHINE_NAME_ANNOTATION.to_string(),
                 m.name.to_string(),
