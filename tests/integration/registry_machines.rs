@@ -815,6 +815,14 @@ async fn kubectl_gets_explains_and_discovers_machines() {
     assert_eq!(rows.len(), 1, "{out}");
     assert!(rows[0].starts_with("beta-default-worker-1 "), "{out}");
 
+    let out = k.ok(&["get", "machines", "-A"]).await;
+    assert!(out.starts_with("NAMESPACE"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("project-a ")).count(),
+        4,
+        "{out}"
+    );
+
     let out = k.ok(&["get", "machines", "-o", "wide"]).await;
     let header: Vec<&str> = out
         .lines()
