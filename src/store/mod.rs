@@ -16,6 +16,7 @@ mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
+mod machine_listing;
 mod machine_writes;
 mod machines;
 mod nodegroups;
@@ -44,6 +45,7 @@ use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
+pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
 pub use machines::{MachineFilter, MACHINE_SORT_KEYS};
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
@@ -480,6 +482,17 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     ) -> StoreResult<Option<i64>>;
     /// The projects that have clusters, in order, at most `limit` (the registry's namespaces).
     async fn registry_projects(&self, limit: u32) -> StoreResult<Vec<String>>;
+    /// A page of machines (the Kubernetes face's `machines`) in (project, cluster, id) order,
+    /// with their clusters' registry names and node groups' names, filtered by those names.
+    async fn machine_page(&self, page: &MachinePage) -> StoreResult<Vec<MachineEntry>>;
+    /// The machines of `project` that are one of `pairs` (cluster registry name, machine name)
+    /// or have the uuid `uuid`.
+    async fn machines_by_names(
+        &self,
+        project: &str,
+        pairs: &[(String, String)],
+        uuid: Option<&str>,
+    ) -> StoreResult<Vec<MachineEntry>>;
     /// The latest resourceVersion, and the highest one pruned from the change log.
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)>;
     /// Drops changes older than `keep_seconds` (never the latest); returns how many.

@@ -36,6 +36,7 @@ mod quotas_stats_services;
 mod registry_apply;
 mod registry_kubectl;
 mod registry_kubectl_versions;
+mod registry_machines;
 mod registry_reviews;
 mod registry_schema;
 mod registry_semantics;
