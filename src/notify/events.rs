@@ -435,6 +435,46 @@ pub fn nodegroup_event(
     )
 }
 
+/// The `machine_data` attachment: the machine's identity, spec and last reported status.
+pub fn machine_content(m: &crate::domain::machine::Machine) -> Value {
+    json!({
+        "name": m.name.as_str(),
+        "cluster_id": m.cluster_id.to_string(),
+        "nodegroup_id": m.nodegroup_id.to_string(),
+        "project_id": m.project_id,
+        "role": m.role.as_str(),
+        "phase": m.status.phase.as_str(),
+        "provider_id": m.status.provider_id,
+        "node_ref": m.status.node_ref,
+        "spec": m.spec,
+        "versions": m.status.versions,
+        "created_at": attachment_timestamp(Some(m.created_at)),
+        "updated_at": attachment_timestamp(m.updated_at),
+    })
+}
+
+/// A machine event (`magnum.machine.<action>`).
+pub fn machine_event(
+    host: &str,
+    action: Action,
+    outcome: Outcome,
+    m: &crate::domain::machine::Machine,
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    build(
+        host,
+        action,
+        outcome,
+        Target {
+            resource_type: "machine",
+            uuid: m.uuid.to_string(),
+            name: m.name.to_string(),
+            content: machine_content(m),
+        },
+        initiator,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

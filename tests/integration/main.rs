@@ -25,6 +25,7 @@ mod keystone;
 mod kubernetes_driver;
 mod lifecycle;
 mod machine_counts;
+mod machine_delete;
 mod metrics;
 mod noauth_identity;
 mod node_limit;

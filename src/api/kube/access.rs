@@ -54,6 +54,7 @@ pub const IMPERSONATE: Access = access("registry:impersonate", "impersonate");
 /// project's across namespaces for an admin that `machine:get_all_all_projects` also allows).
 pub const MACHINE_GET: Access = access("machine:get", "get");
 pub const MACHINE_LIST: Access = access("machine:get_all", "list");
+pub const MACHINE_DELETE: Access = access("machine:delete", "delete");
 /// What an admin's list across namespaces also needs to show every project's machines.
 pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
 
@@ -100,6 +101,7 @@ pub static GRANTS: &[Grant] = &[
     grant(&CLUSTER_PROFILES, "", WATCH),
     grant(&MACHINES, "", MACHINE_GET),
     grant(&MACHINES, "", MACHINE_LIST),
+    grant(&MACHINES, "", MACHINE_DELETE),
     grant(&KUBECONFIG, "", EXPORT),
 ];
 

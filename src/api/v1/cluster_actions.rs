@@ -23,6 +23,7 @@ use crate::domain::job::JobPayload;
 use crate::domain::machine::count;
 use crate::domain::status::{ClusterStatus, Verb};
 use crate::domain::template::ClusterTemplate;
+use crate::domain::MachineId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::Write;
 
@@ -135,58 +136,87 @@ pub(super) async fn resize(
             let machines = state.store.nodegroup_machines(&ng.uuid).await?;
             count::resolve(&machines, &nodes_to_remove, &ng.name).map_err(ApiError::BadRequest)?
         };
-        let mut next = c.clone();
-        next.begin(Verb::Update);
-        let mut ng_next = ng.clone();
-        ng_next.node_count = node_count;
-        ng_next.begin(Verb::Update);
-        let job = state.job(
-            JobPayload::ClusterResize {
-                nodegroup: ng.uuid,
-                old_node_count: ng.node_count,
-                node_count,
-                nodes_to_remove: nodes_to_remove.clone(),
-            },
-            c.uuid,
-            driver.name(),
-        );
-        let event_ngs: Vec<NodeGroup> = ngs
-            .iter()
-            .map(|n| {
-                if n.id == ng.id {
-                    ng_next.clone()
-                } else {
-                    n.clone()
-                }
-            })
-            .collect();
-        let writes = vec![
-            Write::update_cluster(&next),
-            // The named machines first: the node count then takes these, not the newest.
-            Write::RemoveMachines {
-                nodegroup: ng.uuid,
-                machines: remove.clone(),
-            },
-            Write::update_nodegroup(&ng_next),
-            Write::job(job),
-            Write::event(events::cluster_event(
-                &state.settings.default.host,
-                Action::Update,
-                Outcome::Pending,
-                &next,
-                &event_ngs,
-                Some(&initiator(&ctx)),
-            )),
-        ];
+        let change = NodeCountChange {
+            nodegroup: &ng,
+            node_count,
+            nodes_to_remove: nodes_to_remove.clone(),
+            remove,
+        };
+        let writes = resize_writes(&state, &ctx, &c, &ngs, change, driver.name());
         super::commit_accepted(&state, &writes, c.uuid).await
     })
     .await
 }
 
+/// A node group's new count, with the machines that go first (resolved) and the names the
+/// driver gets for them.
+pub(crate) struct NodeCountChange<'a> {
+    pub nodegroup: &'a NodeGroup,
+    pub node_count: i32,
+    pub nodes_to_remove: Vec<String>,
+    pub remove: Vec<MachineId>,
+}
+
+/// What a resize commits: the cluster and node group in `UPDATE_IN_PROGRESS` with the new
+/// count, the named machines marked first (the count then takes these, not the newest), the
+/// resize job and the pending update notification. A machine's delete commits the same.
+pub(crate) fn resize_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    ngs: &[NodeGroup],
+    change: NodeCountChange<'_>,
+    driver: &str,
+) -> Vec<Write> {
+    let ng = change.nodegroup;
+    let mut next = c.clone();
+    next.begin(Verb::Update);
+    let mut ng_next = ng.clone();
+    ng_next.node_count = change.node_count;
+    ng_next.begin(Verb::Update);
+    let job = state.job(
+        JobPayload::ClusterResize {
+            nodegroup: ng.uuid,
+            old_node_count: ng.node_count,
+            node_count: change.node_count,
+            nodes_to_remove: change.nodes_to_remove,
+        },
+        c.uuid,
+        driver,
+    );
+    let event_ngs: Vec<NodeGroup> = ngs
+        .iter()
+        .map(|n| {
+            if n.id == ng.id {
+                ng_next.clone()
+            } else {
+                n.clone()
+            }
+        })
+        .collect();
+    vec![
+        Write::update_cluster(&next),
+        Write::RemoveMachines {
+            nodegroup: ng.uuid,
+            machines: change.remove,
+        },
+        Write::update_nodegroup(&ng_next),
+        Write::job(job),
+        Write::event(events::cluster_event(
+            &state.settings.default.host,
+            Action::Update,
+            Outcome::Pending,
+            &next,
+            &event_ngs,
+            Some(&initiator(ctx)),
+        )),
+    ]
+}
+
 /// Whether node group `ng` of `c` may go to `node_count` now: a master group only where the
 /// driver resizes masters (to a size it accepts), a worker group within its bounds, the
 /// cluster complete or in (or after) an update.
-fn check_resize(
+pub(crate) fn check_resize(
     c: &Cluster,
     ng: &NodeGroup,
     node_count: i32,

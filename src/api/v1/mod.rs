@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod federation_delete;
 pub mod federations;
 pub mod lookup;
+pub mod machine_delete;
 pub mod mservices;
 pub mod nodegroup_delete;
 pub mod nodegroups;

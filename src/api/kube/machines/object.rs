@@ -18,7 +18,7 @@ use crate::api::kube::objects::{ObjectMeta, OwnerReference};
 use crate::api::kube::status::MACHINES;
 use crate::api::kube::view::meta_time;
 use crate::domain::kube_names::is_label_value;
-use crate::domain::machine::{MachineSpec, MachineStatus, MachineVersions};
+use crate::domain::machine::{MachinePhase, MachineSpec, MachineStatus, MachineVersions};
 use crate::store::MachineEntry;
 
 /// The label naming a machine's cluster (its registry name), as Cluster API names it.
@@ -252,6 +252,9 @@ pub fn machine(e: &MachineEntry, resource_version: i64) -> Machine {
                 m.name.to_string(),
             )])),
             owner_references: Some(vec![owner]),
+            // A machine being deleted shows since when, as any object a delete waits on.
+            deletion_timestamp: (m.status.phase == MachinePhase::Deleting)
+                .then(|| meta_time(m.updated_at.unwrap_or(m.created_at))),
             ..ObjectMeta::default()
         },
         spec: spec(&m.spec),
