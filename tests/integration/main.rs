@@ -24,6 +24,7 @@ mod jwt_attacks;
 mod keystone;
 mod kubernetes_driver;
 mod lifecycle;
+mod machines;
 mod metrics;
 mod noauth_identity;
 mod node_limit;

@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod federation_delete;
 pub mod federations;
 pub mod lookup;
+pub mod machines;
 pub mod mservices;
 pub mod nodegroup_delete;
 pub mod nodegroups;
@@ -47,6 +48,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     web::scope("/{cluster_ident}")
                         .configure(clusters::configure_one)
                         .configure(nodegroups::configure)
+                        .configure(machines::configure)
                         .configure(retry_actions::configure_nodegroup),
                 ),
         )
