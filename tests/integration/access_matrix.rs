@@ -838,21 +838,29 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
     );
     drain(&pki.conductor).await;
     // A machine of A's own node group (no other row changes that group's nodes) and one of
-    // B's, written as rows.
-    let a_machine = "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c01";
-    let b_machine = "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c02";
-    insert_machines(
-        &app.db.url,
-        &[
-            (
-                a_machine,
-                "a-machine",
-                "project-a",
-                &cl("a-cluster"),
-                &ngs["a-ng"],
-            ),
-            (b_machine, "b-machine", "project-b", &bc, &b_ng),
-        ],
+    // B's: the group's own when it has one, else a row written for it.
+    let a_machine = machine_of(
+        app,
+        a,
+        &cl("a-cluster"),
+        &ngs["a-ng"],
+        (
+            "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c01",
+            "a-machine",
+            "project-a",
+        ),
+    )
+    .await;
+    let b_machine = machine_of(
+        app,
+        b,
+        &bc,
+        &b_ng,
+        (
+            "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c02",
+            "b-machine",
+            "project-b",
+        ),
     )
     .await;
 
@@ -867,7 +875,7 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (FED, obj(&f, "a-fed")),
         (MEMBER, obj(&cl("a-joiner"), "a-joiner")),
         (UPGRADE, obj(&t_next, "a-template-next")),
-        (MC, obj(a_machine, "a-machine")),
+        (MC, obj(&a_machine.0, &a_machine.1)),
     ]);
     let spare = BTreeMap::from([
         (CT, obj(&t_spare, "a-template-spare")),
@@ -882,7 +890,7 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (FED, bf),
         (MEMBER, bc),
         (UPGRADE, bt),
-        (MC, b_machine.to_string()),
+        (MC, b_machine.0),
     ]);
     // What `openstack coe cluster config` and Horizon's Get Cluster Config send (CN=admin,
     // O=system:masters): the default policy signs it for the cluster's members, as Magnum does.
@@ -909,20 +917,37 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
     }
 }
 
-/// Machine rows `(uuid, name, project, cluster, node group)`, Running, as SQL on either backend.
-async fn insert_machines(url: &str, machines: &[(&str, &str, &str, &str, &str)]) {
-    let statements: Vec<String> = machines
-        .iter()
-        .map(|(uuid, name, project, cluster, group)| {
-            format!(
-                "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, \
-                 spec, phase, status, created_at) VALUES ('{uuid}', '{name}', 'worker', \
-                 '{project}', '{cluster}', '{group}', '{{}}', 'Running', '{{}}', \
-                 CURRENT_TIMESTAMP)"
-            )
-        })
-        .collect();
-    crate::helpers::exec_sql(url, &statements).await;
+/// A machine of `group` of `cluster` as `h` lists it (uuid, name): its first, or, when it has
+/// none, a Running worker row written as SQL with `fallback`'s (uuid, name, project).
+async fn machine_of(
+    app: &TestApp,
+    h: &HeaderMap,
+    cluster: &str,
+    group: &str,
+    fallback: (&str, &str, &str),
+) -> (String, String) {
+    let listed = app
+        .get_as(
+            &format!("/v1/clusters/{cluster}/machines?nodegroup={group}&limit=1"),
+            h,
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    if let Some(m) = listed.body["machines"].get(0) {
+        let text = |k: &str| m[k].as_str().expect(k).to_string();
+        return (text("uuid"), text("name"));
+    }
+    let (uuid, name, project) = fallback;
+    crate::helpers::exec_sql(
+        &app.db.url,
+        &[format!(
+            "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
+             phase, status, created_at) VALUES ('{uuid}', '{name}', 'worker', '{project}', \
+             '{cluster}', '{group}', '{{}}', 'Running', '{{}}', CURRENT_TIMESTAMP)"
+        )],
+    )
+    .await;
+    (uuid.to_string(), name.to_string())
 }
 
 // ================================================================================================
