@@ -9,8 +9,9 @@ use crate::domain::federation::Federation;
 use crate::domain::job::retry::unblock;
 use crate::domain::job::{Job, JobPayload, JobResource, NextStep, Operation};
 use crate::domain::leftover::{delete_failed_reason, Leftover};
+use crate::domain::machine::{Machine, MachinePhase, MachineStatus};
 use crate::domain::status::Verb;
-use crate::domain::NodeGroupId;
+use crate::domain::{MachineId, NodeGroupId};
 use crate::drivers::{ClusterContext, ClusterObservation, DriverError, Phase, Progress, Resize};
 use crate::notify::events::{self, Action, Outcome as EventOutcome};
 use crate::store::{StoreError, StoreResult, Write};
@@ -90,8 +91,15 @@ pub(super) fn now() -> chrono::DateTime<Utc> {
     crate::store::sql::now()
 }
 
-/// Copies what the backend reported onto the cluster and its node groups.
-pub(crate) fn apply_observation(c: &mut Cluster, ngs: &mut [NodeGroup], obs: &ClusterObservation) {
+/// Copies what the backend reported onto the cluster and its node groups; the statuses of the
+/// machines it reported on that changed come back as one write. A node group whose machines
+/// were reported on lists their addresses (each one's first) as its `node_addresses`.
+pub(crate) fn apply_observation(
+    c: &mut Cluster,
+    ngs: &mut [NodeGroup],
+    obs: &ClusterObservation,
+    machines: &[Machine],
+) -> Option<Write> {
     if obs.stack_id.is_some() {
         c.stack_id = obs.stack_id.clone();
     }
@@ -114,7 +122,34 @@ pub(crate) fn apply_observation(c: &mut Cluster, ngs: &mut [NodeGroup], obs: &Cl
                 ng.stack_id = c.stack_id.clone();
             }
         }
+        let reported: Vec<String> = machines
+            .iter()
+            .filter(|m| m.nodegroup_id == ng.uuid && m.status.phase != MachinePhase::Deleting)
+            .filter_map(|m| obs.machines.get(&m.uuid))
+            .filter_map(|o| o.addresses.first().map(|a| a.address.clone()))
+            .collect();
+        if !reported.is_empty() {
+            ng.node_addresses = reported;
+        }
     }
+    let changed: Vec<(MachineId, MachineStatus)> = machines
+        .iter()
+        .filter_map(|m| {
+            let o = obs.machines.get(&m.uuid)?;
+            let mut next = m.status.clone();
+            next.provider_id = o.provider_id.clone();
+            next.node_ref = o.node_ref.clone();
+            next.addresses = o.addresses.clone();
+            next.versions = o.versions.clone();
+            next.error_reason = o.error_reason.clone();
+            next.error_message = o.error_message.clone();
+            (next != m.status).then(|| {
+                next.last_updated = Some(now());
+                (m.uuid, next)
+            })
+        })
+        .collect();
+    (!changed.is_empty()).then_some(Write::ObserveMachines(changed))
 }
 
 /// Moves the cluster and its in-progress node groups to their complete states.
@@ -167,6 +202,13 @@ pub(crate) fn cluster_writes(
     // node group write computed from a stale view fails instead of overwriting a newer one.
     if !writes.is_empty() && *c == before.cluster {
         writes.insert(0, Write::update_cluster(c));
+    }
+    // The operation ended: the machines it removed go, the ones it made run (or failed).
+    if before.cluster.status.is_in_progress() && !c.status.is_in_progress() {
+        writes.push(Write::SettleMachines {
+            cluster: c.uuid,
+            failed: c.status.is_failed(),
+        });
     }
     writes
 }
@@ -470,9 +512,10 @@ impl Conductor {
             Ok(Progress::Started(obs)) => {
                 let mut c = ctx.cluster.clone();
                 let mut ngs = ctx.nodegroups.clone();
-                apply_observation(&mut c, &mut ngs, obs);
+                let seen = apply_observation(&mut c, &mut ngs, obs, &ctx.machines);
                 unblock(&mut c, &mut ngs);
                 let mut writes = cluster_writes(ctx, &c, &ngs);
+                writes.extend(seen);
                 writes.push(self.finish(job, false, None));
                 let outcome = Outcome::Started {
                     operation: op,
@@ -541,10 +584,11 @@ impl Conductor {
     ) -> (Vec<Write>, Outcome) {
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
+        let mut seen = None;
         let error = match result {
             Ok(Progress::Done(obs) | Progress::Started(obs)) => {
                 if obs.phase != Phase::Gone {
-                    apply_observation(&mut c, &mut ngs, obs);
+                    seen = apply_observation(&mut c, &mut ngs, obs, &ctx.machines);
                 }
                 None
             }
@@ -552,6 +596,7 @@ impl Conductor {
         };
         unblock(&mut c, &mut ngs);
         let mut writes = cluster_writes(ctx, &c, &ngs);
+        writes.extend(seen);
         writes.push(self.finish(job, error.is_some(), error));
         let outcome = Outcome::Completed {
             operation: job.operation,
@@ -592,7 +637,7 @@ impl Conductor {
         let verb = verb_of(job.operation);
         let mut c = ctx.cluster.clone();
         let mut ngs = ctx.nodegroups.clone();
-        apply_observation(&mut c, &mut ngs, obs);
+        let seen = apply_observation(&mut c, &mut ngs, obs, &ctx.machines);
         if let JobPayload::NodegroupDelete { nodegroup, .. } = &job.payload {
             if let Some(ng) = ngs.iter_mut().find(|n| n.uuid == *nodegroup) {
                 ng.status = Verb::Delete.complete();
@@ -600,6 +645,7 @@ impl Conductor {
         }
         complete(&mut c, &mut ngs, verb);
         let mut writes = cluster_writes(ctx, &c, &ngs);
+        writes.extend(seen);
         writes.push(Write::event(events::cluster_event(
             &self.host,
             action_of(verb),
@@ -647,6 +693,17 @@ impl Conductor {
         }
         fail(&mut c, &mut ngs, verb, reason);
         let mut writes = cluster_writes(ctx, &c, &ngs);
+        // The node count went back: so do the machines the change was removing.
+        if let JobPayload::ClusterUpdate { nodegroup, .. }
+        | JobPayload::ClusterResize { nodegroup, .. } = &job.payload
+        {
+            writes.insert(
+                0,
+                Write::ReviveMachines {
+                    nodegroup: *nodegroup,
+                },
+            );
+        }
         let event = if verb == Verb::Delete {
             events::cluster_delete_failed_event(&self.host, &c, &ngs, leftovers)
         } else {

@@ -113,7 +113,7 @@ impl Conductor {
         Duration::from_secs(self.settings.lease_seconds.max(1))
     }
 
-    /// A cluster with its node groups and template, as drivers see it.
+    /// A cluster with its node groups, machines and template, as drivers see it.
     pub(crate) async fn context(
         &self,
         cluster: Cluster,
@@ -129,12 +129,14 @@ impl Conductor {
             .ok_or_else(|| {
                 StoreError::Corrupt(format!("cluster {} has no template", cluster.uuid))
             })?;
+        let machines = self.store.cluster_machines(&[cluster.uuid]).await?;
         Ok(ClusterContext {
             attempt,
             cluster,
             nodegroups,
             template,
             ca: None,
+            machines,
         })
     }
 

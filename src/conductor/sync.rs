@@ -30,10 +30,13 @@ pub struct SyncReport {
 }
 
 impl Conductor {
-    /// Contexts for many clusters with two queries (node groups and templates).
+    /// Contexts for many clusters with two queries (node groups and templates), and a third
+    /// for their machines when `with_machines` (status polls report on them; health polls do
+    /// not, and leave them empty).
     pub(crate) async fn contexts_for(
         &self,
         clusters: Vec<Cluster>,
+        with_machines: bool,
     ) -> StoreResult<Vec<ClusterContext>> {
         let uuids: Vec<ClusterId> = clusters.iter().map(|c| c.uuid).collect();
         let mut template_ids: Vec<TemplateId> =
@@ -43,6 +46,15 @@ impl Conductor {
         let mut by_cluster: BTreeMap<ClusterId, Vec<_>> = BTreeMap::new();
         for ng in self.store.nodegroups_of(&uuids).await? {
             by_cluster.entry(ng.cluster_id).or_default().push(ng);
+        }
+        let mut machines: BTreeMap<ClusterId, Vec<_>> = BTreeMap::new();
+        let listed = if with_machines {
+            self.store.cluster_machines(&uuids).await?
+        } else {
+            Vec::new()
+        };
+        for m in listed {
+            machines.entry(m.cluster_id).or_default().push(m);
         }
         let templates: BTreeMap<TemplateId, _> = self
             .store
@@ -57,12 +69,14 @@ impl Conductor {
                 continue;
             };
             let nodegroups = by_cluster.remove(&c.uuid).unwrap_or_default();
+            let machines = machines.remove(&c.uuid).unwrap_or_default();
             out.push(ClusterContext {
                 attempt: 1,
                 cluster: c,
                 nodegroups,
                 template,
                 ca: None,
+                machines,
             });
         }
         Ok(out)
@@ -101,7 +115,7 @@ impl Conductor {
                 .await?
                 .into_iter()
                 .collect();
-            let contexts = self.contexts_for(idle).await?;
+            let contexts = self.contexts_for(idle, true).await?;
             report.polled += contexts.len();
             let deadlines = &deadlines;
             let changed: Vec<bool> = stream::iter(contexts)
@@ -195,6 +209,7 @@ impl Conductor {
                 .commit_sync(vec![Write::DeleteCluster { uuid: c.uuid }, Write::event(e)])
                 .await;
         }
+        let mut seen = None;
         let ended = match &obs.phase {
             Phase::Gone => {
                 let reason = "The backend no longer has this cluster.";
@@ -202,7 +217,7 @@ impl Conductor {
                 Some(EventOutcome::Failure)
             }
             Phase::Complete => {
-                apply_observation(&mut c, &mut ngs, &obs);
+                seen = apply_observation(&mut c, &mut ngs, &obs, &ctx.machines);
                 for ng in ngs
                     .iter_mut()
                     .filter(|n| n.status == ClusterStatus::DeleteInProgress)
@@ -213,16 +228,17 @@ impl Conductor {
                 Some(EventOutcome::Success)
             }
             Phase::Failed(reason) => {
-                apply_observation(&mut c, &mut ngs, &obs);
+                seen = apply_observation(&mut c, &mut ngs, &obs, &ctx.machines);
                 fail(&mut c, &mut ngs, verb, reason);
                 Some(EventOutcome::Failure)
             }
             Phase::InProgress => {
-                apply_observation(&mut c, &mut ngs, &obs);
+                seen = apply_observation(&mut c, &mut ngs, &obs, &ctx.machines);
                 None
             }
         };
         let mut writes = cluster_writes(&ctx, &c, &ngs);
+        writes.extend(seen);
         if let Some(outcome) = ended {
             writes.push(Write::event(events::cluster_event(
                 &self.host,
@@ -404,7 +420,7 @@ impl Conductor {
                     !healer && !c.status.is_in_progress() && c.status.is_complete_like()
                 })
                 .collect();
-            for ctx in self.contexts_for(polled).await? {
+            for ctx in self.contexts_for(polled, false).await? {
                 let name = ctx.template.spec.driver.as_deref().unwrap_or_default();
                 if probed.iter().any(|d| d == name) {
                     continue;

@@ -24,14 +24,18 @@ use chrono::Utc;
 
 use super::{
     Capabilities, ClusterContext, ClusterObservation, Driver, DriverError, DriverResult,
-    FederationContext, FederationProgress, HealthObservation, MemberChange, NodeGroupObservation,
-    Phase, Progress, Provides, Resize,
+    FederationContext, FederationProgress, HealthObservation, MachineObservation, MemberChange,
+    NodeGroupObservation, Phase, Progress, Provides, Resize,
 };
 use crate::config::FakeDriverSection;
 use crate::domain::cluster::{NodeGroup, ROLE_MASTER};
 use crate::domain::leftover::Leftover;
+use crate::domain::machine::{
+    KubeVersion, MachineAddress, MachinePhase, MachineRole, MachineVersions,
+};
 use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::template::ClusterTemplate;
+use crate::domain::MachineId;
 
 const PROVIDES: &[Provides] = &[
     Provides {
@@ -187,7 +191,58 @@ fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
         container_version: Some("containerd 1.7.20".into()),
         nodegroups,
         leftovers: Vec::new(),
+        machines: observe_machines(ctx),
     }
+}
+
+/// What the simulated infrastructure reports of each machine not being deleted: a server
+/// named after the machine (`fake://<uuid>`), a node of the machine's name, the address its
+/// number gives in its group (the group's listed addresses), and the versions it was asked for
+/// (the cluster's Kubernetes version where none was).
+fn observe_machines(ctx: &ClusterContext) -> BTreeMap<MachineId, MachineObservation> {
+    let version = KubeVersion::parse(&kube_version(ctx)).ok();
+    let mut out = BTreeMap::new();
+    for (group, ng) in ctx.nodegroups.iter().enumerate() {
+        let ours = ctx
+            .machines
+            .iter()
+            .filter(|m| m.nodegroup_id == ng.uuid && m.status.phase != MachinePhase::Deleting);
+        for (position, m) in ours.enumerate() {
+            let index = machine_number(m.name.as_str()).unwrap_or(
+                i32::try_from(position)
+                    .unwrap_or(i32::MAX)
+                    .saturating_add(1),
+            );
+            let wanted = &m.spec.versions;
+            let is_master = m.role == MachineRole::Master;
+            out.insert(
+                m.uuid,
+                MachineObservation {
+                    provider_id: Some(format!("fake://{}", m.uuid)),
+                    node_ref: Some(m.name.to_string()),
+                    addresses: vec![MachineAddress {
+                        kind: "InternalIP".into(),
+                        address: address(ctx, group, index.saturating_sub(1)),
+                    }],
+                    versions: MachineVersions {
+                        kubelet: wanted.kubelet.clone().or_else(|| version.clone()),
+                        control_plane: wanted
+                            .control_plane
+                            .clone()
+                            .or_else(|| version.clone().filter(|_| is_master)),
+                    },
+                    error_reason: None,
+                    error_message: None,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The `n` of a machine named `<group>-<n>`.
+fn machine_number(name: &str) -> Option<i32> {
+    name.rsplit('-').next()?.parse().ok()
 }
 
 /// What a delete of the cluster that has not finished leaves behind, as the simulated

@@ -15,8 +15,9 @@ use crate::config::{split_list, DriversSection, FakeDriverSection};
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::leftover::Leftover;
+use crate::domain::machine::{Machine, MachineAddress, MachineVersions};
 use crate::domain::template::ClusterTemplate;
-use crate::domain::ClusterId;
+use crate::domain::{ClusterId, MachineId};
 
 /// What a driver serves: Magnum's `(server_type, os, coe)` tuple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +128,8 @@ pub struct ClusterContext {
     /// a `[certificates]` key. A driver that hands the CA to the backend writes it when this is
     /// set and leaves the backend's copy alone when it is not.
     pub ca: Option<CaMaterial>,
+    /// The cluster's machines (every node group's), in id order.
+    pub machines: Vec<Machine>,
 }
 
 /// A certificate and its private key, PEM-encoded (the key redacted in debug output).
@@ -149,6 +152,19 @@ pub struct CaMaterial {
     pub private_key: crate::config::Secret,
     pub etcd: Option<CertKeyPair>,
     pub front_proxy: Option<CertKeyPair>,
+}
+
+/// One machine as the backend sees it: what the driver knows of its node. Its phase is the
+/// conductor's to settle; what is reported here becomes the machine's status.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MachineObservation {
+    pub provider_id: Option<String>,
+    pub node_ref: Option<String>,
+    pub addresses: Vec<MachineAddress>,
+    /// The versions the node runs.
+    pub versions: MachineVersions,
+    pub error_reason: Option<String>,
+    pub error_message: Option<String>,
 }
 
 /// A node group as the backend sees it.
@@ -183,6 +199,8 @@ pub struct ClusterObservation {
     /// While a delete is under way: what the backend still holds. A delete that does not
     /// finish within `[conductor] delete_timeout` fails naming these.
     pub leftovers: Vec<Leftover>,
+    /// The machines of `ClusterContext::machines` the backend reports on, by uuid.
+    pub machines: BTreeMap<MachineId, MachineObservation>,
 }
 
 impl ClusterObservation {
@@ -195,6 +213,7 @@ impl ClusterObservation {
             container_version: None,
             nodegroups: BTreeMap::new(),
             leftovers: Vec::new(),
+            machines: BTreeMap::new(),
         }
     }
 }

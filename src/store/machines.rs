@@ -1,6 +1,6 @@
 //! The `machine` table: a cluster's machines, listed with filters and keyset pages, and one
 //! machine by uuid or name. Machines are written by the migration that made them from node
-//! groups; the cluster and node group transactions write them next.
+//! groups and by the writes of `machine_writes`, in the transactions of their node groups.
 
 use sqlx::types::Json;
 
@@ -173,4 +173,30 @@ pub(super) async fn get(
         None => Err(StoreError::NotFound),
         Some(row) => row.into_domain(),
     }
+}
+
+/// Every machine of a node group, in id order (a group has at most `[cluster]
+/// max_node_count` of them).
+#[tracing::instrument(level = "debug", skip_all, fields(nodegroup = %nodegroup))]
+pub(super) async fn of_nodegroup(
+    pool: &Pool,
+    nodegroup: &NodeGroupId,
+) -> StoreResult<Vec<Machine>> {
+    let text = format!("SELECT {MACHINE_COLUMNS} FROM machine WHERE nodegroup_id = $1 ORDER BY id");
+    let rows: Vec<MachineRow> = pool.sql(&text).bind_id(nodegroup).fetch_all(pool).await?;
+    domain(rows)
+}
+
+/// Every machine of the clusters, in id order (the conductor's view of them).
+#[tracing::instrument(level = "debug", skip_all, fields(clusters = clusters.len()))]
+pub(super) async fn of_clusters(pool: &Pool, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>> {
+    if clusters.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = format!(
+        "SELECT {MACHINE_COLUMNS} FROM machine WHERE cluster_id IN ({}) ORDER BY id",
+        sql::placeholders(1, clusters.len())
+    );
+    let rows: Vec<MachineRow> = pool.sql(&text).bind_ids(clusters).fetch_all(pool).await?;
+    domain(rows)
 }

@@ -16,6 +16,8 @@ mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
+mod machine_listing;
+mod machine_writes;
 mod machines;
 mod nodegroups;
 mod outbox;
@@ -39,10 +41,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
+use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
+pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
 pub use machines::{MachineFilter, MACHINE_SORT_KEYS};
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
@@ -269,6 +272,10 @@ pub trait ResourceStore: Send + Sync {
     ) -> StoreResult<Vec<Machine>>;
     /// A machine of a cluster by uuid or name.
     async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine>;
+    /// Every machine of a node group (being deleted or not), in id order.
+    async fn nodegroup_machines(&self, nodegroup: &NodeGroupId) -> StoreResult<Vec<Machine>>;
+    /// Every machine of the clusters, in id order.
+    async fn cluster_machines(&self, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>>;
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>>;
     /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.
     async fn clusters_in_progress(&self, after_id: i64, limit: u32) -> StoreResult<Vec<Cluster>>;
@@ -475,6 +482,17 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     ) -> StoreResult<Option<i64>>;
     /// The projects that have clusters, in order, at most `limit` (the registry's namespaces).
     async fn registry_projects(&self, limit: u32) -> StoreResult<Vec<String>>;
+    /// A page of machines (the Kubernetes face's `machines`) in (project, cluster, id) order,
+    /// with their clusters' registry names and node groups' names, filtered by those names.
+    async fn machine_page(&self, page: &MachinePage) -> StoreResult<Vec<MachineEntry>>;
+    /// The machines of `project` that are one of `pairs` (cluster registry name, machine name)
+    /// or have the uuid `uuid`.
+    async fn machines_by_names(
+        &self,
+        project: &str,
+        pairs: &[(String, String)],
+        uuid: Option<&str>,
+    ) -> StoreResult<Vec<MachineEntry>>;
     /// The latest resourceVersion, and the highest one pruned from the change log.
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)>;
     /// Drops changes older than `keep_seconds` (never the latest); returns how many.

@@ -1,4 +1,5 @@
-//! The `nodegroup` table.
+//! The `nodegroup` table. A node group's writes carry its machines along: inserted with
+//! `node_count` of them, updated to keep that many not being deleted.
 
 use std::sync::LazyLock;
 
@@ -8,10 +9,11 @@ use sqlx::types::Json;
 use super::arg::Arg;
 use super::db::{Pool, Tx};
 use super::rows::{NodeGroupOfClusterRow, NodeGroupRow, NODEGROUP_COLUMNS};
-use super::sql;
+use super::{machine_writes, sql};
 use super::{PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::cluster::{NewNodeGroup, NodeGroup, NodeGroupOfCluster};
 use crate::domain::ids::parse_uuid_like;
+use crate::domain::machine::count::MachineTemplate;
 use crate::domain::{ClusterId, Ident};
 
 pub const NODEGROUP_SORT_KEYS: &[(&str, bool)] = &[
@@ -243,7 +245,8 @@ pub(super) async fn insert(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    Ok(())
+    let tmpl = MachineTemplate::of_new(*cluster_uuid, ng);
+    machine_writes::follow_count(tx, &tmpl, ng.node_count, now).await
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(nodegroup = %n.uuid))]
@@ -273,7 +276,7 @@ pub(super) async fn update(tx: &mut Tx, n: &NodeGroup, now: DateTime<Utc>) -> St
     .bind(n.id)
     .execute(&mut *tx)
     .await?;
-    Ok(())
+    machine_writes::follow_count(tx, &MachineTemplate::of_nodegroup(n), n.node_count, now).await
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(nodegroup_id = id))]

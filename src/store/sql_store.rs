@@ -9,13 +9,13 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    clusters, federations, health_probes, jobs, keypairs, machines, nodegroups, outbox, quotas,
-    registry, services, templates, write,
+    clusters, federations, health_probes, jobs, keypairs, machine_listing, machines, nodegroups,
+    outbox, quotas, registry, services, templates, write,
 };
 use super::{
-    ClusterChange, Dialect, JobGauges, MachineFilter, NewEvent, OutboxEvent, PageRequest,
-    PoolStatus, QuotaRow, RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store,
-    StoreError, StoreResult, Write,
+    ClusterChange, Dialect, JobGauges, MachineEntry, MachineFilter, MachinePage, NewEvent,
+    OutboxEvent, PageRequest, PoolStatus, QuotaRow, RegistryEntry, RegistryPage, ResourceStore,
+    Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
 };
 use crate::domain::cluster::{
     Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
@@ -26,7 +26,7 @@ use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::machine::Machine;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, FederationId, Ident, TemplateId};
+use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
 /// The store over a PostgreSQL or SQLite pool ([`super::PgStore`], [`super::SqliteStore`]).
 pub struct SqlStore {
@@ -160,6 +160,14 @@ impl ResourceStore for SqlStore {
 
     async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine> {
         machines::get(&self.pool, cluster_uuid, ident).await
+    }
+
+    async fn nodegroup_machines(&self, nodegroup: &NodeGroupId) -> StoreResult<Vec<Machine>> {
+        machines::of_nodegroup(&self.pool, nodegroup).await
+    }
+
+    async fn cluster_machines(&self, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>> {
+        machines::of_clusters(&self.pool, clusters).await
     }
 
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>> {
@@ -475,6 +483,19 @@ impl Store for SqlStore {
         after: Option<(&str, &str)>,
     ) -> StoreResult<Option<i64>> {
         registry::first_change_after(&self.pool, since, project, after).await
+    }
+
+    async fn machine_page(&self, page: &MachinePage) -> StoreResult<Vec<MachineEntry>> {
+        machine_listing::page(&self.pool, page).await
+    }
+
+    async fn machines_by_names(
+        &self,
+        project: &str,
+        pairs: &[(String, String)],
+        uuid: Option<&str>,
+    ) -> StoreResult<Vec<MachineEntry>> {
+        machine_listing::by_names(&self.pool, project, pairs, uuid).await
     }
 
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)> {

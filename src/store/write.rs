@@ -10,16 +10,17 @@ use chrono::{DateTime, Utc};
 use super::db::{Pool, Tx};
 use super::rows::TemplateRow;
 use super::{
-    clusters, federations, jobs, keypairs, nodegroups, outbox, quotas, registry, sql, templates,
-    NewEvent, StoreResult,
+    clusters, federations, jobs, keypairs, machine_writes, nodegroups, outbox, quotas, registry,
+    sql, templates, NewEvent, StoreResult,
 };
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
 use crate::domain::federation::{Federation, NewFederation};
 use crate::domain::job::{JobResource, NewJob};
 use crate::domain::keypair::NewKeyPair;
+use crate::domain::machine::MachineStatus;
 use crate::domain::status::FederationStatus;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::ClusterId;
+use crate::domain::{ClusterId, MachineId, NodeGroupId};
 
 #[derive(Debug, Clone)]
 pub enum Write {
@@ -60,14 +61,36 @@ pub enum Write {
     RefuseIfFederated {
         cluster_uuid: ClusterId,
     },
+    /// Inserts the node group with `node_count` machines.
     InsertNodeGroup {
         cluster_uuid: ClusterId,
         nodegroup: Box<NewNodeGroup>,
     },
+    /// Writes every mutable column, and brings the group's machines to its node count.
     UpdateNodeGroup(Box<NodeGroup>),
+    /// Deletes the node group with its machines.
     DeleteNodeGroup {
         id: i64,
     },
+    /// Marks machines of the node group as being deleted (a user named them); put it before
+    /// the node group's update that lowers its node count, so that these go and no others.
+    RemoveMachines {
+        nodegroup: NodeGroupId,
+        machines: Vec<MachineId>,
+    },
+    /// The node group's machines being deleted run again: a failed change of its node count
+    /// is undone (put it before the node group's update that restores the count).
+    ReviveMachines {
+        nodegroup: NodeGroupId,
+    },
+    /// The cluster's operation ended: its machines being deleted go, its new ones run, or
+    /// have failed with it.
+    SettleMachines {
+        cluster: ClusterId,
+        failed: bool,
+    },
+    /// Writes the status the driver reported of each machine (never its phase).
+    ObserveMachines(Vec<(MachineId, MachineStatus)>),
     InsertFederation {
         federation: Box<NewFederation>,
         status: FederationStatus,
@@ -208,6 +231,15 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
         } => nodegroups::insert(tx, cluster_uuid, nodegroup, now).await?,
         Write::UpdateNodeGroup(n) => nodegroups::update(tx, n, now).await?,
         Write::DeleteNodeGroup { id } => nodegroups::delete(tx, *id).await?,
+        Write::RemoveMachines {
+            nodegroup,
+            machines,
+        } => machine_writes::mark_deleting(tx, nodegroup, machines, now).await?,
+        Write::ReviveMachines { nodegroup } => machine_writes::revive(tx, nodegroup, now).await?,
+        Write::SettleMachines { cluster, failed } => {
+            machine_writes::settle(tx, cluster, *failed, now).await?
+        }
+        Write::ObserveMachines(observed) => machine_writes::observe(tx, observed, now).await?,
         Write::InsertFederation { federation, status } => {
             federations::insert(tx, federation, *status, now).await?
         }

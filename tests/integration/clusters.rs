@@ -1289,7 +1289,10 @@ async fn resize_exists_from_1_7_and_moves_the_default_worker_group() {
         .assert_framework_error(406);
     let r = app
         .at("1.7")
-        .resize_cluster(&uuid, &json!({"node_count": 3, "nodes_to_remove": ["n-1"]}))
+        .resize_cluster(
+            &uuid,
+            &json!({"node_count": 3, "nodes_to_remove": ["default-worker-1"]}),
+        )
         .await;
     assert_eq!(
         (r.status, r.body.clone()),
@@ -1305,7 +1308,10 @@ async fn resize_exists_from_1_7_and_moves_the_default_worker_group() {
     let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
     let (job, _) = jobs.last().expect("resize job");
     assert_eq!(job.operation.as_str(), "cluster.resize");
-    assert_eq!(job.payload.stored()["nodes_to_remove"], json!(["n-1"]));
+    assert_eq!(
+        job.payload.stored()["nodes_to_remove"],
+        json!(["default-worker-1"])
+    );
     assert_eq!(job.payload.stored()["old_node_count"], 1);
     drain(&conductor(&app, instant())).await;
     let c = show(&app, &uuid).await;

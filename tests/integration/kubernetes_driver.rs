@@ -234,6 +234,7 @@ fn ctx_with(id: &str, name: &str, status: ClusterStatus) -> ClusterContext {
         nodegroups: vec![master, worker],
         template: template("v1.30.2", "ubuntu-2204-kube-v1.30.2"),
         ca: None,
+        machines: Vec::new(),
     }
 }
 

@@ -406,6 +406,7 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         ),
         rule(registry, "clusters/status", &["get", "update", "patch"]),
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
+        rule("cluster.k8s.io", "machines", &["get", "list"]),
         rule(registry, "kubeconfig", &["get"]),
     ];
     want.extend(open.iter().cloned());
@@ -437,6 +438,7 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(registry, "clusters", &["get", "list", "watch"]),
         rule(registry, "clusters/status", &["get"]),
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
+        rule("cluster.k8s.io", "machines", &["get", "list"]),
         rule(registry, "kubeconfig", &["get"]),
     ];
     want.extend(open.iter().cloned());

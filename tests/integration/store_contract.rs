@@ -106,7 +106,7 @@ contract!(
     migrations_report_their_version,
     |store: Arc<dyn Store>, _url: String| async move {
         let v = store.schema_version().await.expect("version");
-        assert_eq!(v, Some(20261127000011));
+        assert_eq!(v, Some(20261127000012));
         store.migrate().await.expect("migrating twice is a no-op");
     }
 );
@@ -2300,12 +2300,16 @@ contract!(
     }
 );
 
-/// Migrates a fresh database up to (not including) the machine migration, writes clusters and
-/// node groups as they were, then lets the store migrate the rest: every node group gets
-/// `node_count` machines named by [`MachineName::for_nodegroup`]'s rule.
-async fn existing_nodegroups_get_their_machines(backend: Backend) {
-    use fleetyard::domain::machine::{MachineName, MachinePhase, MachineRole};
-    use fleetyard::store::MachineFilter;
+/// A fresh database migrated up to (not including) the migration named `cutoff`, then
+/// `sql` run on it as the schema was, then the store's own migration of the rest.
+async fn migrated_after(
+    backend: Backend,
+    cutoff: &str,
+    sql: &[String],
+) -> (
+    crate::helpers::TestDb,
+    std::sync::Arc<dyn fleetyard::store::Store>,
+) {
     let db = crate::helpers::TestDb::new(backend).await;
     let (folder, url) = match backend {
         Backend::Postgres => ("migrations", db.url.clone()),
@@ -2317,13 +2321,43 @@ async fn existing_nodegroups_get_their_machines(backend: Backend) {
     for f in std::fs::read_dir(&source).expect("migrations") {
         let path = f.expect("entry").path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name < "20261127000011" {
+        if name < cutoff {
             std::fs::copy(&path, earlier.join(name)).expect("copy");
         }
     }
     let migrator = sqlx::migrate::Migrator::new(earlier.as_path())
         .await
         .expect("migrator");
+    match backend {
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&url).await.expect("pg");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for s in sql {
+                sqlx::query(s).execute(&pool).await.expect(s);
+            }
+            pool.close().await;
+        }
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
+            migrator.run(&pool).await.expect("earlier migrations");
+            for s in sql {
+                sqlx::query(s).execute(&pool).await.expect(s);
+            }
+            pool.close().await;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&earlier);
+    let store = fleetyard::store::connect(&db.url, 2).await.expect("store");
+    store.migrate().await.expect("the rest");
+    (db, store)
+}
+
+/// Migrates a fresh database up to (not including) the machine migration, writes clusters and
+/// node groups as they were, then lets the store migrate the rest: every node group gets
+/// `node_count` machines named by [`MachineName::for_nodegroup`]'s rule.
+async fn existing_nodegroups_get_their_machines(backend: Backend) {
+    use fleetyard::domain::machine::{MachineName, MachinePhase, MachineRole};
+    use fleetyard::store::MachineFilter;
     let c1 = "b1000000-0000-4000-8000-000000000001";
     let c2 = "b1000000-0000-4000-8000-000000000002";
     let groups = [
@@ -2401,27 +2435,7 @@ async fn existing_nodegroups_get_their_machines(backend: Backend) {
              '{labels}', '{taints}', CURRENT_TIMESTAMP)"
         ));
     }
-    match backend {
-        Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(&url).await.expect("pg");
-            migrator.run(&pool).await.expect("earlier migrations");
-            for s in &sql {
-                sqlx::query(s).execute(&pool).await.expect(s);
-            }
-            pool.close().await;
-        }
-        Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(&url).await.expect("sqlite");
-            migrator.run(&pool).await.expect("earlier migrations");
-            for s in &sql {
-                sqlx::query(s).execute(&pool).await.expect(s);
-            }
-            pool.close().await;
-        }
-    }
-    let _ = std::fs::remove_dir_all(&earlier);
-    let store = fleetyard::store::connect(&db.url, 2).await.expect("store");
-    store.migrate().await.expect("the rest");
+    let (_db, store) = migrated_after(backend, "20261127000011", &sql).await;
 
     let all = MachineFilter::default();
     let first = page(100, None, "id", SortDir::Asc);
@@ -2503,4 +2517,112 @@ async fn existing_nodegroups_get_their_machines_on_postgres() {
 #[tokio::test]
 async fn existing_nodegroups_get_their_machines_on_sqlite() {
     existing_nodegroups_get_their_machines(Backend::Sqlite).await;
+}
+
+/// Node groups written after the first backfill, as the schema between the two migrations
+/// let them be (a group that shrank, one that grew, one with no machines yet), get exactly
+/// `node_count` machines from the re-sync: the surplus goes, the missing are made, the rest
+/// are kept as they were.
+async fn the_resync_brings_every_node_group_to_its_node_count(backend: Backend) {
+    use fleetyard::domain::machine::MachinePhase;
+    use fleetyard::store::MachineFilter;
+    let c = "b2000000-0000-4000-8000-000000000001";
+    let mut sql = vec![format!(
+        "INSERT INTO cluster (uuid, project_id, user_id, name, cluster_template_id, status, \
+         created_at, registry_name) VALUES ('{c}', 'p', 'u', 'one', \
+         '00000000-0000-4000-8000-00000000e7e7', 'UPDATE_IN_PROGRESS', CURRENT_TIMESTAMP, 'one')"
+    )];
+    // uuid, name, count, status, the machines it has
+    let groups = [
+        (
+            "c1000000-0000-4000-8000-000000000001",
+            "shrank",
+            2,
+            "UPDATE_COMPLETE",
+            3,
+        ),
+        (
+            "c1000000-0000-4000-8000-000000000002",
+            "grew",
+            3,
+            "UPDATE_COMPLETE",
+            1,
+        ),
+        (
+            "c1000000-0000-4000-8000-000000000003",
+            "fresh",
+            2,
+            "CREATE_IN_PROGRESS",
+            0,
+        ),
+    ];
+    for (i, (g, name, count, status, has)) in groups.into_iter().enumerate() {
+        sql.push(format!(
+            "INSERT INTO nodegroup (uuid, name, cluster_id, project_id, flavor_id, image_id, \
+             node_count, role, status, node_labels, node_taints, created_at) VALUES ('{g}', \
+             '{name}', '{c}', 'p', 'm1', 'img', {count}, 'worker', '{status}', '{{}}', '[]', \
+             CURRENT_TIMESTAMP)"
+        ));
+        for n in 1..=has {
+            sql.push(format!(
+                "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, \
+                 spec, phase, status, created_at) VALUES ('{}', '{name}-{n}', 'worker', 'p', \
+                 '{c}', '{g}', '{{}}', 'Running', '{{}}', CURRENT_TIMESTAMP)",
+                machine_uuid(i, n)
+            ));
+        }
+    }
+    let (_db, store) = migrated_after(backend, "20261127000012", &sql).await;
+    let got = store
+        .list_machines(
+            &ClusterId(c.parse().expect("uuid")),
+            &scope("p"),
+            &MachineFilter::default(),
+            &page(100, None, "name", SortDir::Asc),
+        )
+        .await
+        .expect("machines");
+    let shown: Vec<(String, MachinePhase)> = got
+        .iter()
+        .map(|m| (m.name.to_string(), m.status.phase))
+        .collect();
+    let running = MachinePhase::Running;
+    let pending = MachinePhase::Pending;
+    assert_eq!(
+        shown,
+        [
+            ("fresh-1".to_string(), pending),
+            ("fresh-2".into(), pending),
+            ("grew-1".into(), running),
+            ("grew-2".into(), running),
+            ("grew-3".into(), running),
+            ("shrank-1".into(), running),
+            ("shrank-2".into(), running),
+        ],
+        "the surplus shrank-3 is gone; a group in progress gets Pending machines"
+    );
+    let kept = got
+        .iter()
+        .find(|m| m.name.as_str() == "grew-1")
+        .expect("grew-1");
+    assert_eq!(
+        kept.uuid.to_string(),
+        machine_uuid(1, 1),
+        "an existing machine keeps its uuid"
+    );
+}
+
+/// The uuid of the `n`-th machine of the `group`-th node group of a test.
+fn machine_uuid(group: usize, n: i32) -> String {
+    format!("d{group}000000-0000-4000-8000-0000000000{n:02}")
+}
+
+#[tokio::test]
+async fn the_resync_brings_every_node_group_to_its_node_count_on_postgres() {
+    the_resync_brings_every_node_group_to_its_node_count(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn the_resync_brings_every_node_group_to_its_node_count_on_sqlite() {
+    the_resync_brings_every_node_group_to_its_node_count(Backend::Sqlite).await;
 }

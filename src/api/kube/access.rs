@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value};
 
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES};
+use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
 use crate::api::RequestContext;
 
 /// A verb and the policy rule that decides it.
@@ -49,6 +49,13 @@ pub const STATUS_PATCH: Access = access("registry:update_status", "patch");
 pub const EXPORT: Access = access("registry:export", "get");
 /// `Impersonate-*` headers (users, groups, uids, userextras).
 pub const IMPERSONATE: Access = access("registry:impersonate", "impersonate");
+
+/// A machine's read (`machine:get`), and a list of machines (`machine:get_all`; every
+/// project's across namespaces for an admin that `machine:get_all_all_projects` also allows).
+pub const MACHINE_GET: Access = access("machine:get", "get");
+pub const MACHINE_LIST: Access = access("machine:get_all", "list");
+/// What an admin's list across namespaces also needs to show every project's machines.
+pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
 
 /// The kubeconfig export, a read of its own.
 pub const KUBECONFIG: Resource = Resource {
@@ -91,6 +98,8 @@ pub static GRANTS: &[Grant] = &[
     grant(&CLUSTER_PROFILES, "", GET),
     grant(&CLUSTER_PROFILES, "", LIST),
     grant(&CLUSTER_PROFILES, "", WATCH),
+    grant(&MACHINES, "", MACHINE_GET),
+    grant(&MACHINES, "", MACHINE_LIST),
     grant(&KUBECONFIG, "", EXPORT),
 ];
 

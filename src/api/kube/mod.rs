@@ -1,6 +1,7 @@
 //! The Kubernetes-facing APIs over the same cluster rows: `clusterregistry.k8s.io/v1alpha1`
-//! `Cluster` (read-write, namespaced by project) and `multicluster.x-k8s.io/v1alpha1`
-//! `ClusterProfile` (read-only), with what kubectl needs around them: Status errors,
+//! `Cluster` (read-write, namespaced by project), `multicluster.x-k8s.io/v1alpha1`
+//! `ClusterProfile` (read-only) and `cluster.k8s.io/v1alpha1` `Machine` (read-only, one per
+//! node: [`machines`]), with what kubectl needs around them: Status errors,
 //! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks;
 //! and the self reviews of `kubectl auth` ([`reviews`]) with impersonation ([`impersonate`]),
 //! both decided by one table ([`access`]).
@@ -14,6 +15,7 @@ pub mod edge;
 pub mod feed;
 pub mod impersonate;
 pub mod list;
+pub mod machines;
 pub mod managed;
 pub mod objects;
 pub mod openapi;
@@ -46,6 +48,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(clusters::configure)
                 .configure(cluster_status::configure)
                 .configure(profiles::configure)
+                .configure(machines::configure)
                 .configure(reviews::configure)
                 .default_service(web::to(edge::not_found)),
         );
@@ -125,6 +128,9 @@ mod tests {
             ("/apis/clusterregistry.k8s.io/v1alpha1", 200),
             ("/apis/multicluster.x-k8s.io", 200),
             ("/apis/multicluster.x-k8s.io/v1alpha1", 200),
+            ("/apis/cluster.k8s.io", 200),
+            ("/apis/cluster.k8s.io/v1alpha1", 200),
+            ("/openapi/v3/apis/cluster.k8s.io/v1alpha1", 200),
             ("/apis/authorization.k8s.io", 200),
             ("/apis/authorization.k8s.io/v1", 200),
             ("/apis/authentication.k8s.io", 200),

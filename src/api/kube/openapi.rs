@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
 use super::schema::{self, Schema};
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES};
+use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
 
 /// One served document: its JSON text and the hash kubectl caches it under.
 pub struct Document {
@@ -352,6 +352,10 @@ pub(super) fn documents() -> Vec<(String, Value)> {
             ),
         ),
         (
+            gv_key(&MACHINES),
+            gv_document(&MACHINES, &schema::MACHINE, &schema::MACHINE_LIST, false),
+        ),
+        (
             gv_key(&ACCESS_REVIEWS),
             review_document(&[
                 (&ACCESS_REVIEWS, &schema::SELF_SUBJECT_ACCESS_REVIEW),
@@ -473,6 +477,8 @@ mod tests {
                     format!("/openapi/v3/apis/clusterregistry.k8s.io/v1alpha1?hash={}", registry_doc().hash)},
                 "apis/multicluster.x-k8s.io/v1alpha1": {"serverRelativeURL":
                     format!("/openapi/v3/apis/multicluster.x-k8s.io/v1alpha1?hash={}", multicluster_doc().hash)},
+                "apis/cluster.k8s.io/v1alpha1": {"serverRelativeURL":
+                    format!("/openapi/v3/apis/cluster.k8s.io/v1alpha1?hash={}", served("apis/cluster.k8s.io/v1alpha1").hash)},
                 "apis/authorization.k8s.io/v1": {"serverRelativeURL":
                     format!("/openapi/v3/apis/authorization.k8s.io/v1?hash={}", served("apis/authorization.k8s.io/v1").hash)},
                 "apis/authentication.k8s.io/v1": {"serverRelativeURL":
@@ -521,6 +527,7 @@ mod tests {
         for (d, count) in [
             (registry_doc(), 4),
             (multicluster_doc(), 3),
+            (served("apis/cluster.k8s.io/v1alpha1"), 3),
             (served("apis/authorization.k8s.io/v1"), 2),
             (served("apis/authentication.k8s.io/v1"), 1),
         ] {

@@ -72,6 +72,16 @@ pub const CLUSTER_PROFILES: Resource = Resource {
     list_kind: "ClusterProfileList",
 };
 
+/// `cluster.k8s.io/v1alpha1` `machines` (read-only: one per node of a cluster).
+pub const MACHINES: Resource = Resource {
+    group: "cluster.k8s.io",
+    version: "v1alpha1",
+    plural: "machines",
+    singular: "machine",
+    kind: "Machine",
+    list_kind: "MachineList",
+};
+
 /// `meta.k8s.io/v1` `DeleteOptions`: what a refused delete option is reported against.
 pub const DELETE_OPTIONS: Resource = Resource {
     group: "meta.k8s.io",

@@ -51,7 +51,13 @@ impl IncludeObject {
     }
 }
 
-fn column(name: &str, ty: &str, format: &str, description: &str, priority: i32) -> Value {
+pub(super) fn column(
+    name: &str,
+    ty: &str,
+    format: &str,
+    description: &str,
+    priority: i32,
+) -> Value {
     json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
 }
 
@@ -94,7 +100,7 @@ pub struct TableRow<'a> {
 }
 
 /// `""` prints as nothing; kubectl prints a JSON null as `<none>`.
-fn cell(s: &str) -> Value {
+pub(super) fn cell(s: &str) -> Value {
     if s.is_empty() {
         Value::Null
     } else {
@@ -114,7 +120,7 @@ fn cluster_value(c: &Cluster) -> Value {
 }
 
 /// `rows[].object` of one object (`full` = the whole object as served).
-fn row_object(include: IncludeObject, full: Value) -> Option<Value> {
+pub(super) fn row_object(include: IncludeObject, full: Value) -> Option<Value> {
     match include {
         IncludeObject::None => None,
         IncludeObject::Object => Some(full),
@@ -126,7 +132,7 @@ fn row_object(include: IncludeObject, full: Value) -> Option<Value> {
     }
 }
 
-fn row(cells: Vec<Value>, object: Option<Value>) -> Value {
+pub(super) fn row(cells: Vec<Value>, object: Option<Value>) -> Value {
     let mut r = json!({"cells": cells});
     if let Some(o) = object {
         r["object"] = o;

@@ -20,6 +20,7 @@ use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::job::JobPayload;
+use crate::domain::machine::count;
 use crate::domain::status::{ClusterStatus, Verb};
 use crate::domain::template::ClusterTemplate;
 use crate::notify::events::{self, Action, Outcome};
@@ -128,6 +129,12 @@ pub(super) async fn resize(
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
         check_resize(&c, &ng, node_count, driver.as_ref())?;
+        let remove = if nodes_to_remove.is_empty() {
+            Vec::new()
+        } else {
+            let machines = state.store.nodegroup_machines(&ng.uuid).await?;
+            count::resolve(&machines, &nodes_to_remove, &ng.name).map_err(ApiError::BadRequest)?
+        };
         let mut next = c.clone();
         next.begin(Verb::Update);
         let mut ng_next = ng.clone();
@@ -155,6 +162,11 @@ pub(super) async fn resize(
             .collect();
         let writes = vec![
             Write::update_cluster(&next),
+            // The named machines first: the node count then takes these, not the newest.
+            Write::RemoveMachines {
+                nodegroup: ng.uuid,
+                machines: remove.clone(),
+            },
             Write::update_nodegroup(&ng_next),
             Write::job(job),
             Write::event(events::cluster_event(

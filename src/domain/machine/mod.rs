@@ -3,6 +3,7 @@
 //! runtime, OS image, flavor, the driver's opaque `providerConfig`, node taints and labels) and a
 //! status (what the driver last observed and how it applied the last change).
 
+pub mod count;
 pub mod version;
 
 use chrono::{DateTime, Utc};

@@ -203,6 +203,7 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
         container_version: None,
         nodegroups,
         leftovers,
+        machines: BTreeMap::new(),
     }
 }
 

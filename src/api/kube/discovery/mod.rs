@@ -25,7 +25,7 @@ use self::aggregated::{
 };
 use super::request::{accept, json_response, json_response_as};
 use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, NAMESPACES};
+use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES, NAMESPACES};
 
 pub const AGGREGATED_V2: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -60,7 +60,7 @@ const fn review(resource: &'static Resource) -> Served {
 }
 
 /// Every resource served under `/apis`, its group's first one deciding the group's place.
-const SERVED: [Served; 5] = [
+const SERVED: [Served; 6] = [
     Served {
         resource: &CLUSTERS,
         namespaced: true,
@@ -82,6 +82,15 @@ const SERVED: [Served; 5] = [
         resource: &CLUSTER_PROFILES,
         namespaced: true,
         verbs: &["get", "list", "watch"],
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+    },
+    // Read only, and no watch: machines have no change log yet.
+    Served {
+        resource: &MACHINES,
+        namespaced: true,
+        verbs: &["get", "list"],
         short_names: &[],
         categories: &[],
         subresources: &[],
@@ -527,6 +536,11 @@ mod tests {
                    "resource":"clusterprofiles","singularResource":"clusterprofile","scope":"Namespaced",
                    "responseKind":{"group":"multicluster.x-k8s.io","version":"v1alpha1","kind":"ClusterProfile"},
                    "verbs":["get","list","watch"]}]}]},
+                {"metadata":{"name":"cluster.k8s.io","creationTimestamp":null},
+                 "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
+                   "resource":"machines","singularResource":"machine","scope":"Namespaced",
+                   "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"},
+                   "verbs":["get","list"]}]}]},
                 {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1","freshness":"Current","resources":[{
                    "resource":"selfsubjectaccessreviews","singularResource":"selfsubjectaccessreview",

@@ -3,6 +3,7 @@
 //! unknown fields.
 
 mod cluster;
+mod machine;
 mod meta;
 mod profile;
 mod review;
@@ -10,6 +11,10 @@ mod review;
 pub use cluster::{
     AUTH_INFO, CLUSTER, CLUSTER_CONDITION, CLUSTER_LIST, CLUSTER_SPEC, CLUSTER_STATUS,
     KUBERNETES_API_ENDPOINTS, OBJECT_REFERENCE, SERVER_ADDRESS_BY_CLIENT_CIDR,
+};
+pub use machine::{
+    CONTAINER_RUNTIME_INFO, CORE_OBJECT_REFERENCE, MACHINE, MACHINE_LIST, MACHINE_SPEC,
+    MACHINE_STATUS, MACHINE_VERSION_INFO, NODE_ADDRESS, TAINT,
 };
 pub use meta::{
     CONDITION, DELETE_OPTIONS, FIELD_SELECTOR_REQUIREMENT, LABEL_SELECTOR_REQUIREMENT, LIST_META,
@@ -51,6 +56,8 @@ pub enum Ty {
     ObjectList(&'static Schema),
     /// Any JSON object (not walked).
     FreeForm,
+    /// Any JSON value kept as given (`x-kubernetes-preserve-unknown-fields`, not walked).
+    Preserved,
 }
 
 /// One property of an object schema.
@@ -118,6 +125,7 @@ fn property(field: &Field) -> Value {
         Ty::ObjectList(s) => json!({"type": "array",
             "items": {"allOf": [{"$ref": ref_of(s)}], "default": {}}}),
         Ty::FreeForm => json!({"type": "object"}),
+        Ty::Preserved => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
     };
     p["description"] = json!(field.description);
     p

@@ -1,0 +1,262 @@
+//! Reading machines: a page of a namespace's (or every visible project's) machines, filtered by
+//! label and field selectors. The selector requirements on the two labels a machine carries
+//! (its cluster's registry name, its node group's name) become the store page's name filters,
+//! so they are served by index reads; every requirement is then checked on each object too.
+
+use crate::api::kube::list::{self, ContinueToken, ListOptions, Match};
+use crate::api::kube::request::Visible;
+use crate::api::kube::scan::Selectors;
+use crate::api::kube::status::KubeError;
+use crate::api::AppState;
+use crate::domain::selector::{LabelSelector, Op};
+use crate::store::{MachineEntry, MachineKey, MachinePage, NameFilter};
+
+use super::object::{entry_name, labels, name_candidates, pick, CLUSTER_LABEL, NODEGROUP_LABEL};
+
+/// The most items one answer holds, whatever `limit` says.
+const MAX_PAGE: usize = 500;
+/// Rows one list request reads at most while selectors filter them out.
+const MAX_SCANNED: usize = 20_000;
+
+/// One list answer.
+pub(super) struct Listed {
+    pub items: Vec<MachineEntry>,
+    pub resource_version: i64,
+    pub next: Option<ContinueToken>,
+}
+
+impl Listed {
+    pub fn continue_token(&self) -> String {
+        self.next
+            .as_ref()
+            .map(ContinueToken::encode)
+            .unwrap_or_default()
+    }
+}
+
+/// Keeps only `values` (with what the filter already keeps).
+fn narrow(f: &mut NameFilter, values: &[String]) {
+    f.only = Some(match f.only.take() {
+        None => values.to_vec(),
+        Some(kept) => kept.into_iter().filter(|v| values.contains(v)).collect(),
+    });
+}
+
+/// The store's cluster and node-group filters of a label selector. A requirement another
+/// label must meet (`=`, `in`, exists, `>`/`<`) keeps nothing: a machine carries no other
+/// label. (A selector's values are label values, so a name that is none, and is therefore no
+/// label, is never one of them.)
+pub(super) fn name_filters(sel: &LabelSelector) -> (NameFilter, NameFilter) {
+    let mut clusters = NameFilter::default();
+    let mut groups = NameFilter::default();
+    for r in &sel.requirements {
+        let f = match r.key.as_str() {
+            CLUSTER_LABEL => &mut clusters,
+            NODEGROUP_LABEL => &mut groups,
+            _ => {
+                if matches!(
+                    r.op,
+                    Op::Equals(_) | Op::In(_) | Op::Exists | Op::GreaterThan(_) | Op::LessThan(_)
+                ) {
+                    clusters.only = Some(Vec::new());
+                }
+                continue;
+            }
+        };
+        match &r.op {
+            Op::Equals(v) => narrow(f, std::slice::from_ref(v)),
+            Op::In(vs) => narrow(f, vs),
+            Op::NotEquals(v) => f.not.push(v.clone()),
+            Op::NotIn(vs) => f.not.extend(vs.iter().cloned()),
+            // A name that is no label value is no label: left to the check of each object.
+            Op::DoesNotExist | Op::Exists | Op::GreaterThan(_) | Op::LessThan(_) => {}
+        }
+    }
+    (clusters, groups)
+}
+
+fn admits(s: &Selectors, e: &MachineEntry) -> bool {
+    s.matches(&entry_name(e), &e.machine.project_id, &labels(e))
+}
+
+/// The key a continue token's `start` (`<cluster uuid>/<id>`) holds.
+fn key_of(t: &ContinueToken) -> Result<MachineKey, KubeError> {
+    let bad = || KubeError::bad_request("invalid continue token: malformed");
+    let (cluster, id) = t.start.split_once('/').ok_or_else(bad)?;
+    Ok(MachineKey {
+        project: t.ns.clone(),
+        cluster: cluster.to_string(),
+        id: id.parse().map_err(|_| bad())?,
+    })
+}
+
+fn token(rv: i64, k: &MachineKey) -> ContinueToken {
+    ContinueToken::new(rv, &k.project, &format!("{}/{}", k.cluster, k.id))
+}
+
+/// The resourceVersion a list answers at and where it starts. Machines keep no change log
+/// yet: a list is read at the registry's latest resourceVersion; a version the registry has
+/// not reached is the apiserver's 504, an exact read of an older one its 410.
+async fn position(
+    state: &AppState,
+    o: &ListOptions,
+) -> Result<(i64, Option<MachineKey>), KubeError> {
+    let latest = state.store.registry_bounds().await?.0;
+    if let Some(t) = &o.r#continue {
+        let rv = if (0..=latest).contains(&t.rv) {
+            t.rv
+        } else {
+            latest
+        };
+        return Ok((rv, Some(key_of(t)?)));
+    }
+    if let Some(n) = o.resource_version.filter(|n| *n != 0) {
+        if i64::try_from(n).unwrap_or(i64::MAX) > latest {
+            return Err(KubeError::TooLargeResourceVersion {
+                requested: n,
+                current: u64::try_from(latest).unwrap_or(0),
+            });
+        }
+        if o.resource_version_match == Some(Match::Exact)
+            && i64::try_from(n).unwrap_or(i64::MAX) != latest
+        {
+            return Err(KubeError::Expired(list::LIST_EXPIRED.into()));
+        }
+    }
+    Ok((latest, None))
+}
+
+/// One page of the machines `visible` shows that the selectors keep, at most `limit` (and
+/// [`MAX_PAGE`]), reading at most [`MAX_SCANNED`] rows.
+pub(super) async fn list_machines(
+    state: &AppState,
+    visible: &Visible,
+    selectors: &Selectors,
+    o: &ListOptions,
+) -> Result<Listed, KubeError> {
+    let (rv, mut after) = position(state, o).await?;
+    let want = o.limit.unwrap_or(MAX_PAGE).min(MAX_PAGE);
+    // One name in one namespace: one statement.
+    if let (Visible::Namespace(ns), Some(name)) = (visible, selectors.fields.name()) {
+        let items = match find(state, ns, name).await? {
+            Some(e) if admits(selectors, &e) && after.is_none() => vec![e],
+            _ => vec![],
+        };
+        return Ok(Listed {
+            items,
+            resource_version: rv,
+            next: None,
+        });
+    }
+    let (clusters, nodegroups) = name_filters(&selectors.labels);
+    let mut items: Vec<MachineEntry> = Vec::new();
+    let mut scanned = 0usize;
+    loop {
+        let chunk = want - items.len() + 1;
+        let page = MachinePage {
+            project: visible.project(),
+            after: after.clone(),
+            clusters: clusters.clone(),
+            nodegroups: nodegroups.clone(),
+            limit: u32::try_from(chunk).unwrap_or(u32::MAX),
+        };
+        let rows = state.store.machine_page(&page).await?;
+        let exhausted = rows.len() < chunk;
+        for e in rows {
+            scanned += 1;
+            if admits(selectors, &e) {
+                if items.len() == want {
+                    let last = items
+                        .last()
+                        .map(MachineEntry::key)
+                        .unwrap_or_else(|| e.key());
+                    return Ok(Listed {
+                        items,
+                        resource_version: rv,
+                        next: Some(token(rv, &last)),
+                    });
+                }
+                items.push(e.clone());
+            }
+            after = Some(e.key());
+            if scanned >= MAX_SCANNED {
+                return Ok(Listed {
+                    next: after.as_ref().map(|k| token(rv, k)),
+                    items,
+                    resource_version: rv,
+                });
+            }
+        }
+        if exhausted {
+            return Ok(Listed {
+                items,
+                resource_version: rv,
+                next: None,
+            });
+        }
+    }
+}
+
+/// The machine of project `namespace` served under `name`, if any.
+pub(super) async fn find(
+    state: &AppState,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<MachineEntry>, KubeError> {
+    let (pairs, uuid) = name_candidates(name);
+    let found = state
+        .store
+        .machines_by_names(namespace, &pairs, uuid.as_deref())
+        .await?;
+    Ok(pick(found, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filters(s: &str) -> (NameFilter, NameFilter) {
+        name_filters(&LabelSelector::parse(s).expect("selector"))
+    }
+
+    fn only(vs: &[&str]) -> Option<Vec<String>> {
+        Some(vs.iter().map(|v| v.to_string()).collect())
+    }
+
+    #[test]
+    fn selectors_on_the_two_labels_become_name_filters() {
+        let (c, g) = filters("cluster.k8s.io/cluster-name=prod");
+        assert_eq!(c.only, only(&["prod"]));
+        assert_eq!(g, NameFilter::default());
+        let (c, _) = filters("cluster.k8s.io/cluster-name in (a,b),cluster.k8s.io/cluster-name==b");
+        assert_eq!(c.only, only(&["b"]));
+        let (c, g) =
+            filters("cluster.k8s.io/cluster-name!=a,fleetyard.openstack.org/nodegroup notin (x,y)");
+        assert_eq!(c.only, None);
+        assert_eq!(c.not, vec!["a".to_string()]);
+        assert_eq!(g.not, vec!["x".to_string(), "y".to_string()]);
+        let (_, g) = filters("!fleetyard.openstack.org/nodegroup");
+        assert_eq!(g, NameFilter::default());
+    }
+
+    #[test]
+    fn a_requirement_on_another_label_keeps_nothing_unless_it_asks_for_absence() {
+        assert!(filters("env=prod").0.keeps_nothing());
+        assert!(filters("env").0.keeps_nothing());
+        assert!(!filters("env!=prod").0.keeps_nothing());
+        assert!(!filters("!env").0.keeps_nothing());
+    }
+
+    #[test]
+    fn continue_tokens_carry_the_cluster_and_id() {
+        let k = MachineKey {
+            project: "p".into(),
+            cluster: "c-uuid".into(),
+            id: 42,
+        };
+        let t = token(7, &k);
+        assert_eq!(key_of(&t).ok(), Some(k));
+        let bad = ContinueToken::new(7, "p", "alpha");
+        assert!(key_of(&bad).is_err());
+    }
+}
