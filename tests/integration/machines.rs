@@ -1,12 +1,13 @@
-//! `/v1/clusters/{c}/machines` over HTTP (microversion 1.19): the representation, the
-//! `nodegroup`, `role` and `phase` filters, keyset pages and sorting with Magnum's 400s,
-//! 404s for unknown clusters and machines and for another project's cluster, and the 406 below
-//! 1.19, on PostgreSQL and SQLite. The machines are written as SQL fixtures in place of the
-//! cluster's own (whatever the cluster's create wrote), so the bodies are known exactly.
+//! `/v1/clusters/{c}/machines` over HTTP (microversion 1.19): the machines a cluster create and
+//! a resize make; then, with machines written as SQL fixtures in place of the cluster's own (so
+//! the bodies are known exactly), the representation, the `nodegroup`, `role` and `phase`
+//! filters, keyset pages and sorting with Magnum's 400s, 404s for unknown clusters and machines
+//! and for another project's cluster, and the 406 below 1.19; on PostgreSQL and SQLite.
 
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
+use crate::helpers::Api;
 use crate::helpers::{
     at, complete_cluster_with, conductor_from, exec_sql, spawn_keeping, Backend, Resp, TestApp,
 };
@@ -559,4 +560,96 @@ async fn below_1_19_the_machine_routes_are_406_with_the_empty_framework_body() {
         .request(reqwest::Method::DELETE, &show, &env.h, None)
         .await;
     deleted.assert_framework_error(405);
+}
+
+// ---- The machines the cluster's own writes make ---------------------------------------------
+
+/// `(name, role, phase)` of a list's machines, in order.
+fn rows_of(body: &Value) -> Vec<(String, String, String)> {
+    body["machines"]
+        .as_array()
+        .expect("a machines list")
+        .iter()
+        .map(|m| {
+            let text = |v: &Value| v.as_str().expect("a string").to_string();
+            (
+                text(&m["name"]),
+                text(&m["role"]),
+                text(&m["status"]["phase"]),
+            )
+        })
+        .collect()
+}
+
+async fn the_machines_a_cluster_create_and_a_resize_make_are_served(backend: Backend) {
+    let (app, settings) = spawn_keeping(backend, crate::helpers::instant_settings).await;
+    let conductor = conductor_from(&app, &settings);
+    let h = at(&app.headers, "latest");
+    let c = complete_cluster_with(&app, &conductor, "k8s", json!({}), &h).await;
+    let list = |query: &'static str| {
+        let (app, h, c) = (&app, &h, &c);
+        async move {
+            let r = app
+                .get_as(&format!("/v1/clusters/{c}/machines{query}"), h)
+                .await;
+            assert_eq!(r.status, 200, "{query}: {}", r.text);
+            r.body
+        }
+    };
+    let row = |name: &str, role: &str, phase: &str| {
+        (name.to_string(), role.to_string(), phase.to_string())
+    };
+    let body = list("").await;
+    assert_eq!(
+        rows_of(&body),
+        [
+            row("default-master-1", "master", "Running"),
+            row("default-worker-1", "worker", "Running"),
+        ]
+    );
+    for (m, group) in body["machines"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .zip(["default-master", "default-worker"])
+    {
+        let ng = app
+            .get_as(&format!("/v1/clusters/{c}/nodegroups/{group}"), &h)
+            .await;
+        assert_eq!(m["nodegroup_id"], ng.body["uuid"], "{m}");
+        assert_eq!(m["cluster_id"], c.as_str());
+    }
+
+    // A resize's new machines are Pending until the driver's work completes.
+    let r = app
+        .with_headers(&h)
+        .resize_cluster(&c, &json!({"node_count": 3}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert_eq!(
+        rows_of(&list("?phase=Pending").await),
+        [
+            row("default-worker-2", "worker", "Pending"),
+            row("default-worker-3", "worker", "Pending"),
+        ]
+    );
+    crate::helpers::drain(&conductor).await;
+    assert_eq!(
+        rows_of(&list("?nodegroup=default-worker&sort_dir=desc").await),
+        [
+            row("default-worker-3", "worker", "Running"),
+            row("default-worker-2", "worker", "Running"),
+            row("default-worker-1", "worker", "Running"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_machines_a_cluster_create_and_a_resize_make_are_served_on_postgres() {
+    the_machines_a_cluster_create_and_a_resize_make_are_served(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn the_machines_a_cluster_create_and_a_resize_make_are_served_on_sqlite() {
+    the_machines_a_cluster_create_and_a_resize_make_are_served(Backend::Sqlite).await;
 }
