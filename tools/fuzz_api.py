@@ -12,9 +12,9 @@ uuid, and those it infers itself: create -> show -> patch -> delete).
 Before the runs it seeds, as the admin, a public cluster template, a cluster built from it (the
 fake driver completes it) and a federation hosted on it, and hands schemathesis a config file
 (`schemathesis.toml` in the work directory) whose dictionaries make about half the generated
-identifiers (`cluster_ident`, `clustertemplate_ident`, `nodegroup_ident`, `federation_ident`,
-`project_id`, and `cluster_template_id`, `hostcluster_id`, `cluster_uuid` in bodies) and most
-`coe` values name real things: without them nearly every generated body or path is refused
+identifiers (`cluster_ident`, `clustertemplate_ident`, `nodegroup_ident`, `machine_ident`,
+`federation_ident`, `project_id`, and `cluster_template_id`, `hostcluster_id`, `cluster_uuid`
+in bodies) and most `coe` values name real things: without them nearly every generated body or path is refused
 with 400/404 before it reaches the code behind it. The member run uses another project, so
 for it the admin's objects must be 404.
 
@@ -210,6 +210,8 @@ def seed(server: "Server") -> dict[str, list[str]]:
         time.sleep(0.5)
     values = {"templates": [template, "fuzz-template"], "clusters": [cluster, "fuzz-cluster"],
               "nodegroups": ["default-worker", "default-master"], "coes": ["kubernetes"],
+              # The machines of the default node groups, named by MachineName::for_nodegroup.
+              "machines": ["default-worker-1", "default-master-1"],
               "projects": [p for p, _ in IDENTITIES.values()], "resources": ["Cluster"]}
     status, body = api(server, "POST", "/v1/federations",
                        {"name": "fuzz-federation", "hostcluster_id": cluster, "properties": {"dns-zone": "example.com."}})
@@ -227,6 +229,7 @@ def write_config(path: Path, values: dict[str, list[str]]) -> None:
         "path.cluster_ident": ("clusters", 0.5),
         "path.clustertemplate_ident": ("templates", 0.5),
         "path.nodegroup_ident": ("nodegroups", 0.5),
+        "path.machine_ident": ("machines", 0.5),
         "path.federation_ident": ("federations", 0.5),
         "path.project_id": ("projects", 0.5),
         "path.resource": ("resources", 0.5),

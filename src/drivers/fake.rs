@@ -195,7 +195,8 @@ fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
     }
 }
 
-/// What the simulated infrastructure reports of each machine not being deleted: a server
+/// What the simulated infrastructure reports of each machine not being deleted (the first
+/// [`LISTED_NODES`] of a group, as its addresses are): a server
 /// named after the machine (`fake://<uuid>`), a node of the machine's name, the address its
 /// number gives in its group (the group's listed addresses), and the versions it was asked for
 /// (the cluster's Kubernetes version where none was).
@@ -206,7 +207,8 @@ fn observe_machines(ctx: &ClusterContext) -> BTreeMap<MachineId, MachineObservat
         let ours = ctx
             .machines
             .iter()
-            .filter(|m| m.nodegroup_id == ng.uuid && m.status.phase != MachinePhase::Deleting);
+            .filter(|m| m.nodegroup_id == ng.uuid && m.status.phase != MachinePhase::Deleting)
+            .take(usize::try_from(LISTED_NODES).unwrap_or(0));
         for (position, m) in ours.enumerate() {
             let index = machine_number(m.name.as_str()).unwrap_or(
                 i32::try_from(position)

@@ -119,6 +119,7 @@ const NG: &str = "nodegroup_ident";
 const FED: &str = "federation_ident";
 const MEMBER: &str = "member_ident";
 const UPGRADE: &str = "upgrade_template";
+const MC: &str = "machine_ident";
 
 /// Public: the same answer for every caller, with or without a token.
 const fn public(method: &'static str, path: &'static str) -> Row {
@@ -195,6 +196,8 @@ const TEMPLATE: &str = "/v1/clustertemplates/{clustertemplate_ident}";
 const CLUSTER: &str = "/v1/clusters/{cluster_ident}";
 const NODEGROUPS: &str = "/v1/clusters/{cluster_ident}/nodegroups";
 const NODEGROUP: &str = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}";
+const MACHINES: &str = "/v1/clusters/{cluster_ident}/machines";
+const MACHINE: &str = "/v1/clusters/{cluster_ident}/machines/{machine_ident}";
 const FEDERATION: &str = "/v1/federations/{federation_ident}";
 const CERTIFICATE: &str = "/v1/certificates/{cluster_ident}";
 const QUOTA: &str = "/v1/quotas/{project_id}/{resource}";
@@ -377,6 +380,12 @@ static MATRIX: &[Row] = &[
                tests/integration/deletes.rs",
         ..row("DELETE", NODEGROUP)
     },
+    // ---- Machines (microversion 1.19; reads only) ----
+    Row {
+        marker: Some(MC),
+        ..read(MACHINES, &[&[CL]])
+    },
+    read(MACHINE, &[&[CL, MC], &[MC]]),
     // ---- Federations ----
     list("/v1/federations", FED),
     list("/v1/federations/detail", FED),
@@ -523,6 +532,11 @@ const MISSING: &[(&str, &str, &str)] = &[
         UPGRADE,
         "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b06",
         "no-such-upgrade",
+    ),
+    (
+        MC,
+        "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b07",
+        "no-such-machine",
     ),
 ];
 
@@ -823,6 +837,32 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         202,
     );
     drain(&pki.conductor).await;
+    // A machine of A's own node group (no other row changes that group's nodes) and one of
+    // B's: the group's own when it has one, else a row written for it.
+    let a_machine = machine_of(
+        app,
+        a,
+        &cl("a-cluster"),
+        &ngs["a-ng"],
+        (
+            "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c01",
+            "a-machine",
+            "project-a",
+        ),
+    )
+    .await;
+    let b_machine = machine_of(
+        app,
+        b,
+        &bc,
+        &b_ng,
+        (
+            "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c02",
+            "b-machine",
+            "project-b",
+        ),
+    )
+    .await;
 
     let obj = |uuid: &str, name: &str| Obj {
         uuid: uuid.to_string(),
@@ -835,6 +875,7 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (FED, obj(&f, "a-fed")),
         (MEMBER, obj(&cl("a-joiner"), "a-joiner")),
         (UPGRADE, obj(&t_next, "a-template-next")),
+        (MC, obj(&a_machine.0, &a_machine.1)),
     ]);
     let spare = BTreeMap::from([
         (CT, obj(&t_spare, "a-template-spare")),
@@ -849,6 +890,7 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (FED, bf),
         (MEMBER, bc),
         (UPGRADE, bt),
+        (MC, b_machine.0),
     ]);
     // What `openstack coe cluster config` and Horizon's Get Cluster Config send (CN=admin,
     // O=system:masters): the default policy signs it for the cluster's members, as Magnum does.
@@ -873,6 +915,39 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         fixed,
         a_uuids,
     }
+}
+
+/// A machine of `group` of `cluster` as `h` lists it (uuid, name): its first, or, when it has
+/// none, a Running worker row written as SQL with `fallback`'s (uuid, name, project).
+async fn machine_of(
+    app: &TestApp,
+    h: &HeaderMap,
+    cluster: &str,
+    group: &str,
+    fallback: (&str, &str, &str),
+) -> (String, String) {
+    let listed = app
+        .get_as(
+            &format!("/v1/clusters/{cluster}/machines?nodegroup={group}&limit=1"),
+            h,
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    if let Some(m) = listed.body["machines"].get(0) {
+        let text = |k: &str| m[k].as_str().expect(k).to_string();
+        return (text("uuid"), text("name"));
+    }
+    let (uuid, name, project) = fallback;
+    crate::helpers::exec_sql(
+        &app.db.url,
+        &[format!(
+            "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
+             phase, status, created_at) VALUES ('{uuid}', '{name}', 'worker', '{project}', \
+             '{cluster}', '{group}', '{{}}', 'Running', '{{}}', CURRENT_TIMESTAMP)"
+        )],
+    )
+    .await;
+    (uuid.to_string(), name.to_string())
 }
 
 // ================================================================================================

@@ -730,6 +730,141 @@ async fn the_cluster_retry_sample_matches_a_real_response() {
     );
 }
 
+/// The machine rows the machine samples show, in place of the cluster's own: `(uuid, name,
+/// role, node group, spec, status)` of the samples, written as SQL.
+fn machine_sample_rows(cluster: &str, project: &str, list: &Value) -> Vec<String> {
+    let mut rows = vec![format!(
+        "DELETE FROM machine WHERE cluster_id = '{cluster}'"
+    )];
+    for m in list["machines"].as_array().expect("machines") {
+        let spec = &m["spec"];
+        let status = &m["status"];
+        let versions = |v: &Value| serde_json::json!({"kubelet": v["kubelet"], "controlPlane": v["control_plane"]});
+        let stored_spec = serde_json::json!({
+            "versions": versions(&spec["versions"]),
+            "containerRuntime": spec["container_runtime"],
+            "osImage": spec["os_image"],
+            "flavor": spec["flavor"],
+            "providerConfig": {"server_group": "not shown on /v1"},
+            "taints": spec["taints"],
+            "labels": spec["labels"],
+        });
+        let stored_status = serde_json::json!({
+            "nodeRef": status["node_ref"],
+            "addresses": status["addresses"],
+            "versions": versions(&status["versions"]),
+            "lastUpdated": status["last_updated"],
+            "lastChange": status["last_change"],
+        });
+        // Nulls are absent fields in the stored form.
+        let strip = |v: Value| -> String {
+            fn clean(v: Value) -> Value {
+                match v {
+                    Value::Object(o) => Value::Object(
+                        o.into_iter()
+                            .filter(|(_, v)| !v.is_null())
+                            .map(|(k, v)| (k, clean(v)))
+                            .collect(),
+                    ),
+                    Value::Array(a) => Value::Array(a.into_iter().map(clean).collect()),
+                    other => other,
+                }
+            }
+            clean(v).to_string()
+        };
+        rows.push(format!(
+            "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
+             phase, provider_id, status, created_at) VALUES ('{}', '{}', '{}', '{project}', \
+             '{cluster}', '{}', '{}', '{}', '{}', '{}', CURRENT_TIMESTAMP)",
+            m["uuid"].as_str().expect("uuid"),
+            m["name"].as_str().expect("name"),
+            m["role"].as_str().expect("role"),
+            m["nodegroup_id"].as_str().expect("node group"),
+            strip(stored_spec),
+            status["phase"].as_str().expect("phase"),
+            status["provider_id"].as_str().expect("provider id"),
+            strip(stored_status),
+        ));
+    }
+    rows
+}
+
+#[tokio::test]
+async fn the_machine_samples_match_real_responses() {
+    use crate::helpers::{complete_cluster_with, conductor_from, exec_sql, spawn_keeping, Backend};
+
+    let (app, settings) = spawn_keeping(Backend::Postgres, crate::helpers::instant_settings).await;
+    let conductor = conductor_from(&app, &settings);
+    // The samples were taken with the default no-auth identity, as the CLI sends them.
+    let h = crate::helpers::header_map(&[("OpenStack-API-Version", "container-infra latest")]);
+    let cluster = complete_cluster_with(&app, &conductor, "k8s", serde_json::json!({}), &h).await;
+    let expected_list = sample("machines-list-resp.json");
+    let expected_one = sample("machine-get-resp.json");
+    // The sample's cluster and node groups are this run's; its machines are written with the
+    // sample's own uuids, a third one after them so that the page of two is full.
+    let mut ids = vec![(
+        cluster.clone(),
+        expected_list["machines"][0]["cluster_id"]
+            .as_str()
+            .expect("cluster")
+            .to_string(),
+    )];
+    for theirs in expected_list["machines"].as_array().expect("machines") {
+        let group = if theirs["role"] == "master" {
+            "default-master"
+        } else {
+            "default-worker"
+        };
+        let ours = app
+            .get_as(&format!("/v1/clusters/{cluster}/nodegroups/{group}"), &h)
+            .await;
+        assert_eq!(ours.status, 200, "{}", ours.text);
+        ids.push((
+            ours.body["uuid"].as_str().expect("uuid").to_string(),
+            theirs["nodegroup_id"].as_str().expect("group").to_string(),
+        ));
+    }
+    let project = app
+        .get_as(&format!("/v1/clusters/{cluster}"), &h)
+        .await
+        .body["project_id"]
+        .as_str()
+        .expect("project")
+        .to_string();
+    let ours = in_this_run(&app.address, &expected_list, &ids);
+    let mut rows = machine_sample_rows(&cluster, &project, &ours);
+    let mut third = ours["machines"][1].clone();
+    third["uuid"] = Value::from("3f1c2a9e-7b4d-4c8e-9a61-2d5e8f0b7c03");
+    third["name"] = Value::from("default-worker-2");
+    third["status"]["provider_id"] = Value::from("openstack:///third");
+    rows.extend(
+        machine_sample_rows(
+            &cluster,
+            &project,
+            &serde_json::json!({"machines": [third]}),
+        )
+        .into_iter()
+        .skip(1),
+    );
+    exec_sql(&app.db.url, &rows).await;
+
+    let listed = app
+        .get_as(&format!("/v1/clusters/{cluster}/machines?limit=2"), &h)
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_sample(&app, &expected_list, &listed.body, &ids, "");
+    let uuid = expected_one["uuid"].as_str().expect("uuid");
+    let shown = app
+        .get_as(&format!("/v1/clusters/{cluster}/machines/{uuid}"), &h)
+        .await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert_sample(&app, &expected_one, &shown.body, &ids, "");
+    assert_eq!(
+        shown.body, listed.body["machines"][1],
+        "the list shows each machine whole"
+    );
+}
+
 #[tokio::test]
 async fn the_nodegroup_and_federation_retry_samples_match_real_responses() {
     use crate::helpers::{conductor, drain, instant};

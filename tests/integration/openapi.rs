@@ -129,6 +129,18 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "machines-list-resp.json",
+        "get",
+        "/v1/clusters/{cluster_ident}/machines",
+        200,
+    ),
+    (
+        "machine-get-resp.json",
+        "get",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+        200,
+    ),
+    (
         "error-cluster-force-delete-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}",
@@ -885,6 +897,60 @@ async fn a_real_response_of_every_operation_matches_the_document() {
     )
     .await;
     d.drain().await;
+
+    // Machines (a row written for the show; the list answers whatever the cluster has).
+    let machines = "/v1/clusters/{cluster_ident}/machines";
+    let machine = "/v1/clusters/{cluster_ident}/machines/{machine_ident}";
+    let worker = d
+        .call(
+            Method::GET,
+            ng_one,
+            &format!("/v1/clusters/{c}/nodegroups/default-worker"),
+            None,
+            200,
+        )
+        .await;
+    let text = |k: &str| worker.body[k].as_str().expect(k).to_string();
+    let (worker, project) = (text("uuid"), text("project_id"));
+    let m = "0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f61";
+    let m_spec = json!({"versions": {"kubelet": "v1.30.1"},
+                      "taints": [{"key": "k", "effect": "NoSchedule"}]});
+    let m_status = json!({"addresses": [{"type": "InternalIP", "address": "10.0.0.9"}],
+                        "lastChange": "Replace", "lastUpdated": "2026-11-27T10:00:00Z"});
+    crate::helpers::exec_sql(
+        &app.db.url,
+        &[format!(
+            "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
+             phase, provider_id, status, created_at) VALUES ('{m}', 'openapi-machine-1', \
+             'worker', '{project}', '{c}', '{worker}', '{m_spec}', 'Running', 'openstack:///m', \
+             '{m_status}', CURRENT_TIMESTAMP)"
+        )],
+    )
+    .await;
+    d.call(
+        Method::GET,
+        machines,
+        &format!("/v1/clusters/{c}/machines?limit=1"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        machine,
+        &format!("/v1/clusters/{c}/machines/{m}"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        machine,
+        &format!("/v1/clusters/{c}/machines/nope"),
+        None,
+        404,
+    )
+    .await;
 
     // Certificates and credentials.
     let cert = "/v1/certificates/{cluster_ident}";

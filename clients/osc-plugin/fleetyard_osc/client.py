@@ -1,5 +1,6 @@
-"""A small HTTP client for /v1/federations, the cluster look-ups it needs, and the
-retry actions of clusters, node groups and federations.
+"""A small HTTP client for /v1/federations, the cluster look-ups it needs, the
+retry actions of clusters, node groups and federations, and the machines of a
+cluster (/v1/clusters/{c}/machines).
 
 It talks through the keystoneauth session OpenStackClient built, the way
 python-magnumclient's SessionClient does: service type ``container-infra``,
@@ -96,6 +97,10 @@ class WaitFailed(osc_exceptions.CommandError):
 
 # The microversion each retry action needs (406 below it).
 RETRY_VERSIONS = {"cluster": "1.16", "nodegroup": "1.17", "federation": "1.17"}
+# The microversion of the machine API (406 below it); machine requests ask for it unless a
+# version was given (--os-container-infra-api-version), so their bodies are the ones the
+# commands know.
+MACHINES_VERSION = "1.19"
 
 
 def in_progress(status):
@@ -128,8 +133,11 @@ class FederationClient:
 
     # -- HTTP --------------------------------------------------------------
 
-    def request(self, method, path, body=None):
+    def request(self, method, path, body=None, version=None):
         headers = {"Accept": "application/json"}
+        if version is not None:
+            # Wins over the adapter's header for this request only.
+            headers["OpenStack-API-Version"] = "%s %s" % (SERVICE_TYPE, version)
         kwargs = {}
         if body is not None:
             kwargs["json"] = body
@@ -190,11 +198,53 @@ class FederationClient:
                                 "container-infra %s (see --os-container-infra-api-version)."
                                 % (needed, self.api_version), title=e.title, request_id=e.request_id)
 
+    # -- machines ----------------------------------------------------------
+
+    def machines_version(self):
+        """The microversion machine requests are sent at: 1.19 unless one was given."""
+        return MACHINES_VERSION if self.api_version == "latest" else self.api_version
+
+    def _machines_request(self, path):
+        try:
+            return self.request("GET", path, version=self.machines_version())
+        except ApiError as e:
+            if e.status_code != 406:
+                raise
+            raise ApiError(406, "Machines need microversion %s or later; this request was sent at "
+                                "container-infra %s (see --os-container-infra-api-version)."
+                                % (MACHINES_VERSION, self.machines_version()),
+                           title=e.title, request_id=e.request_id)
+
+    def list_machines(self, cluster, nodegroup=None, role=None, phase=None, limit=None,
+                      marker=None, sort_key=None, sort_dir=None):
+        """A cluster's machines, filtered (following `next`), or at most `limit` of them."""
+        params = {}
+        for key, value in (("nodegroup", nodegroup), ("role", role), ("phase", phase)):
+            if value:
+                params[key] = value
+        path = "/clusters/%s/machines" % self._ident(cluster)
+        return self._pages(path, "machines", params, limit, marker, sort_key, sort_dir,
+                           fetch=self._machines_request)
+
+    def get_machine(self, cluster, ident):
+        return self._machines_request("/clusters/%s/machines/%s" % (self._ident(cluster), self._ident(ident)))
+
+    def list_nodegroups(self, cluster):
+        """The cluster's node groups (summaries), at the machine API's microversion."""
+        body = self._machines_request("/clusters/%s/nodegroups" % self._ident(cluster)) or {}
+        return body.get("nodegroups") or []
+
     # -- federations -------------------------------------------------------
 
     def list_federations(self, limit=None, marker=None, sort_key=None, sort_dir=None, detail=False):
         """Every federation (following `next`), or at most `limit` of them."""
-        params = {}
+        path = "/federations/detail" if detail else "/federations"
+        return self._pages(path, "federations", {}, limit, marker, sort_key, sort_dir)
+
+    def _pages(self, path, key, params, limit, marker, sort_key, sort_dir, fetch=None):
+        """The items under `key` of a Magnum list, following `next`, at most `limit` of them."""
+        fetch = fetch or (lambda p: self.request("GET", p))
+        params = dict(params)
         if limit is not None:
             params["limit"] = limit
         if marker:
@@ -203,13 +253,12 @@ class FederationClient:
             params["sort_key"] = sort_key
         if sort_dir:
             params["sort_dir"] = sort_dir
-        path = "/federations/detail" if detail else "/federations"
         items = []
         query = urllib.parse.urlencode(params)
         seen = set()
         while True:
-            body = self.request("GET", path + ("?" + query if query else "")) or {}
-            items.extend(body.get("federations") or [])
+            body = fetch(path + ("?" + query if query else "")) or {}
+            items.extend(body.get(key) or [])
             if limit is not None and len(items) >= limit:
                 return items[:limit]
             nxt = body.get("next")

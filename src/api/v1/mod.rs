@@ -12,6 +12,7 @@ pub mod federation_delete;
 pub mod federations;
 pub mod lookup;
 pub mod machine_delete;
+pub mod machines;
 pub mod mservices;
 pub mod nodegroup_delete;
 pub mod nodegroups;
@@ -48,6 +49,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     web::scope("/{cluster_ident}")
                         .configure(clusters::configure_one)
                         .configure(nodegroups::configure)
+                        .configure(machines::configure)
                         .configure(retry_actions::configure_nodegroup),
                 ),
         )

@@ -355,3 +355,21 @@ where
 {
     text.parse().expect("a canonical uuid")
 }
+
+/// Runs statements without binds on the app's database, either backend (fixtures written as
+/// SQL, such as machine rows).
+pub async fn exec_sql(url: &str, statements: &[String]) {
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        for s in statements {
+            sqlx::query(s).execute(&pool).await.expect(s);
+        }
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("pg");
+        for s in statements {
+            sqlx::query(s).execute(&pool).await.expect(s);
+        }
+        pool.close().await;
+    }
+}

@@ -52,6 +52,8 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         paths::update_nodegroup,
         paths::delete_nodegroup,
         paths::retry_nodegroup,
+        paths::list_machines,
+        paths::show_machine,
         paths::list_federations,
         paths::list_federations_detail,
         paths::create_federation,
@@ -78,6 +80,7 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         (name = "clustertemplates", description = "Cluster templates"),
         (name = "clusters", description = "Clusters and their actions"),
         (name = "nodegroups", description = "Node groups of a cluster (microversion 1.9)"),
+        (name = "machines", description = "Machines of a cluster, one per node (microversion 1.19)"),
         (name = "federations", description = "Federations of clusters"),
         (name = "certificates", description = "Cluster CAs and CSR signing"),
         (name = "credentials", description = "Credential rotation (microversion 1.12)"),
@@ -123,7 +126,7 @@ fn finish(doc: &mut Value) {
         "required": false,
         "description": negotiated,
         "schema": {"type": "string"},
-        "example": "container-infra 1.18",
+        "example": format!("container-infra {MAX_VERSION}"),
     });
     components["headers"][VERSION] = json!({
         "description": format!("The negotiated version: `{SERVICE_TYPE} X.Y`. Sent with \

@@ -15,9 +15,9 @@ use super::requests::{
 use crate::api::v1::views::{
     AcceptedView, CertificateView, ClusterCollection, ClusterDetailCollection,
     ClusterTemplateCollection, ClusterTemplateView, ClusterView, FederationCollection,
-    FederationDetailCollection, FederationView, MserviceCollection, NodeGroupCollection,
-    NodeGroupDetailCollection, NodeGroupView, QuotaCollection, QuotaShowView, QuotaView, RootView,
-    SignedCertificateView, StatsView, V1View,
+    FederationDetailCollection, FederationView, MachineCollection, MachineView, MserviceCollection,
+    NodeGroupCollection, NodeGroupDetailCollection, NodeGroupView, QuotaCollection, QuotaShowView,
+    QuotaView, RootView, SignedCertificateView, StatsView, V1View,
 };
 
 /// Keyset pagination of list endpoints.
@@ -44,6 +44,25 @@ pub struct NodeGroupListParams {
     sort_dir: Option<String>,
     /// Only node groups of this role.
     role: Option<String>,
+}
+
+/// Pagination of `GET /v1/clusters/{cluster_ident}/machines`, and its filters.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MachineListParams {
+    /// The uuid of the last machine of the previous page (any machine of the cluster).
+    marker: Option<String>,
+    limit: Option<u32>,
+    /// `id` (default), `uuid`, `name`, `role`, `nodegroup_id`, `phase`, `provider_id`,
+    /// `created_at` or `updated_at`.
+    sort_key: Option<String>,
+    sort_dir: Option<String>,
+    /// Only machines of this node group of the cluster (uuid or name; unknown is a 404).
+    nodegroup: Option<String>,
+    /// Only machines of this role: `master` or `worker`.
+    role: Option<String>,
+    /// Only machines in this phase: `Pending`, `Provisioning`, `Running`, `Deleting` or `Failed`.
+    phase: Option<String>,
 }
 
 /// Pagination of `GET /v1/quotas` (the marker is a quota id), and every project's quotas.
@@ -247,6 +266,21 @@ pub fn update_nodegroup() {}
         ("force" = Option<bool>, Query, description = "Microversion 1.18 and later: an administrator's forced delete (nodegroup:delete_force); the node group's record goes after one last best-effort clean-up")),
     responses((status = 204, description = "Accepted; the node group is DELETE_IN_PROGRESS")))]
 pub fn delete_nodegroup() {}
+
+// Machines (microversion 1.19).
+
+#[utoipa::path(get, path = "/v1/clusters/{cluster_ident}/machines", tag = "machines",
+    operation_id = "listMachines",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"), MachineListParams),
+    responses((status = 200, description = "The cluster's machines", body = MachineCollection)))]
+pub fn list_machines() {}
+
+#[utoipa::path(get, path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+    tag = "machines", operation_id = "showMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 200, description = "The machine", body = MachineView)))]
+pub fn show_machine() {}
 
 // Federations.
 

@@ -8,6 +8,7 @@ pub mod certificates;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod federations;
+pub mod machines;
 pub mod nodegroups;
 pub mod quotas;
 pub mod services;
@@ -24,6 +25,7 @@ pub use clusters::{ClusterCollection, ClusterDetailCollection, ClusterSummaryVie
 pub use federations::{
     FederationCollection, FederationDetailCollection, FederationSummaryView, FederationView,
 };
+pub use machines::{MachineCollection, MachineView};
 pub use nodegroups::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
 };

@@ -1,0 +1,214 @@
+"""Unit tests of `openstack coe machine list | show`, without a server.
+
+(tools/machine_cli_check.py drives the real `openstack` executable against
+`fleetyard serve`.)
+"""
+
+import unittest
+from unittest import mock
+
+from fleetyard_osc import client as fclient
+from fleetyard_osc import plugin
+from fleetyard_osc.v1 import machines
+
+
+MASTER = {
+    "uuid": "m-uuid", "name": "default-master-1", "cluster_id": "c-uuid",
+    "nodegroup_id": "ng-master", "role": "master", "project_id": "p",
+    "spec": {"versions": {"kubelet": "v1.30.1", "control_plane": "v1.30.1"},
+             "container_runtime": {"name": "containerd", "version": "1.7.22"},
+             "os_image": "fedora-coreos-40", "flavor": "m1.medium",
+             "taints": [{"key": "node-role.kubernetes.io/control-plane", "value": None,
+                         "effect": "NoSchedule"},
+                        {"key": "dedicated", "value": "cp", "effect": "NoExecute"}],
+             "labels": {"tier": "cp", "a": "b"}},
+    "status": {"phase": "Running", "provider_id": "openstack:///s1", "node_ref": "n1",
+               "addresses": [{"type": "Hostname", "address": "n1"},
+                             {"type": "InternalIP", "address": "10.0.0.5"}],
+               "versions": {"kubelet": "v1.30.2", "control_plane": "v1.30.1"},
+               "error_reason": None, "error_message": None, "last_change": "InPlace",
+               "last_updated": "2026-11-27T10:00:00+00:00"},
+    "created_at": "2026-11-27T09:00:00+00:00", "updated_at": None,
+}
+
+PENDING = {
+    "uuid": "w-uuid", "name": "default-worker-1", "nodegroup_id": "ng-worker", "role": "worker",
+    "spec": {"versions": {"kubelet": "v1.30.1", "control_plane": None}, "container_runtime": None,
+             "taints": [], "labels": {}},
+    "status": {"phase": "Pending", "addresses": [], "versions": {"kubelet": None}},
+}
+
+
+class FakeResponse:
+    def __init__(self, status, body):
+        self.status_code = status
+        self._body = body
+        self.content = b"{}"
+        self.text = "{}"
+        self.headers = {}
+        self.reason = "Not Acceptable"
+
+    def json(self):
+        return self._body
+
+
+class MachineClientTest(unittest.TestCase):
+    def client(self, api_version, answers):
+        """A client whose HTTP answers `answers` in turn and records (path, headers)."""
+        c = fclient.FederationClient.__new__(fclient.FederationClient)
+        c.api_version = api_version
+        c.calls = []
+        seq = list(answers)
+
+        def request(path, method, headers=None, raise_exc=True, **kw):
+            c.calls.append((method, path, headers.get("OpenStack-API-Version")))
+            return seq.pop(0)
+
+        c.http = mock.Mock()
+        c.http.request = request
+        return c
+
+    def test_list_sends_the_filters_and_microversion_1_19_and_follows_next(self):
+        c = self.client("latest", [
+            FakeResponse(200, {"machines": [MASTER],
+                               "next": "http://elsewhere/v1/clusters/c-uuid/machines?"
+                                       "sort_key=id&sort_dir=asc&limit=1&marker=m-uuid&role=master"}),
+            FakeResponse(200, {"machines": []}),
+        ])
+        got = c.list_machines("k 1", nodegroup="default-master", role="master", phase="Running",
+                              sort_key="name", sort_dir="desc")
+        self.assertEqual(got, [MASTER])
+        self.assertEqual(c.calls, [
+            ("GET", "/clusters/k%201/machines?nodegroup=default-master&role=master&phase=Running"
+                    "&sort_key=name&sort_dir=desc", "container-infra 1.19"),
+            ("GET", "/clusters/k%201/machines?sort_key=id&sort_dir=asc&limit=1&marker=m-uuid"
+                    "&role=master", "container-infra 1.19"),
+        ])
+
+    def test_a_limit_and_a_marker_are_sent_and_stop_the_walk(self):
+        c = self.client("latest", [FakeResponse(200, {"machines": [MASTER, PENDING],
+                                                      "next": "http://x/v1/c?marker=w-uuid"})])
+        self.assertEqual(len(c.list_machines("k1", limit=2, marker="a-uuid")), 2)
+        self.assertEqual(c.calls, [("GET", "/clusters/k1/machines?limit=2&marker=a-uuid",
+                                    "container-infra 1.19")])
+
+    def test_show_takes_names_or_uuids_quoted(self):
+        c = self.client("latest", [FakeResponse(200, MASTER)])
+        self.assertEqual(c.get_machine("k1", "default master/1"), MASTER)
+        self.assertEqual(c.calls, [("GET", "/clusters/k1/machines/default%20master%2F1",
+                                    "container-infra 1.19")])
+
+    def test_a_given_microversion_is_sent_as_given_and_its_406_says_what_is_needed(self):
+        c = self.client("1.10", [FakeResponse(406, {"errors": [{"title": "", "detail": ""}]})])
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.get_machine("k1", "m1")
+        self.assertEqual(c.calls[0][2], "container-infra 1.10")
+        self.assertEqual(str(cm.exception),
+                         "Machines need microversion 1.19 or later; this request was sent at "
+                         "container-infra 1.10 (see --os-container-infra-api-version).")
+        self.assertEqual(cm.exception.status_code, 406)
+
+    def test_the_apis_404_sentence_is_the_message(self):
+        body = {"errors": [{"title": "Machine nope could not be found",
+                            "detail": "Machine nope could not be found."}]}
+        c = self.client("latest", [FakeResponse(404, body)])
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.get_machine("k1", "nope")
+        self.assertEqual(str(cm.exception), "Machine nope could not be found.")
+
+
+class FakeMachineClient:
+    def __init__(self, machines_list):
+        self.machines = machines_list
+        self.listed = []
+        self.nodegroup_lists = 0
+
+    def list_machines(self, cluster, **kw):
+        self.listed.append((cluster, kw))
+        return list(self.machines)
+
+    def list_nodegroups(self, cluster):
+        self.nodegroup_lists += 1
+        return [{"uuid": "ng-master", "name": "default-master"}]
+
+    def get_machine(self, cluster, ident):
+        self.shown = (cluster, ident)
+        return MASTER
+
+
+def run_command(cls, argv, fake):
+    app = mock.Mock()
+    setattr(app.client_manager, plugin.API_NAME, fake)
+    cmd = cls(app, None)
+    parsed = cmd.get_parser("openstack coe machine x").parse_args(argv)
+    return cmd.take_action(parsed)
+
+
+class MachineCommandTest(unittest.TestCase):
+    def test_list_passes_every_option_and_names_node_groups(self):
+        fake = FakeMachineClient([MASTER, PENDING])
+        cols, rows = run_command(machines.ListMachine,
+                                 ["k1", "--nodegroup", "default-master", "--role", "master",
+                                  "--phase", "Running", "--limit", "5", "--marker", "a-uuid",
+                                  "--sort-key", "name", "--sort-dir", "desc"], fake)
+        self.assertEqual(fake.listed, [("k1", {"nodegroup": "default-master", "role": "master",
+                                               "phase": "Running", "limit": 5, "marker": "a-uuid",
+                                               "sort_key": "name", "sort_dir": "desc"})])
+        self.assertEqual(cols, ("uuid", "name", "nodegroup", "role", "phase", "kubelet_version",
+                                "address"))
+        self.assertEqual(rows, [
+            ("m-uuid", "default-master-1", "default-master", "master", "Running", "v1.30.2",
+             "10.0.0.5"),
+            # A group the name list lacks shows its uuid; no running version: the spec's.
+            ("w-uuid", "default-worker-1", "ng-worker", "worker", "Pending", "v1.30.1", ""),
+        ])
+
+    def test_an_empty_list_asks_nothing_more(self):
+        fake = FakeMachineClient([])
+        cols, rows = run_command(machines.ListMachine, ["k1"], fake)
+        self.assertEqual(rows, [])
+        self.assertEqual(fake.nodegroup_lists, 0)
+
+    def test_role_and_phase_take_the_apis_values_only(self):
+        for bad in (["k1", "--role", "boss"], ["k1", "--phase", "running"],
+                    ["k1", "--sort-dir", "up"]):
+            with self.assertRaises(SystemExit):
+                with mock.patch("sys.stderr"):
+                    run_command(machines.ListMachine, bad, FakeMachineClient([]))
+
+    def test_show_flattens_spec_and_status(self):
+        fake = FakeMachineClient([])
+        cols, values = run_command(machines.ShowMachine, ["k1", "default-master-1"], fake)
+        self.assertEqual(fake.shown, ("k1", "default-master-1"))
+        row = dict(zip(cols, values))
+        self.assertEqual(cols, machines.SHOW_COLUMNS)
+        plain = {k: v for k, v in row.items()
+                 if k not in ("addresses", "taints", "labels")}
+        self.assertEqual(plain, {
+            "uuid": "m-uuid", "name": "default-master-1", "cluster_id": "c-uuid",
+            "nodegroup_id": "ng-master", "role": "master", "project_id": "p", "phase": "Running",
+            "provider_id": "openstack:///s1", "node_ref": "n1", "kubelet_version": "v1.30.1",
+            "control_plane_version": "v1.30.1", "running_kubelet_version": "v1.30.2",
+            "running_control_plane_version": "v1.30.1", "container_runtime": "containerd 1.7.22",
+            "os_image": "fedora-coreos-40", "flavor": "m1.medium", "error_reason": None,
+            "error_message": None, "last_change": "InPlace",
+            "last_updated": "2026-11-27T10:00:00+00:00",
+            "created_at": "2026-11-27T09:00:00+00:00", "updated_at": None,
+        })
+        self.assertEqual(row["addresses"].human_readable(), "Hostname=n1, InternalIP=10.0.0.5")
+        self.assertEqual(row["addresses"].machine_readable(), MASTER["status"]["addresses"])
+        self.assertEqual(row["taints"].human_readable(),
+                         "node-role.kubernetes.io/control-plane:NoSchedule, dedicated=cp:NoExecute")
+        self.assertEqual(row["labels"].human_readable(), "a=b, tier=cp")
+        self.assertEqual(row["labels"].machine_readable(), {"tier": "cp", "a": "b"})
+
+    def test_show_of_a_machine_with_nothing_recorded(self):
+        cols, values = machines.show_row(PENDING)
+        row = dict(zip(cols, values))
+        self.assertIsNone(row["container_runtime"])
+        self.assertEqual(row["addresses"].human_readable(), "")
+        self.assertEqual(row["taints"].machine_readable(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

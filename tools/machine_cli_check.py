@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Real-client check of `openstack coe machine list | show` (clients/osc-plugin).
+
+Installs python-openstackclient, python-magnumclient 5.0.0 and the plugin into
+a virtualenv (the federation check's, tools/federation_cli_check.py), starts
+`fleetyard serve` (no-auth, SQLite), creates a cluster with magnumclient's own
+commands, writes the cluster's machines into the served database (known rows,
+so that every column can be checked), and runs the machine commands through
+the real `openstack` executable: the table and json output, every filter,
+paging and sorting, names and uuids, the API's 400 and 404 sentences, and the
+406 below microversion 1.19. Every check prints `ok - ...` or `FAIL - ...`;
+the last line is `machine-cli-check: N passed, N failed`, and the exit status
+is 1 when anything failed.
+
+    python3 tools/machine_cli_check.py --bin target/debug/fleetyard
+
+--venv and --no-install as in the federation check; the harness is
+tools/cli_check.py's. Needs only Python's standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_check import CheckFailed, Clients, Report, Result, Server, expect_ok, noauth  # noqa: E402
+from federation_cli_check import (  # noqa: E402  (the plugin's virtualenv and helpers)
+    DEFAULT_VENV,
+    FAST,
+    Coe,
+    FedReport,
+    copy_plugin,
+    expect_equal,
+    expect_fail_with,
+    fed_body,
+    prepare_venv,
+    run_phase,
+)
+
+LIST_COLUMNS = ["uuid", "name", "nodegroup", "role", "phase", "kubelet_version", "address"]
+
+# The machines written for the cluster: (uuid, name, node group, phase, provider id, spec, status).
+MACHINES = [
+    ("6a1e0c3b-5d2f-4e8a-9b7c-000000000001", "default-master-1", "default-master", "Running",
+     "openstack:///s-m1",
+     {"versions": {"kubelet": "v1.30.1", "controlPlane": "v1.30.1"},
+      "containerRuntime": {"name": "containerd", "version": "1.7.22"}, "osImage": "fedora-coreos-40",
+      "flavor": "m1.medium", "providerConfig": {"not": "shown"},
+      "taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+     {"nodeRef": "k8s-m1", "addresses": [{"type": "InternalIP", "address": "10.0.0.11"}],
+      "versions": {"kubelet": "v1.30.1", "controlPlane": "v1.30.1"}, "lastChange": "InPlace",
+      "lastUpdated": "2026-11-27T10:00:00Z"}),
+    ("6a1e0c3b-5d2f-4e8a-9b7c-000000000002", "default-worker-1", "default-worker", "Running",
+     "openstack:///s-w1",
+     {"versions": {"kubelet": "v1.30.1"}, "labels": {"tier": "general"}},
+     {"addresses": [{"type": "Hostname", "address": "k8s-w1"},
+                    {"type": "InternalIP", "address": "10.0.0.21"}],
+      "versions": {"kubelet": "v1.30.1"}}),
+    ("6a1e0c3b-5d2f-4e8a-9b7c-000000000003", "default-worker-2", "default-worker", "Failed", None,
+     {"versions": {"kubelet": "v1.30.1"}},
+     {"errorReason": "CreateError", "errorMessage": "no capacity"}),
+]
+M1, W1, W2 = (m[0] for m in MACHINES)
+
+
+def table_rows(r: Result) -> dict[str, str]:
+    """The `Field | Value` rows of a show table."""
+    rows = {}
+    for line in r.out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and line.startswith("|"):
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def names(r: Result) -> list[str]:
+    body = r.json()
+    if not isinstance(body, list):
+        raise CheckFailed("expected a JSON list\n" + r.describe())
+    return [row.get("name") for row in body]
+
+
+def write_machines(db: Path, cluster: str, project: str, groups: dict[str, str]) -> None:
+    """The cluster's machines replaced by MACHINES (the served SQLite database, in WAL mode)."""
+    con = sqlite3.connect(str(db), timeout=30)
+    try:
+        with con:
+            con.execute("DELETE FROM machine WHERE cluster_id = ?", (cluster,))
+            for uuid, name, group, phase, provider, spec, status in MACHINES:
+                role = "master" if group == "default-master" else "worker"
+                con.execute(
+                    "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, "
+                    "spec, phase, provider_id, status, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP)",
+                    (uuid, name, role, project, cluster, groups[group], json.dumps(spec), phase,
+                     provider, json.dumps(status)))
+    finally:
+        con.close()
+
+
+def checks(rep: Report, cli: Clients, srv: Server) -> None:
+    coe = Coe(cli, noauth(srv))
+    st: dict[str, Any] = {}
+
+    def need(*keys: str) -> None:
+        missing = [k for k in keys if not st.get(k)]
+        if missing:
+            raise CheckFailed("skipped: an earlier check did not give %s" % ", ".join(missing))
+
+    def setup() -> None:
+        cluster = coe.template_and_clusters("machine-tpl", ["k8s"])["k8s"]
+        shown = fed_body(expect_ok(coe("cluster", "show", "k8s", "-f", "json")))
+        groups = {}
+        for group in ("default-master", "default-worker"):
+            ng = fed_body(expect_ok(coe("nodegroup", "show", "k8s", group, "-f", "json")))
+            groups[group] = ng["uuid"]
+        write_machines(srv.workdir / "fleetyard.sqlite", cluster, shown["project_id"], groups)
+        st["cluster"], st["groups"] = cluster, groups
+
+    rep.check("set-up: coe cluster template create, coe cluster create (CREATE_COMPLETE), "
+              "then its machines written", setup)
+
+    def registered() -> None:
+        r = expect_ok(cli.run([cli.openstack, "command", "list", "--group", "container_infra", "-f", "json"]))
+        found = {c for group in r.json() for c in (group.get("Commands") or [])}
+        if not {"coe machine list", "coe machine show"} <= found:
+            raise CheckFailed("coe machine list|show missing from the container_infra group\n" + r.describe())
+
+    rep.check("`openstack command list --group container_infra` has coe machine list and show",
+              registered)
+
+    def listed() -> None:
+        need("cluster")
+        r = expect_ok(coe("machine", "list", "k8s", "-f", "json"))
+        expect_equal(r, "rows", r.json(), [
+            {"uuid": M1, "name": "default-master-1", "nodegroup": "default-master", "role": "master",
+             "phase": "Running", "kubelet_version": "v1.30.1", "address": "10.0.0.11"},
+            {"uuid": W1, "name": "default-worker-1", "nodegroup": "default-worker", "role": "worker",
+             "phase": "Running", "kubelet_version": "v1.30.1", "address": "10.0.0.21"},
+            {"uuid": W2, "name": "default-worker-2", "nodegroup": "default-worker", "role": "worker",
+             "phase": "Failed", "kubelet_version": "v1.30.1", "address": ""},
+        ])
+        r = expect_ok(coe("machine", "list", st["cluster"]))
+        header = [line for line in r.out.splitlines() if "uuid" in line]
+        cells = [c.strip() for c in header[0].strip("|").split("|")] if header else []
+        expect_equal(r, "table header", cells, LIST_COLUMNS)
+
+    rep.check("machine list k8s: every machine, columns uuid, name, nodegroup (by name), role, "
+              "phase, kubelet_version, address (json and table, cluster by name and uuid)", listed)
+
+    def filtered() -> None:
+        need("cluster")
+        for args, want in [
+            (["--nodegroup", "default-worker"], ["default-worker-1", "default-worker-2"]),
+            (["--nodegroup", st["groups"]["default-master"]], ["default-master-1"]),
+            (["--role", "master"], ["default-master-1"]),
+            (["--phase", "Failed"], ["default-worker-2"]),
+            (["--role", "worker", "--phase", "Running"], ["default-worker-1"]),
+            (["--phase", "Deleting"], []),
+        ]:
+            r = expect_ok(coe("machine", "list", "k8s", *args, "-f", "json"))
+            expect_equal(r, " ".join(args), names(r), want)
+
+    rep.check("machine list --nodegroup (name or uuid) | --role | --phase filter", filtered)
+
+    def paged() -> None:
+        need("cluster")
+        r = expect_ok(coe("machine", "list", "k8s", "--limit", "2", "-f", "json"))
+        expect_equal(r, "first page", names(r), ["default-master-1", "default-worker-1"])
+        r = expect_ok(coe("machine", "list", "k8s", "--marker", M1, "-f", "json"))
+        expect_equal(r, "after the marker", names(r), ["default-worker-1", "default-worker-2"])
+        r = expect_ok(coe("machine", "list", "k8s", "--sort-key", "name", "--sort-dir", "desc",
+                          "-f", "json"))
+        expect_equal(r, "by name, descending", names(r),
+                     ["default-worker-2", "default-worker-1", "default-master-1"])
+
+    rep.check("machine list --limit | --marker | --sort-key --sort-dir", paged)
+
+    def shown() -> None:
+        need("cluster")
+        r = expect_ok(coe("machine", "show", "k8s", "default-master-1", "-f", "json"))
+        body = fed_body(r)
+        want = {"uuid": M1, "name": "default-master-1", "cluster_id": st["cluster"],
+                "nodegroup_id": st["groups"]["default-master"], "role": "master", "phase": "Running",
+                "provider_id": "openstack:///s-m1", "node_ref": "k8s-m1",
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.11"}],
+                "kubelet_version": "v1.30.1", "control_plane_version": "v1.30.1",
+                "running_kubelet_version": "v1.30.1", "running_control_plane_version": "v1.30.1",
+                "container_runtime": "containerd 1.7.22", "os_image": "fedora-coreos-40",
+                "flavor": "m1.medium",
+                "taints": [{"key": "node-role.kubernetes.io/control-plane", "value": None,
+                            "effect": "NoSchedule"}],
+                "labels": {}, "error_reason": None, "error_message": None, "last_change": "InPlace",
+                "last_updated": "2026-11-27T10:00:00+00:00", "updated_at": None}
+        bad = {k: body.get(k) for k, v in want.items() if body.get(k) != v}
+        if bad or "providerConfig" in r.out or "provider_config" in r.out:
+            raise CheckFailed("rows differ: %r (wanted %r)\n%s" % (bad, want, r.describe()))
+        r = expect_ok(coe("machine", "show", st["cluster"], W2))
+        rows = table_rows(r)
+        for k, v in {"name": "default-worker-2", "phase": "Failed", "error_reason": "CreateError",
+                     "error_message": "no capacity"}.items():
+            expect_equal(r, k, rows.get(k), v)
+
+    rep.check("machine show by name (json: spec and status flattened, no providerConfig) and by "
+              "uuid (table)", shown)
+
+    def refused() -> None:
+        need("cluster")
+        expect_fail_with(coe("machine", "show", "k8s", "nope"), "Machine nope could not be found.")
+        expect_fail_with(coe("machine", "list", "nope"), "Cluster nope could not be found.")
+        expect_fail_with(coe("machine", "list", "k8s", "--nodegroup", "nope"),
+                         "Nodegroup nope could not be found.")
+        expect_fail_with(coe("machine", "list", "k8s", "--sort-key", "spec"),
+                         "The sort_key value \"spec\" is an invalid field for sorting")
+        expect_fail_with(coe("machine", "list", "k8s", "--marker", "m-1"),
+                         "Expected a uuid but received m-1.")
+
+    rep.check("machine show|list of unknown names and bad parameters exit non-zero with the API's "
+              "sentences", refused)
+
+    def microversion() -> None:
+        need("cluster")
+        r = cli.run([cli.openstack, "--os-container-infra-api-version", "1.18", *noauth(srv),
+                     "coe", "machine", "list", "k8s"])
+        expect_fail_with(r, "Machines need microversion 1.19 or later; this request was sent at "
+                            "container-infra 1.18")
+        r = expect_ok(cli.run([cli.openstack, "--os-container-infra-api-version", "1.19", *noauth(srv),
+                               "coe", "machine", "list", "k8s", "-f", "json"]))
+        expect_equal(r, "at 1.19", len(r.json()), 3)
+
+    rep.check("--os-container-infra-api-version 1.18: the 406 names 1.19; 1.19 lists", microversion)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", required=True, help="path of the fleetyard binary to test")
+    ap.add_argument("--venv", default=str(DEFAULT_VENV),
+                    help="virtualenv for the clients (default: %(default)s)")
+    ap.add_argument("--no-install", action="store_true",
+                    help="use --venv as it is: no pip (it must have openstack and the plugin)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, databases)")
+    args = ap.parse_args()
+
+    binary = os.path.abspath(args.bin)
+    if not os.access(binary, os.X_OK):
+        print("machine-cli-check: %s is not an executable file" % binary, file=sys.stderr)
+        print("machine-cli-check: 0 passed, 1 failed")
+        return 1
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+    root = Path(tempfile.mkdtemp(prefix="fleetyard-machine-cli-check-"))
+    rep = FedReport()
+    try:
+        venv = Path(os.path.abspath(args.venv))
+        if args.no_install:
+            venv_bin = venv / "bin"
+
+            def has_openstack() -> bool:
+                if not (venv_bin / "openstack").exists():
+                    raise CheckFailed("no %s (run without --no-install to create it)" % (venv_bin / "openstack"))
+                return True
+
+            ok = rep.check("virtualenv %s has openstack" % venv, has_openstack)
+        else:
+            src = copy_plugin(root)
+            venv_bin = rep.check("pip install python-openstackclient python-magnumclient==5.0.0 "
+                                 "./clients/osc-plugin into %s" % venv, lambda: prepare_venv(venv, src))
+            ok = venv_bin is not None
+        if ok:
+            clients_cwd = root / "cwd"  # empty: a clouds.yaml here would change the CLI's auth
+            clients_cwd.mkdir()
+            cli = Clients(venv_bin, clients_cwd)
+            run_phase(rep, binary, root, "noauth", FAST, lambda srv: checks(rep, cli, srv))
+    finally:
+        if args.keep:
+            print("# kept %s" % root, flush=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+    print("machine-cli-check: %d passed, %d failed" % (rep.passed, rep.failed), flush=True)
+    return 1 if rep.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
