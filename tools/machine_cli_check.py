@@ -28,6 +28,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,11 +133,12 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     def registered() -> None:
         r = expect_ok(cli.run([cli.openstack, "command", "list", "--group", "container_infra", "-f", "json"]))
         found = {c for group in r.json() for c in (group.get("Commands") or [])}
-        if not {"coe machine list", "coe machine show"} <= found:
-            raise CheckFailed("coe machine list|show missing from the container_infra group\n" + r.describe())
+        if not {"coe machine list", "coe machine show", "coe machine delete"} <= found:
+            raise CheckFailed("coe machine list|show|delete missing from the container_infra group\n"
+                              + r.describe())
 
-    rep.check("`openstack command list --group container_infra` has coe machine list and show",
-              registered)
+    rep.check("`openstack command list --group container_infra` has coe machine list, show and "
+              "delete", registered)
 
     def listed() -> None:
         need("cluster")
@@ -238,6 +240,31 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
         expect_equal(r, "at 1.19", len(r.json()), 3)
 
     rep.check("--os-container-infra-api-version 1.18: the 406 names 1.19; 1.19 lists", microversion)
+
+    def deleted() -> None:
+        need("cluster")
+        expect_ok(coe("cluster", "create", "del", "--cluster-template", "machine-tpl",
+                      "--node-count", "2", "--master-count", "1"))
+        deadline = time.monotonic() + 60
+        while True:
+            body = fed_body(expect_ok(coe("cluster", "show", "del", "-f", "json")))
+            if body.get("status") == "CREATE_COMPLETE":
+                break
+            if time.monotonic() > deadline:
+                raise CheckFailed("cluster del is %s (expected CREATE_COMPLETE)" % body.get("status"))
+            time.sleep(0.5)
+        r = expect_ok(coe("machine", "delete", "del", "default-worker-2", "--wait"))
+        if "Request to delete machine default-worker-2 has been accepted." not in r.out:
+            raise CheckFailed("no acceptance line\n" + r.describe())
+        r = expect_ok(coe("machine", "list", "del", "-f", "json"))
+        expect_equal(r, "machines left", names(r), ["default-master-1", "default-worker-1"])
+        body = fed_body(expect_ok(coe("nodegroup", "show", "del", "default-worker", "-f", "json")))
+        if body.get("node_count") != 1:
+            raise CheckFailed("default-worker node_count %r, expected 1" % body.get("node_count"))
+        expect_fail_with(coe("machine", "delete", "del", "nope"), "Machine nope could not be found.")
+
+    rep.check("machine delete del default-worker-2 --wait: that machine goes, the group has 1 "
+              "node, an unknown machine exits non-zero with the API's sentence", deleted)
 
 
 def main() -> int:

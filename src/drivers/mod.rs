@@ -128,7 +128,8 @@ pub struct ClusterContext {
     /// a `[certificates]` key. A driver that hands the CA to the backend writes it when this is
     /// set and leaves the backend's copy alone when it is not.
     pub ca: Option<CaMaterial>,
-    /// The cluster's machines (every node group's), in id order.
+    /// The cluster's machines, in id order: every node group's first
+    /// [`crate::store::CONTEXT_MACHINES`].
     pub machines: Vec<Machine>,
 }
 

@@ -185,17 +185,32 @@ pub(super) async fn settle(
     } else {
         MachinePhase::Running
     };
-    tx.sql(
-        "UPDATE machine SET phase = $2, updated_at = $3 WHERE cluster_id = $1 AND \
-         phase IN ('Pending', 'Provisioning')",
-    )
-    .bind_id(cluster)
-    .bind(phase.as_str())
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    // In batches along the cluster's id index, so that no one statement of a cluster of a
+    // hundred thousand new nodes runs past the statement timeout.
+    let mut after = 0_i64;
+    loop {
+        let text = format!(
+            "UPDATE machine SET phase = $2, updated_at = $3 WHERE id IN (SELECT id FROM machine \
+             WHERE cluster_id = $1 AND id > $4 AND phase IN ('Pending', 'Provisioning') \
+             ORDER BY id LIMIT {SETTLE_BATCH}) RETURNING id"
+        );
+        let ids: Vec<i64> = tx
+            .sql(&text)
+            .bind_id(cluster)
+            .bind(phase.as_str())
+            .bind(now)
+            .bind(after)
+            .scalar_all(&mut *tx)
+            .await?;
+        match ids.iter().max() {
+            Some(last) if ids.len() >= SETTLE_BATCH => after = *last,
+            _ => return Ok(()),
+        }
+    }
 }
+
+/// Machines settled per statement.
+const SETTLE_BATCH: usize = 5000;
 
 /// Writes what the driver reported of the machines: `provider_id` and the rest of the status
 /// (the phase stays the count's and the operations' to set). A machine gone meanwhile is

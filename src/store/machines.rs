@@ -187,16 +187,23 @@ pub(super) async fn of_nodegroup(
     domain(rows)
 }
 
-/// Every machine of the clusters, in id order (the conductor's view of them).
+/// The machines of the clusters the conductor hands its drivers: the first
+/// [`CONTEXT_MACHINES`] of each node group, in id order. A group of a hundred thousand nodes
+/// does not load a hundred thousand rows into every job.
 #[tracing::instrument(level = "debug", skip_all, fields(clusters = clusters.len()))]
 pub(super) async fn of_clusters(pool: &Pool, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>> {
     if clusters.is_empty() {
         return Ok(Vec::new());
     }
     let text = format!(
-        "SELECT {MACHINE_COLUMNS} FROM machine WHERE cluster_id IN ({}) ORDER BY id",
+        "SELECT {MACHINE_COLUMNS} FROM (SELECT m.*, row_number() OVER (PARTITION BY \
+         m.nodegroup_id ORDER BY m.id) AS nth FROM machine m WHERE m.cluster_id IN ({})) AS w \
+         WHERE nth <= {CONTEXT_MACHINES} ORDER BY id",
         sql::placeholders(1, clusters.len())
     );
     let rows: Vec<MachineRow> = pool.sql(&text).bind_ids(clusters).fetch_all(pool).await?;
     domain(rows)
 }
+
+/// The most machines of one node group a driver is handed with its cluster.
+pub const CONTEXT_MACHINES: usize = 1000;

@@ -46,7 +46,7 @@ use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
 pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
-pub use machines::{MachineFilter, MACHINE_SORT_KEYS};
+pub use machines::{MachineFilter, CONTEXT_MACHINES, MACHINE_SORT_KEYS};
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
@@ -274,7 +274,8 @@ pub trait ResourceStore: Send + Sync {
     async fn get_machine(&self, cluster_uuid: &ClusterId, ident: &str) -> StoreResult<Machine>;
     /// Every machine of a node group (being deleted or not), in id order.
     async fn nodegroup_machines(&self, nodegroup: &NodeGroupId) -> StoreResult<Vec<Machine>>;
-    /// Every machine of the clusters, in id order.
+    /// The machines of the clusters, in id order: the first [`CONTEXT_MACHINES`] of each node
+    /// group.
     async fn cluster_machines(&self, clusters: &[ClusterId]) -> StoreResult<Vec<Machine>>;
     async fn templates_by_uuid(&self, uuids: &[TemplateId]) -> StoreResult<Vec<ClusterTemplate>>;
     /// Clusters with a `*_IN_PROGRESS` status, by id after `after_id`.

@@ -380,12 +380,20 @@ static MATRIX: &[Row] = &[
                tests/integration/deletes.rs",
         ..row("DELETE", NODEGROUP)
     },
-    // ---- Machines (microversion 1.19; reads only) ----
+    // ---- Machines (microversion 1.19) ----
     Row {
         marker: Some(MC),
         ..read(MACHINES, &[&[CL]])
     },
     read(MACHINE, &[&[CL, MC], &[MC]]),
+    spare(write(
+        "DELETE",
+        MACHINE,
+        None,
+        204,
+        "machine:delete",
+        &[&[CL, MC], &[MC]],
+    )),
     // ---- Federations ----
     list("/v1/federations", FED),
     list("/v1/federations/detail", FED),
@@ -851,6 +859,19 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         ),
     )
     .await;
+    // The spare machine: one of A's cluster's default worker group, deleted by its row.
+    let spare_machine = machine_of(
+        app,
+        a,
+        &cl("a-cluster"),
+        "default-worker",
+        (
+            "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3c03",
+            "a-spare-machine",
+            "project-a",
+        ),
+    )
+    .await;
     let b_machine = machine_of(
         app,
         b,
@@ -882,6 +903,7 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (CL, obj(&cl("a-spare"), "a-spare")),
         (NG, obj(&ngs["a-ng-spare"], "a-ng-spare")),
         (FED, obj(&f_spare, "a-fed-spare")),
+        (MC, obj(&spare_machine.0, &spare_machine.1)),
     ]);
     let b_map = BTreeMap::from([
         (CT, bt.clone()),

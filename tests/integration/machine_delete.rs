@@ -240,3 +240,69 @@ async fn kubectl_deletes_a_machine_and_that_node_goes() {
         "{err}"
     );
 }
+
+#[rstest]
+#[tokio::test]
+async fn a_v1_delete_removes_exactly_that_machine(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let app = app_on(backend).await;
+    let c = three_workers(&app, "db").await;
+    let path = format!("/v1/clusters/{c}/machines/default-worker-1");
+    let at = |v: &str| crate::helpers::at(&app.headers, v);
+
+    let r = app.delete_as(&path, &at("1.18")).await;
+    r.assert_framework_error(406);
+    let reader = at_identity(&app, "project-a", "reader");
+    let r = app.delete_as(&path, &reader).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let other = at_identity(&app, "project-b", "member,reader");
+    let r = app.delete_as(&path, &other).await;
+    r.assert_error(404, &format!("Cluster {c} could not be found."));
+    let r = app
+        .delete_as(&format!("/v1/clusters/{c}/machines/no-such"), &at("latest"))
+        .await;
+    r.assert_error(404, "Machine no-such could not be found.");
+    assert_eq!(
+        workers(&app, "db").await,
+        named(
+            &[
+                "db-default-worker-1",
+                "db-default-worker-2",
+                "db-default-worker-3"
+            ],
+            "Running"
+        ),
+        "no refusal changed anything"
+    );
+
+    let r = app.delete_as(&path, &at("latest")).await;
+    assert_eq!((r.status, r.text.as_str()), (204, ""));
+    let shown = app.get_as(&path, &at("latest")).await;
+    assert_eq!(shown.body["status"]["phase"], "Deleting", "{}", shown.text);
+    let r = app.delete_as(&path, &at("latest")).await;
+    r.assert_error(409, "Machine default-worker-1 is already being deleted.");
+    let ng = app.at("latest").get_nodegroup(&c, "default-worker").await;
+    assert_eq!(ng.body["node_count"], 2, "{}", ng.text);
+
+    drain(&conductor(&app, instant())).await;
+    assert_eq!(
+        workers(&app, "db").await,
+        named(&["db-default-worker-2", "db-default-worker-3"], "Running")
+    );
+    let r = app.get_as(&path, &at("latest")).await;
+    r.assert_error(404, "Machine default-worker-1 could not be found.");
+    let shown = app.at("latest").get_cluster(&c).await;
+    assert_eq!(
+        (
+            shown.body["status"].clone(),
+            shown.body["node_count"].clone()
+        ),
+        (json!("UPDATE_COMPLETE"), json!(2))
+    );
+}
+
+/// `roles` of `project` at the latest microversion (no-auth identity headers).
+fn at_identity(app: &TestApp, project: &str, roles: &str) -> HeaderMap {
+    crate::helpers::at(&app.as_identity(project, "someone", roles), "latest")
+}

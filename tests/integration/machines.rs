@@ -549,7 +549,7 @@ async fn below_1_19_the_machine_routes_are_406_with_the_empty_framework_body() {
     let h = at(&env.app.headers, "1.19");
     assert_eq!(env.app.get_as(&list, &h).await.status, 200);
     assert_eq!(env.app.get_as(&show, &h).await.status, 200);
-    // Reads only: no other method is served.
+    // No other method is served on the list; a machine's delete is 406 below 1.19 too.
     let posted = env
         .app
         .request(reqwest::Method::POST, &list, &env.h, Some(&json!({})))
@@ -557,9 +557,14 @@ async fn below_1_19_the_machine_routes_are_406_with_the_empty_framework_body() {
     posted.assert_framework_error(405);
     let deleted = env
         .app
-        .request(reqwest::Method::DELETE, &show, &env.h, None)
+        .request(
+            reqwest::Method::DELETE,
+            &show,
+            &at(&env.app.headers, "1.18"),
+            None,
+        )
         .await;
-    deleted.assert_framework_error(405);
+    deleted.assert_framework_error(406);
 }
 
 // ---- The machines the cluster's own writes make ---------------------------------------------

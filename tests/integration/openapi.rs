@@ -951,6 +951,23 @@ async fn a_real_response_of_every_operation_matches_the_document() {
         404,
     )
     .await;
+    d.call(
+        Method::DELETE,
+        machine,
+        &format!("/v1/clusters/{c}/machines/{m}"),
+        None,
+        204,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        machine,
+        &format!("/v1/clusters/{c}/machines/{m}"),
+        None,
+        409,
+    )
+    .await;
+    d.drain().await;
 
     // Certificates and credentials.
     let cert = "/v1/certificates/{cluster_ident}";

@@ -204,9 +204,9 @@ class FederationClient:
         """The microversion machine requests are sent at: 1.19 unless one was given."""
         return MACHINES_VERSION if self.api_version == "latest" else self.api_version
 
-    def _machines_request(self, path):
+    def _machines_request(self, path, method="GET"):
         try:
-            return self.request("GET", path, version=self.machines_version())
+            return self.request(method, path, version=self.machines_version())
         except ApiError as e:
             if e.status_code != 406:
                 raise
@@ -228,6 +228,11 @@ class FederationClient:
 
     def get_machine(self, cluster, ident):
         return self._machines_request("/clusters/%s/machines/%s" % (self._ident(cluster), self._ident(ident)))
+
+    def delete_machine(self, cluster, ident):
+        """Deletes that machine (its node group shrinks by one); 204, nothing to return."""
+        return self._machines_request(
+            "/clusters/%s/machines/%s" % (self._ident(cluster), self._ident(ident)), method="DELETE")
 
     def list_nodegroups(self, cluster):
         """The cluster's node groups (summaries), at the machine API's microversion."""

@@ -135,6 +135,11 @@ class FakeMachineClient:
         self.shown = (cluster, ident)
         return MASTER
 
+    def delete_machine(self, cluster, ident):
+        self.deleted = getattr(self, "deleted", []) + [(cluster, ident)]
+        if ident == "nope":
+            raise fclient.ApiError(404, "Machine nope could not be found.")
+
 
 def run_command(cls, argv, fake):
     app = mock.Mock()
@@ -212,3 +217,44 @@ class MachineCommandTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MachineDeleteTest(unittest.TestCase):
+    def test_the_client_deletes_at_1_19_by_quoted_names(self):
+        c = MachineClientTest.client(None, "latest", [FakeResponse(204, None)])
+        self.assertIsNone(c.delete_machine("my cluster", "w/1"))
+        self.assertEqual(c.calls, [("DELETE", "/clusters/my%20cluster/machines/w%2F1",
+                                    "container-infra 1.19")])
+
+    def test_every_machine_is_asked_and_failures_are_reported_together(self):
+        fake = FakeMachineClient([])
+        with self.assertRaises(machines.osc_exceptions.CommandError) as ctx:
+            run_command(machines.DeleteMachine, ["k8s", "w-1", "nope", "w-2"], fake)
+        self.assertEqual(fake.deleted, [("k8s", "w-1"), ("k8s", "nope"), ("k8s", "w-2")])
+        self.assertIn("1 of 3 machines could not be deleted", str(ctx.exception))
+        self.assertIn("nope: Machine nope could not be found.", str(ctx.exception))
+
+    def test_wait_polls_until_every_machine_is_a_404(self):
+        answers = {"w-1": [MASTER, None], "w-2": [None]}
+
+        class Polled:
+            def get_machine(self, cluster, ident):
+                if answers[ident].pop(0) is None:
+                    raise fclient.ApiError(404, "gone")
+                return MASTER
+
+        naps = []
+        machines.wait_gone(Polled(), "k8s", ["w-1", "w-2"], 60, sleep=naps.append,
+                           clock=lambda: 0.0)
+        self.assertEqual(naps, [2.0])
+
+    def test_wait_gives_up_after_its_timeout_naming_what_is_left(self):
+        class Stays:
+            def get_machine(self, cluster, ident):
+                return MASTER
+
+        ticks = iter([0.0, 10.0, 20.0])
+        with self.assertRaises(machines.osc_exceptions.CommandError) as ctx:
+            machines.wait_gone(Stays(), "k8s", ["w-1"], 15, sleep=lambda s: None,
+                               clock=lambda: next(ticks))
+        self.assertIn("Machines still there after 15 seconds: w-1", str(ctx.exception))

@@ -1,19 +1,22 @@
 //! `/v1/clusters/{cluster_ident}/machines` (microversion 1.19 and later): a cluster's machines,
-//! one per node, listed with filters (`nodegroup`, `role`, `phase`) and keyset pages, and one
-//! machine by uuid or name. Reads only; below 1.19 the routes answer 406 with the empty
-//! framework body, as every route newer than the request's microversion does.
+//! one per node, listed with filters (`nodegroup`, `role`, `phase`) and keyset pages, one
+//! machine by uuid or name, and the delete of one machine (that node goes, its node group
+//! shrinks by one: [`super::machine_delete`]). Below 1.19 the routes answer 406 with the
+//! empty framework body, as every route newer than the request's microversion does.
 
 use actix_web::http::StatusCode;
 use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::lookup::{self, cluster_target as target};
+use super::machine_delete::machine_delete_writes;
 use super::views::{MachineCollection, MachineView};
 use crate::api::http::body::query_params;
 use crate::api::http::error::ApiError;
 use crate::api::http::links::app_url;
 use crate::api::http::microversion::MACHINES;
 use crate::api::http::pagination::{respond_page, ListQuery, ListRules, PageBody};
+use crate::api::http::retry::{self, Attempt};
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::machine::{MachinePhase, MachineRole};
@@ -30,6 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/machines/{machine_ident}")
             .route(web::get().to(show))
+            .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
     );
 }
@@ -175,6 +179,37 @@ async fn show(
         Ok(_) | Err(StoreError::NotFound) => Err(machine_not_found(&machine_ident)),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `DELETE /v1/clusters/{cluster_ident}/machines/{machine_ident}`: 204 once the delete is
+/// accepted (the machine is `Deleting`, its group `UPDATE_IN_PROGRESS` one node smaller); the
+/// machine is gone when the driver is done.
+#[tracing::instrument(name = "machines.delete", skip_all, fields(project = %ctx.project_id, cluster = %path.0, machine = %path.1))]
+async fn delete(
+    req: HttpRequest,
+    ctx: RequestContext,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    require_version(&ctx)?;
+    query_params(&req, &[])?;
+    let (cluster_ident, machine_ident) = path.into_inner();
+    retry::until_committed(async || {
+        let c = lookup::cluster(&state, &ctx, &cluster_ident, false).await?;
+        ctx.authorize("machine:delete", &target(&c))?;
+        let m = match state.store.get_machine(&c.uuid, &machine_ident).await {
+            Ok(m) if ctx.is_admin || m.project_id == ctx.project_id => m,
+            Ok(_) | Err(StoreError::NotFound) => return Err(machine_not_found(&machine_ident)),
+            Err(e) => return Err(e.into()),
+        };
+        let writes = machine_delete_writes(&state, &ctx, &c, &m).await?;
+        match state.store.commit(&writes).await {
+            Ok(()) => Ok(Attempt::Done(HttpResponse::NoContent().finish())),
+            Err(StoreError::Stale) => Ok(Attempt::Retry),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

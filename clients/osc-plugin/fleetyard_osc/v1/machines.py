@@ -1,9 +1,15 @@
-"""`openstack coe machine list | show`: the machines of a cluster, one per node.
+"""`openstack coe machine list | show | delete`: the machines of a cluster, one per node.
 
-Both read ``/v1/clusters/{cluster}/machines`` (microversion 1.19, which the
+They use ``/v1/clusters/{cluster}/machines`` (microversion 1.19, which the
 requests ask for unless ``--os-container-infra-api-version`` gives another).
 Clusters and machines are accepted by name or UUID; so is ``--nodegroup``.
 """
+
+import time
+
+from osc_lib import exceptions as osc_exceptions
+
+from fleetyard_osc import client as fclient
 
 from cliff import columns as cliff_columns
 from osc_lib.command import command
@@ -216,3 +222,60 @@ class ShowMachine(common.FederationMixin, command.ShowOne):
 
     def take_action(self, parsed_args):
         return show_row(self.fed_client().get_machine(parsed_args.cluster, parsed_args.machine))
+
+
+class DeleteMachine(common.FederationMixin, command.Command):
+    _description = ("Delete machines (nodes) of a cluster: each one goes and its node group "
+                    "shrinks by one (microversion 1.19)")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("cluster", metavar="<cluster>", help="Name or UUID of the cluster.")
+        parser.add_argument("machines", metavar="<machine>", nargs="+",
+                            help="Name or UUID of a machine to delete.")
+        parser.add_argument("--wait", action="store_true",
+                            help="Wait until every deleted machine is gone.")
+        parser.add_argument("--timeout", metavar="<seconds>", type=int, default=1800,
+                            help="How long --wait waits (default 1800).")
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.fed_client()
+        failures = []
+        deleted = []
+        for machine in parsed_args.machines:
+            try:
+                client.delete_machine(parsed_args.cluster, machine)
+                deleted.append(machine)
+                print("Request to delete machine %s has been accepted." % machine)
+            except fclient.ApiError as e:
+                failures.append("%s: %s" % (machine, e))
+        if parsed_args.wait and deleted:
+            wait_gone(client, parsed_args.cluster, deleted, parsed_args.timeout)
+        if failures:
+            raise osc_exceptions.CommandError(
+                "%d of %d machines could not be deleted:\n%s"
+                % (len(failures), len(parsed_args.machines), "\n".join(failures)))
+
+
+def wait_gone(client, cluster, machines, timeout, interval=2.0, clock=time.monotonic,
+              sleep=time.sleep):
+    """Polls until each machine is a 404 (gone), or raises once `timeout` seconds passed."""
+    deadline = clock() + timeout
+    left = list(machines)
+    while left:
+        still = []
+        for machine in left:
+            try:
+                client.get_machine(cluster, machine)
+                still.append(machine)
+            except fclient.ApiError as e:
+                if e.status_code != 404:
+                    raise
+        left = still
+        if not left:
+            return
+        if clock() >= deadline:
+            raise osc_exceptions.CommandError(
+                "Machines still there after %s seconds: %s" % (timeout, ", ".join(left)))
+        sleep(interval)

@@ -282,6 +282,13 @@ pub fn list_machines() {}
     responses((status = 200, description = "The machine", body = MachineView)))]
 pub fn show_machine() {}
 
+#[utoipa::path(delete, path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+    tag = "machines", operation_id = "deleteMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 204, description = "Accepted; the machine is Deleting and its node group one node smaller, UPDATE_IN_PROGRESS")))]
+pub fn delete_machine() {}
+
 // Federations.
 
 #[utoipa::path(get, path = "/v1/federations", tag = "federations",
