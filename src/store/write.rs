@@ -224,7 +224,7 @@ pub(super) fn has_event(writes: &[Write]) -> bool {
 #[tracing::instrument(skip_all, fields(writes = writes.len()))]
 pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<ClusterTemplate>> {
     let mut tx = pool.begin_write().await?;
-    if touches_clusters(writes) {
+    if touches_clusters(writes) || writes_selectors(writes) {
         registry::serialize_cluster_writes(&mut tx).await?;
     }
     let now = sql::now();
@@ -262,6 +262,18 @@ async fn rematch_written_cluster(tx: &mut Tx, w: &Write) -> StoreResult<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Whether the set writes a group's selector (and so reads every cluster of its project to
+/// match them): it takes the cluster writes' lock too, so that a cluster relabelled at the
+/// same time is matched by one of the two transactions, never missed by both.
+fn writes_selectors(writes: &[Write]) -> bool {
+    writes.iter().any(|w| {
+        matches!(
+            w,
+            Write::InsertClusterGroup(_) | Write::UpdateClusterGroup(_)
+        )
+    })
 }
 
 /// One write inside the set's transaction.

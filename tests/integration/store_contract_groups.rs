@@ -20,13 +20,13 @@ macro_rules! contract {
             use super::*;
             #[tokio::test]
             async fn on_postgres() {
-                let (store, _db) = open_store(Backend::Postgres).await;
-                ($body)(store).await;
+                let (store, db) = open_store(Backend::Postgres).await;
+                ($body)(store, db.url.clone()).await;
             }
             #[tokio::test]
             async fn on_sqlite() {
-                let (store, _db) = open_store(Backend::Sqlite).await;
-                ($body)(store).await;
+                let (store, db) = open_store(Backend::Sqlite).await;
+                ($body)(store, db.url.clone()).await;
             }
         }
     };
@@ -179,7 +179,7 @@ fn sorted(mut v: Vec<ClusterId>) -> Vec<ClusterId> {
 
 contract!(
     a_group_reads_back_by_uuid_and_name_only_in_its_project_and_its_name_is_unique_there,
-    |store: Arc<dyn Store>| async move {
+    |store: Arc<dyn Store>, _url: String| async move {
         let g = group(&store, "a", "prod", Some("env=prod")).await;
         assert_eq!(g.project_id, "a");
         assert_eq!(g.name.as_str(), "prod");
@@ -264,7 +264,7 @@ contract!(
 
 contract!(
     a_cluster_of_another_project_is_a_member_only_once_its_owner_accepts,
-    |store: Arc<dyn Store>| async move {
+    |store: Arc<dyn Store>, _url: String| async move {
         let t = template(&store).await;
         let theirs = cluster(&store, t, "b", "theirs", &[]).await;
         let g = group(&store, "a", "shared", None).await;
@@ -366,7 +366,7 @@ contract!(
 
 contract!(
     a_membership_claiming_the_wrong_owner_or_a_missing_cluster_is_refused,
-    |store: Arc<dyn Store>| async move {
+    |store: Arc<dyn Store>, _url: String| async move {
         let t = template(&store).await;
         let theirs = cluster(&store, t, "b", "theirs", &[]).await;
         let g = group(&store, "a", "shared", None).await;
@@ -389,7 +389,7 @@ contract!(
 
 contract!(
     selector_matches_follow_labels_and_selectors_and_stay_in_the_groups_project,
-    |store: Arc<dyn Store>| async move {
+    |store: Arc<dyn Store>, _url: String| async move {
         let t = template(&store).await;
         let prod = cluster(&store, t, "a", "prod", &[("env", "prod")]).await;
         let dev = cluster(&store, t, "a", "dev", &[("env", "dev")]).await;
@@ -440,7 +440,7 @@ contract!(
 
 contract!(
     deleting_a_cluster_or_a_group_removes_its_memberships_matches_and_bindings,
-    |store: Arc<dyn Store>| async move {
+    |store: Arc<dyn Store>, _url: String| async move {
         let t = template(&store).await;
         let matched = cluster(&store, t, "a", "matched", &[("env", "prod")]).await;
         let member = cluster(&store, t, "b", "member", &[]).await;
@@ -504,7 +504,7 @@ contract!(
 
 contract!(
     rights_add_up_over_overlapping_bindings_and_reach_no_other_project,
-    |store: Arc<dyn Store>| async move {
+    |store: Arc<dyn Store>, _url: String| async move {
         let t = template(&store).await;
         let both = cluster(&store, t, "a", "both", &[("tier", "gold")]).await;
         let only_read = cluster(&store, t, "a", "only-read", &[]).await;
@@ -589,5 +589,56 @@ contract!(
             }])
             .await;
         assert!(matches!(again, Err(StoreError::NotFound)), "{again:?}");
+    }
+);
+
+/// Runs one statement with no binds on either backend; the database's error text if refused.
+async fn try_exec(url: &str, statement: &str) -> Result<(), String> {
+    if url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("sqlite");
+        sqlx::query(statement).execute(&pool).await.map(|_| ())
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("pg");
+        sqlx::query(statement).execute(&pool).await.map(|_| ())
+    }
+    .map_err(|e| e.to_string())
+}
+
+contract!(
+    the_database_refuses_an_accepted_membership_without_a_consent,
+    |store: Arc<dyn Store>, url: String| async move {
+        let t = template(&store).await;
+        let theirs = cluster(&store, t, "b", "theirs", &[]).await;
+        let g = group(&store, "a", "shared", None).await;
+        let row = |state: &str, consented: &str| {
+            format!(
+                "INSERT INTO cluster_group_member (group_id, cluster_id, cluster_project_id, \
+                 state, proposed_by, consented_at, created_at) VALUES ('{}', '{theirs}', 'b', \
+                 '{state}', 'a', {consented}, CURRENT_TIMESTAMP)",
+                g.uuid
+            )
+        };
+        for (state, consented) in [
+            ("Accepted", "NULL"),
+            ("Proposed", "CURRENT_TIMESTAMP"),
+            ("Granted", "CURRENT_TIMESTAMP"),
+        ] {
+            let refused = try_exec(&url, &row(state, consented)).await;
+            assert!(
+                refused
+                    .as_ref()
+                    .is_err_and(|e| e.contains("ck_cluster_group_member_")),
+                "{state} {consented}: {refused:?}"
+            );
+        }
+        assert!(store
+            .cluster_group_members(&g.uuid)
+            .await
+            .expect("none")
+            .is_empty());
+        try_exec(&url, &row("Accepted", "CURRENT_TIMESTAMP"))
+            .await
+            .expect("a consented row");
+        assert_eq!(seen_by(&store, "a", &[]).await, vec![]);
     }
 );
