@@ -74,6 +74,10 @@ uuid_ids! {
     JobId,
     /// A machine's (one node's) uuid.
     MachineId,
+    /// A cluster group's uuid.
+    ClusterGroupId,
+    /// A cluster group binding's uuid.
+    ClusterGroupBindingId,
 }
 
 /// Parses a uuid the way Magnum's `uuid_like` does: hyphenated or 32 hex digits, any case,

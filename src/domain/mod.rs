@@ -2,6 +2,7 @@
 //! Everything inward of the API takes these parsed types.
 
 pub mod cluster;
+pub mod cluster_group;
 pub mod federation;
 pub mod health_probe;
 pub mod ids;
@@ -20,5 +21,8 @@ pub mod selector;
 pub mod status;
 pub mod template;
 
-pub use ids::{ClusterId, FederationId, Id, Ident, JobId, MachineId, NodeGroupId, TemplateId};
+pub use ids::{
+    ClusterGroupBindingId, ClusterGroupId, ClusterId, FederationId, Id, Ident, JobId, MachineId,
+    NodeGroupId, TemplateId,
+};
 pub use scope::Scope;

@@ -43,6 +43,27 @@ const UNIQUE_COLUMNS: &[(&str, &str)] = &[
     ),
     ("job.uuid", "uniq_job0uuid"),
     ("outbox.message_id", "uniq_outbox0message_id"),
+    ("cluster_group.uuid", "uniq_cluster_group0uuid"),
+    (
+        "cluster_group.project_id, cluster_group.name",
+        "uniq_cluster_group0project_id0name",
+    ),
+    (
+        "cluster_group_member.group_id, cluster_group_member.cluster_id",
+        "uniq_cluster_group_member0group_id0cluster_id",
+    ),
+    (
+        "cluster_group_match.group_id, cluster_group_match.cluster_id",
+        "cluster_group_match_pkey",
+    ),
+    (
+        "cluster_group_binding.uuid",
+        "uniq_cluster_group_binding0uuid",
+    ),
+    (
+        "cluster_group_binding.group_id, cluster_group_binding.grantee_project_id",
+        "uniq_cluster_group_binding0group_id0grantee_project_id",
+    ),
 ];
 
 pub(crate) fn sqlite_migrator() -> sqlx::migrate::Migrator {

@@ -9,6 +9,7 @@
 //! event commit together.
 
 mod arg;
+mod cluster_groups;
 mod clusters;
 mod db;
 mod dialect;
@@ -41,8 +42,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
+use crate::domain::{ClusterGroupId, ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
+pub use cluster_groups::CLUSTER_GROUP_SORT_KEYS;
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
 pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
@@ -60,6 +62,9 @@ pub use write::Write;
 
 use crate::domain::cluster::{
     Cluster, ClusterOwner, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
+};
+use crate::domain::cluster_group::{
+    ClusterGroup, ClusterGroupBinding, ClusterGroupMember, Grantee, GroupRight,
 };
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
@@ -508,6 +513,54 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     async fn job_gauges(&self) -> StoreResult<JobGauges>;
     /// The connection pool's size, idle connections and limit.
     fn pool_status(&self) -> PoolStatus;
+
+    // ---- Cluster groups (written with the `Write::*ClusterGroup*` writes) ----------------------
+    /// The group of the caller's project (of any project with `all_projects`) by uuid or name.
+    async fn get_cluster_group(&self, scope: &Scope, ident: &Ident) -> StoreResult<ClusterGroup>;
+    /// Any project's group by uuid (a cluster owner's side of a membership).
+    async fn find_cluster_group(&self, uuid: &ClusterGroupId) -> StoreResult<Option<ClusterGroup>>;
+    /// A keyset page of the caller's project's groups (every project's with `all_projects`).
+    async fn list_cluster_groups(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterGroup>>;
+    /// A group's explicit memberships, proposed and accepted, in cluster uuid order.
+    async fn cluster_group_members(
+        &self,
+        group: &ClusterGroupId,
+    ) -> StoreResult<Vec<ClusterGroupMember>>;
+    async fn cluster_group_member(
+        &self,
+        group: &ClusterGroupId,
+        cluster: &ClusterId,
+    ) -> StoreResult<Option<ClusterGroupMember>>;
+    /// The memberships proposed for `project`'s clusters that wait for its consent.
+    async fn cluster_group_proposals(&self, project: &str) -> StoreResult<Vec<ClusterGroupMember>>;
+    /// The clusters a group's selector matches (of the group's own project), in uuid order.
+    async fn cluster_group_matches(&self, group: &ClusterGroupId) -> StoreResult<Vec<ClusterId>>;
+    async fn cluster_group_bindings(
+        &self,
+        group: &ClusterGroupId,
+    ) -> StoreResult<Vec<ClusterGroupBinding>>;
+    /// The bindings that name `project` as grantee.
+    async fn cluster_group_bindings_to(
+        &self,
+        project: &str,
+    ) -> StoreResult<Vec<ClusterGroupBinding>>;
+    /// Every cluster the caller reaches through groups (accepted members and selector matches
+    /// of groups bound to its project, by bindings that apply to its roles), with the greatest
+    /// right those bindings grant, in uuid order. One statement of index reads.
+    async fn clusters_through_groups(
+        &self,
+        caller: Grantee<'_>,
+    ) -> StoreResult<Vec<(ClusterId, GroupRight)>>;
+    /// The right the caller has over one cluster through groups, if any. One statement.
+    async fn group_right_over_cluster(
+        &self,
+        caller: Grantee<'_>,
+        cluster: &ClusterId,
+    ) -> StoreResult<Option<GroupRight>>;
 }
 
 /// Pending jobs as `/metrics` shows them.

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    clusters, federations, health_probes, jobs, keypairs, machine_listing, machines, nodegroups,
-    outbox, quotas, registry, services, templates, write,
+    cluster_groups, clusters, federations, health_probes, jobs, keypairs, machine_listing,
+    machines, nodegroups, outbox, quotas, registry, services, templates, write,
 };
 use super::{
     ClusterChange, Dialect, JobGauges, MachineEntry, MachineFilter, MachinePage, NewEvent,
@@ -20,13 +20,16 @@ use super::{
 use crate::domain::cluster::{
     Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
 };
+use crate::domain::cluster_group::{
+    ClusterGroup, ClusterGroupBinding, ClusterGroupMember, Grantee, GroupRight,
+};
 use crate::domain::federation::Federation;
 use crate::domain::health_probe::{HealthProbe, ProbeCandidate, ProbeResult};
 use crate::domain::job::{Job, JobResource};
 use crate::domain::keypair::StoredKeyPair;
 use crate::domain::machine::Machine;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
+use crate::domain::{ClusterGroupId, ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
 /// The store over a PostgreSQL or SQLite pool ([`super::PgStore`], [`super::SqliteStore`]).
 pub struct SqlStore {
@@ -527,5 +530,73 @@ impl Store for SqlStore {
 
     fn pool_status(&self) -> PoolStatus {
         self.pool.status()
+    }
+
+    async fn get_cluster_group(&self, scope: &Scope, ident: &Ident) -> StoreResult<ClusterGroup> {
+        cluster_groups::get(&self.pool, scope, ident).await
+    }
+
+    async fn find_cluster_group(&self, uuid: &ClusterGroupId) -> StoreResult<Option<ClusterGroup>> {
+        cluster_groups::find(&self.pool, uuid).await
+    }
+
+    async fn list_cluster_groups(
+        &self,
+        scope: &Scope,
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterGroup>> {
+        cluster_groups::list(&self.pool, scope, page).await
+    }
+
+    async fn cluster_group_members(
+        &self,
+        group: &ClusterGroupId,
+    ) -> StoreResult<Vec<ClusterGroupMember>> {
+        cluster_groups::members_of(&self.pool, group).await
+    }
+
+    async fn cluster_group_member(
+        &self,
+        group: &ClusterGroupId,
+        cluster: &ClusterId,
+    ) -> StoreResult<Option<ClusterGroupMember>> {
+        cluster_groups::member(&self.pool, group, cluster).await
+    }
+
+    async fn cluster_group_proposals(&self, project: &str) -> StoreResult<Vec<ClusterGroupMember>> {
+        cluster_groups::proposals_for(&self.pool, project).await
+    }
+
+    async fn cluster_group_matches(&self, group: &ClusterGroupId) -> StoreResult<Vec<ClusterId>> {
+        cluster_groups::matches_of(&self.pool, group).await
+    }
+
+    async fn cluster_group_bindings(
+        &self,
+        group: &ClusterGroupId,
+    ) -> StoreResult<Vec<ClusterGroupBinding>> {
+        cluster_groups::bindings_of(&self.pool, group).await
+    }
+
+    async fn cluster_group_bindings_to(
+        &self,
+        project: &str,
+    ) -> StoreResult<Vec<ClusterGroupBinding>> {
+        cluster_groups::bindings_to(&self.pool, project).await
+    }
+
+    async fn clusters_through_groups(
+        &self,
+        caller: Grantee<'_>,
+    ) -> StoreResult<Vec<(ClusterId, GroupRight)>> {
+        cluster_groups::through_groups(&self.pool, caller).await
+    }
+
+    async fn group_right_over_cluster(
+        &self,
+        caller: Grantee<'_>,
+        cluster: &ClusterId,
+    ) -> StoreResult<Option<GroupRight>> {
+        cluster_groups::right_over(&self.pool, caller, cluster).await
     }
 }

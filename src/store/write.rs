@@ -10,17 +10,20 @@ use chrono::{DateTime, Utc};
 use super::db::{Pool, Tx};
 use super::rows::TemplateRow;
 use super::{
-    clusters, federations, jobs, keypairs, machine_writes, nodegroups, outbox, quotas, registry,
-    sql, templates, NewEvent, StoreResult,
+    cluster_groups, clusters, federations, jobs, keypairs, machine_writes, nodegroups, outbox,
+    quotas, registry, sql, templates, NewEvent, StoreResult,
 };
 use crate::domain::cluster::{Cluster, NewCluster, NewNodeGroup, NodeGroup};
+use crate::domain::cluster_group::{
+    ClusterGroup, NewClusterGroup, NewClusterGroupBinding, NewClusterGroupMember,
+};
 use crate::domain::federation::{Federation, NewFederation};
 use crate::domain::job::{JobResource, NewJob};
 use crate::domain::keypair::NewKeyPair;
 use crate::domain::machine::MachineStatus;
 use crate::domain::status::FederationStatus;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
-use crate::domain::{ClusterId, MachineId, NodeGroupId};
+use crate::domain::{ClusterGroupBindingId, ClusterGroupId, ClusterId, MachineId, NodeGroupId};
 
 #[derive(Debug, Clone)]
 pub enum Write {
@@ -155,6 +158,42 @@ pub enum Write {
     DeleteTemplate {
         id: i64,
     },
+    /// Inserts the cluster group and writes its selector's matches;
+    /// [`super::StoreError::Conflict`] `uniq_cluster_group0project_id0name` for a name taken
+    /// in the project.
+    InsertClusterGroup(Box<NewClusterGroup>),
+    /// Writes the group's selector if it is still at `group.version` (else
+    /// [`super::StoreError::Stale`]) and rewrites its matches.
+    UpdateClusterGroup(Box<ClusterGroup>),
+    /// Deletes the group with its members, matches and bindings;
+    /// [`super::StoreError::NotFound`] when it is gone.
+    DeleteClusterGroup {
+        uuid: ClusterGroupId,
+    },
+    /// Inserts an explicit membership in the state the domain decided
+    /// ([`NewClusterGroupMember::add`]); [`super::StoreError::NotFound`] unless the cluster
+    /// exists and is of `cluster_project_id`, [`super::StoreError::Conflict`]
+    /// `uniq_cluster_group_member0group_id0cluster_id` when the cluster has one already.
+    InsertClusterGroupMember(Box<NewClusterGroupMember>),
+    /// The cluster's project consents: a proposed membership becomes accepted;
+    /// [`super::StoreError::NotFound`] when there is none.
+    AcceptClusterGroupMember {
+        group: ClusterGroupId,
+        cluster: ClusterId,
+    },
+    /// Removes an explicit membership; [`super::StoreError::NotFound`] when there is none.
+    DeleteClusterGroupMember {
+        group: ClusterGroupId,
+        cluster: ClusterId,
+    },
+    /// [`super::StoreError::Conflict`]
+    /// `uniq_cluster_group_binding0group_id0grantee_project_id` when the group is bound to
+    /// the project already.
+    InsertClusterGroupBinding(Box<NewClusterGroupBinding>),
+    /// Deletes a binding; [`super::StoreError::NotFound`] when it is gone.
+    DeleteClusterGroupBinding {
+        uuid: ClusterGroupBindingId,
+    },
 }
 
 impl Write {
@@ -185,7 +224,7 @@ pub(super) fn has_event(writes: &[Write]) -> bool {
 #[tracing::instrument(skip_all, fields(writes = writes.len()))]
 pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<ClusterTemplate>> {
     let mut tx = pool.begin_write().await?;
-    if touches_clusters(writes) {
+    if touches_clusters(writes) || writes_selectors(writes) {
         registry::serialize_cluster_writes(&mut tx).await?;
     }
     let now = sql::now();
@@ -194,6 +233,7 @@ pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<
         if let Some(row) = apply(&mut tx, w, now).await? {
             template = Some(row);
         }
+        rematch_written_cluster(&mut tx, w).await?;
     }
     tx.commit().await?;
     template.map(TemplateRow::into_domain).transpose()
@@ -206,6 +246,32 @@ pub(super) fn touches_clusters(writes: &[Write]) -> bool {
         matches!(
             w,
             Write::InsertCluster(_) | Write::UpdateCluster(_) | Write::DeleteCluster { .. }
+        )
+    })
+}
+
+/// Brings the selector matches of a cluster the write inserted or updated (its labels may have
+/// changed) up to date, in the same transaction; nothing for any other write.
+async fn rematch_written_cluster(tx: &mut Tx, w: &Write) -> StoreResult<()> {
+    match w {
+        Write::InsertCluster(c) => {
+            cluster_groups::rematch_cluster(tx, &c.uuid, &c.project_id, &c.registry.labels).await
+        }
+        Write::UpdateCluster(c) => {
+            cluster_groups::rematch_cluster(tx, &c.uuid, &c.project_id, &c.registry.labels).await
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether the set writes a group's selector (and so reads every cluster of its project to
+/// match them): it takes the cluster writes' lock too, so that a cluster relabelled at the
+/// same time is matched by one of the two transactions, never missed by both.
+fn writes_selectors(writes: &[Write]) -> bool {
+    writes.iter().any(|w| {
+        matches!(
+            w,
+            Write::InsertClusterGroup(_) | Write::UpdateClusterGroup(_)
         )
     })
 }
@@ -284,6 +350,20 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
                 .map(Some)
         }
         Write::DeleteTemplate { id } => templates::delete(tx, *id).await?,
+        Write::InsertClusterGroup(g) => cluster_groups::insert_group(tx, g, now).await?,
+        Write::UpdateClusterGroup(g) => cluster_groups::update_group(tx, g, now).await?,
+        Write::DeleteClusterGroup { uuid } => cluster_groups::delete_group(tx, uuid).await?,
+        Write::InsertClusterGroupMember(m) => cluster_groups::insert_member(tx, m, now).await?,
+        Write::AcceptClusterGroupMember { group, cluster } => {
+            cluster_groups::accept_member(tx, group, cluster, now).await?
+        }
+        Write::DeleteClusterGroupMember { group, cluster } => {
+            cluster_groups::delete_member(tx, group, cluster).await?
+        }
+        Write::InsertClusterGroupBinding(b) => cluster_groups::insert_binding(tx, b, now).await?,
+        Write::DeleteClusterGroupBinding { uuid } => {
+            cluster_groups::delete_binding(tx, uuid).await?
+        }
     }
     Ok(None)
 }

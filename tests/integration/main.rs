@@ -45,5 +45,6 @@ mod registry_semantics;
 mod registry_validation;
 mod registry_watch;
 mod store_contract;
+mod store_contract_groups;
 mod tls;
 mod wire;

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::helpers::{open_store, Backend};
 
-fn spec(name: &str) -> TemplateSpec {
+pub(crate) fn spec(name: &str) -> TemplateSpec {
     TemplateSpec {
         name: name.into(),
         coe: "kubernetes".into(),
@@ -47,7 +47,7 @@ fn spec(name: &str) -> TemplateSpec {
     }
 }
 
-fn new_template(project: &str, s: TemplateSpec) -> NewClusterTemplate {
+pub(crate) fn new_template(project: &str, s: TemplateSpec) -> NewClusterTemplate {
     NewClusterTemplate {
         uuid: TemplateId::new(),
         project_id: project.into(),
@@ -67,14 +67,14 @@ fn event(uuid: &str) -> NewEvent {
     }
 }
 
-fn scope(project: &str) -> Scope {
+pub(crate) fn scope(project: &str) -> Scope {
     Scope {
         project_id: project.into(),
         all_projects: false,
     }
 }
 
-fn page(limit: u32, marker: Option<uuid::Uuid>, key: &str, dir: SortDir) -> PageRequest {
+pub(crate) fn page(limit: u32, marker: Option<uuid::Uuid>, key: &str, dir: SortDir) -> PageRequest {
     PageRequest {
         limit,
         marker,
@@ -106,7 +106,7 @@ contract!(
     migrations_report_their_version,
     |store: Arc<dyn Store>, _url: String| async move {
         let v = store.schema_version().await.expect("version");
-        assert_eq!(v, Some(20261127000012));
+        assert_eq!(v, Some(20261127000013));
         store.migrate().await.expect("migrating twice is a no-op");
     }
 );
@@ -1545,7 +1545,7 @@ contract!(
 );
 
 /// A cluster to insert through the store: a `/v1` create (`derive`) or a registry create.
-fn registry_cluster(
+pub(crate) fn registry_cluster(
     project: &str,
     template: TemplateId,
     uuid: ClusterId,
@@ -1599,7 +1599,7 @@ fn registry_cluster(
     }
 }
 
-async fn insert(
+pub(crate) async fn insert(
     store: &Arc<dyn Store>,
     c: fleetyard::domain::cluster::NewCluster,
 ) -> Result<(), StoreError> {
