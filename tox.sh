@@ -130,7 +130,13 @@ envs:
           section; BENCH_ONLY=registry runs only examples/registry_bench.rs (release): the
           cluster registry's `kubectl get clusters -A` pages over REGISTRY_BENCH_CLUSTERS
           (100,000) registered clusters and /v1-change-to-watch-event latency, figures as JSON
-          to REGISTRY_BENCH_JSON (target/registry-bench.json); args go to the example
+          to REGISTRY_BENCH_JSON (target/registry-bench.json); BENCH_ONLY=machines runs only
+          examples/machine_bench.rs (release): MACHINE_BENCH_CLUSTERS (1,000) clusters of 100
+          machines, the first machine page on /v1 (1.19) and `kubectl get machines -n -l
+          cluster.k8s.io/cluster-name=<c>` (Table and JSON), and GET cluster and the cluster
+          lists before and after the machines exist, figures as JSON to MACHINE_BENCH_JSON
+          (target/machine-bench.json); args go to the example (--keep-database keeps its
+          database for EXPLAIN)
   help    this text
 
 environment:
@@ -672,6 +678,13 @@ bench)
     [[ "${FLEETYARD_SKIP_ENSURE_SERVICES:-}" == 1 ]] || tools/ensure_services.sh >&2
     step "cargo run --release --example registry_bench${*:+ -- $*}"
     exec cargo run -q --release --example registry_bench -- \
+      --pg-url "${FLEETYARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}" "$@"
+  fi
+  if [[ "${BENCH_ONLY:-}" == machines ]]; then
+    # Machines at fleet size (its own database beside FLEETYARD_BENCH_PG_URL).
+    [[ "${FLEETYARD_SKIP_ENSURE_SERVICES:-}" == 1 ]] || tools/ensure_services.sh >&2
+    step "cargo run --release --example machine_bench${*:+ -- $*}"
+    exec cargo run -q --release --example machine_bench -- \
       --pg-url "${FLEETYARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}" "$@"
   fi
   if [[ -f tools/bench.sh ]]; then
