@@ -10,6 +10,9 @@
 //! every project). The table goes to stdout, the same figures as JSON to `REGISTRY_BENCH_JSON`
 //! (default `target/registry-bench.json`). Figures are from one run on a shared machine.
 
+mod common;
+
+use common::{create_database, drop_database, ms, percentile};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -92,19 +95,6 @@ impl Run {
             json,
         })
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 struct Figure {
@@ -195,28 +185,6 @@ impl Bench {
             format!("{items} items, {} kB", bytes / 1024),
         ))
     }
-}
-
-async fn create_database(admin: &str, name: &str) -> anyhow::Result<String> {
-    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(admin)
-        .await
-        .context("PostgreSQL must be reachable (./tox.sh starts it)")?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut conn)
-        .await?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await?;
-    let base = admin.rsplit_once('/').map_or(admin, |(b, _)| b);
-    Ok(format!("{base}/{name}"))
-}
-
-async fn drop_database(admin: &str, name: &str) -> anyhow::Result<()> {
-    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(admin).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut conn)
-        .await?;
-    Ok(())
 }
 
 /// `n` registered clusters over `projects` projects (`proj-000`...), in one statement.
