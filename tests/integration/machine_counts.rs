@@ -50,6 +50,12 @@ async fn machines(
         .collect()
 }
 
+/// A resize of `cluster` with `body`, accepted (202).
+async fn accepted_resize(app: &TestApp, cluster: &str, body: &serde_json::Value) {
+    let r = app.at("latest").resize_cluster(cluster, body).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+}
+
 fn named(names: &[&str], phase: MachinePhase) -> Vec<(String, MachinePhase)> {
     names.iter().map(|n| (n.to_string(), phase)).collect()
 }
@@ -70,11 +76,7 @@ async fn a_cluster_gets_a_machine_per_node_and_resizes_move_exactly_the_named_on
     );
 
     // Grow: the new machines are Pending until the driver's work completes.
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 3}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(&app, &c, &json!({"node_count": 3})).await;
     let mut want = named(&["default-master-1", "default-worker-1"], RUNNING);
     want.extend(named(&["default-worker-2", "default-worker-3"], PENDING));
     assert_eq!(machines(&app, &c, None).await, want);
@@ -88,14 +90,12 @@ async fn a_cluster_gets_a_machine_per_node_and_resizes_move_exactly_the_named_on
     );
 
     // Shrink naming the middle one: that one goes, not the newest.
-    let r = app
-        .at("latest")
-        .resize_cluster(
-            &c,
-            &json!({"node_count": 2, "nodes_to_remove": ["default-worker-2"]}),
-        )
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(
+        &app,
+        &c,
+        &json!({"node_count": 2, "nodes_to_remove": ["default-worker-2"]}),
+    )
+    .await;
     assert_eq!(
         machines(&app, &c, Some("default-worker")).await,
         vec![
@@ -112,11 +112,7 @@ async fn a_cluster_gets_a_machine_per_node_and_resizes_move_exactly_the_named_on
     );
 
     // The next new machine takes the lowest free number.
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 3}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(&app, &c, &json!({"node_count": 3})).await;
     drain(&conductor(&app, instant())).await;
     assert_eq!(
         machines(&app, &c, Some("default-worker")).await,
@@ -171,11 +167,12 @@ async fn a_cluster_gets_a_machine_per_node_and_resizes_move_exactly_the_named_on
         .expect("machine")
         .uuid
         .to_string();
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 2, "nodes_to_remove": [uuid]}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(
+        &app,
+        &c,
+        &json!({"node_count": 2, "nodes_to_remove": [uuid]}),
+    )
+    .await;
     drain(&conductor(&app, instant())).await;
     assert_eq!(
         machines(&app, &c, Some("default-worker")).await,
@@ -204,11 +201,7 @@ async fn a_cluster_gets_a_machine_per_node_and_resizes_move_exactly_the_named_on
 async fn a_failed_resize_gives_back_the_machines_it_was_changing(backend: Backend) {
     let app = spawn_with(backend, |_| {}).await;
     let c = complete_cluster_as(&app, "m2", &app.headers).await;
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 3}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(&app, &c, &json!({"node_count": 3})).await;
     drain(&conductor(&app, instant())).await;
     let failing = || {
         conductor(
@@ -222,14 +215,12 @@ async fn a_failed_resize_gives_back_the_machines_it_was_changing(backend: Backen
     let before = machines(&app, &c, Some("default-worker")).await;
 
     // A shrink that fails: the machines it was removing run again, the count is back.
-    let r = app
-        .at("latest")
-        .resize_cluster(
-            &c,
-            &json!({"node_count": 1, "nodes_to_remove": ["default-worker-1"]}),
-        )
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(
+        &app,
+        &c,
+        &json!({"node_count": 1, "nodes_to_remove": ["default-worker-1"]}),
+    )
+    .await;
     drain(&failing()).await;
     let shown = app.at("latest").get_cluster(&c).await;
     assert_eq!(
@@ -242,11 +233,7 @@ async fn a_failed_resize_gives_back_the_machines_it_was_changing(backend: Backen
     assert_eq!(machines(&app, &c, Some("default-worker")).await, before);
 
     // A grow that fails: the machines it made are gone again.
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 5}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(&app, &c, &json!({"node_count": 5})).await;
     assert_eq!(machines(&app, &c, Some("default-worker")).await.len(), 5);
     drain(&failing()).await;
     assert_eq!(machines(&app, &c, Some("default-worker")).await, before);
@@ -284,11 +271,7 @@ async fn node_group_writes_carry_their_machines(backend: Backend) {
     );
 
     // A resize of the group without names: the newest goes.
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 1, "nodegroup": "GPU_Pool"}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(&app, &c, &json!({"node_count": 1, "nodegroup": "GPU_Pool"})).await;
     assert_eq!(
         machines(&app, &c, Some("GPU_Pool")).await,
         vec![(pool(1), RUNNING), (pool(2), DELETING)]
@@ -343,20 +326,14 @@ async fn node_group_writes_carry_their_machines_on_sqlite() {
 async fn the_driver_reports_each_machine_and_the_group_lists_their_addresses(backend: Backend) {
     let app = spawn_with(backend, |_| {}).await;
     let c = complete_cluster_as(&app, "m4", &app.headers).await;
-    let r = app
-        .at("latest")
-        .resize_cluster(&c, &json!({"node_count": 3}))
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(&app, &c, &json!({"node_count": 3})).await;
     drain(&conductor(&app, instant())).await;
-    let r = app
-        .at("latest")
-        .resize_cluster(
-            &c,
-            &json!({"node_count": 2, "nodes_to_remove": ["default-worker-2"]}),
-        )
-        .await;
-    assert_eq!(r.status, 202, "{}", r.text);
+    accepted_resize(
+        &app,
+        &c,
+        &json!({"node_count": 2, "nodes_to_remove": ["default-worker-2"]}),
+    )
+    .await;
     drain(&conductor(&app, instant())).await;
 
     let shown = app.at("latest").get_cluster(&c).await;
