@@ -23,8 +23,6 @@ const NODEGROUPS_DETAIL: &str = "/v1/clusters/{cluster_ident}/nodegroups/detail"
 const NODEGROUP: &str = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}";
 const MACHINES: &str = "/v1/clusters/{cluster_ident}/machines";
 const MACHINE: &str = "/v1/clusters/{cluster_ident}/machines/{machine_ident}";
-const NODEGROUP_MACHINES: &str =
-    "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines";
 const KUBE_MACHINES_ALL: &str = "/apis/cluster.k8s.io/v1alpha1/machines";
 const KUBE_MACHINES: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines";
 const KUBE_MACHINE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}";
@@ -238,18 +236,9 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         [("GET", MACHINES), ("GET", KUBE_MACHINES_ALL)];
     "machine:get_one_all_projects" => ADMIN,
         "Retrieve information about a given machine across projects.", [("GET", MACHINE)];
-    "machine:create" => ADMIN_OR_MEMBER, "Create a machine in a node group (the group grows by one).",
-        [("POST", NODEGROUP_MACHINES), ("POST", KUBE_MACHINES)];
     "machine:delete" => ADMIN_OR_MEMBER,
         "Delete a specific machine (its node group shrinks by one).",
         [("DELETE", MACHINE), ("DELETE", KUBE_MACHINE)];
-    "machine:update" => ADMIN_OR_MEMBER,
-        "Change a machine's versions, container runtime or OS image.",
-        [("PATCH", MACHINE), ("PATCH", KUBE_MACHINE), ("PUT", KUBE_MACHINE)];
-    "machine:replace" => ADMIN_OR_MEMBER, "Replace a machine by a new one, the new one first.",
-        [("POST", "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace")];
-    "machine:reboot" => ADMIN_OR_MEMBER, "Reboot a machine.",
-        [("POST", "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot")];
 
     // ---- Node groups ----
     "nodegroup:get" => ADMIN_OR_READER, "Retrieve information about the given nodegroup.",
