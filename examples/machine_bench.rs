@@ -16,12 +16,11 @@
 
 mod common;
 
-use common::{create_database, drop_database, ms, percentile};
+use common::{bench_settings, create_database, drop_database, ms, percentile};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use fleetyard::config::{Secret, Settings};
 use fleetyard::startup::Application;
 use serde_json::{json, Value};
 
@@ -378,13 +377,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: &Run, db_url: &str) -> anyhow::Result<()> {
-    let mut settings = Settings::default();
-    settings.api.host = "127.0.0.1".into();
-    settings.api.port = 0;
-    settings.api.workers = 2;
-    settings.database.connection = Secret::new(db_url);
-    settings.database.max_pool_size = 10;
-    settings.default.host = "bench-host".into();
+    let settings = bench_settings(db_url);
     let store = fleetyard::startup::open_store(&settings)
         .await
         .context("store opens and migrates")?;

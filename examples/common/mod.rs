@@ -1,9 +1,11 @@
-//! What the Rust benches share: their own PostgreSQL database next to the admin URL, and
-//! milliseconds and nearest-rank percentiles of their samples.
+//! What the Rust benches share: their own PostgreSQL database next to the admin URL, the
+//! settings of the API they serve from it in process, and milliseconds and nearest-rank
+//! percentiles of their samples.
 
 use std::time::Duration;
 
 use anyhow::Context;
+use fleetyard::config::{Secret, Settings};
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -39,4 +41,17 @@ pub async fn drop_database(admin: &str, name: &str) -> anyhow::Result<()> {
         .execute(&mut conn)
         .await?;
     Ok(())
+}
+
+/// The in-process API of a bench: on 127.0.0.1 (any port), two workers, the bench's database
+/// with a pool of ten.
+pub fn bench_settings(db_url: &str) -> Settings {
+    let mut settings = Settings::default();
+    settings.api.host = "127.0.0.1".into();
+    settings.api.port = 0;
+    settings.api.workers = 2;
+    settings.database.connection = Secret::new(db_url);
+    settings.database.max_pool_size = 10;
+    settings.default.host = "bench-host".into();
+    settings
 }

@@ -437,15 +437,12 @@ pub(super) async fn update_group(
 /// is gone.
 #[tracing::instrument(level = "debug", skip_all, fields(group = %uuid))]
 pub(super) async fn delete_group(tx: &mut Tx, uuid: &ClusterGroupId) -> StoreResult<()> {
-    let deleted = tx
+    let changed = tx
         .sql("DELETE FROM cluster_group WHERE uuid = $1")
         .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
-    if deleted == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    found(changed)
 }
 
 /// Rewrites a group's selector matches: one index read of its project's clusters.
@@ -538,7 +535,7 @@ pub(super) async fn insert_member(
     now: DateTime<Utc>,
 ) -> StoreResult<()> {
     let consented_at = (m.state == MemberState::Accepted).then_some(now);
-    let inserted = tx
+    let changed = tx
         .sql(
             "INSERT INTO cluster_group_member (group_id, cluster_id, cluster_project_id, state, \
              proposed_by, consented_at, created_at) \
@@ -554,10 +551,7 @@ pub(super) async fn insert_member(
         .bind(now)
         .execute(&mut *tx)
         .await?;
-    if inserted == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    found(changed)
 }
 
 /// The cluster's project accepts a proposed membership (an accepted one stays as it is);
@@ -569,7 +563,7 @@ pub(super) async fn accept_member(
     cluster: &ClusterId,
     now: DateTime<Utc>,
 ) -> StoreResult<()> {
-    let done = tx
+    let changed = tx
         .sql(
             "UPDATE cluster_group_member SET state = 'Accepted', \
              consented_at = COALESCE(consented_at, $3) WHERE group_id = $1 AND cluster_id = $2",
@@ -579,10 +573,7 @@ pub(super) async fn accept_member(
         .bind(now)
         .execute(&mut *tx)
         .await?;
-    if done == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    found(changed)
 }
 
 /// Removes an explicit membership (proposed or accepted); [`StoreError::NotFound`] when there
@@ -593,16 +584,13 @@ pub(super) async fn delete_member(
     group: &ClusterGroupId,
     cluster: &ClusterId,
 ) -> StoreResult<()> {
-    let deleted = tx
+    let changed = tx
         .sql("DELETE FROM cluster_group_member WHERE group_id = $1 AND cluster_id = $2")
         .bind_id(group)
         .bind_id(cluster)
         .execute(&mut *tx)
         .await?;
-    if deleted == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    found(changed)
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(binding = %b.uuid, group = %b.group))]
@@ -630,13 +618,19 @@ pub(super) async fn insert_binding(
 /// Deletes a binding; [`StoreError::NotFound`] when it is gone.
 #[tracing::instrument(level = "debug", skip_all, fields(binding = %uuid))]
 pub(super) async fn delete_binding(tx: &mut Tx, uuid: &ClusterGroupBindingId) -> StoreResult<()> {
-    let deleted = tx
+    let changed = tx
         .sql("DELETE FROM cluster_group_binding WHERE uuid = $1")
         .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
-    if deleted == 0 {
-        return Err(StoreError::NotFound);
+    found(changed)
+}
+
+/// A write that names one row: [`StoreError::NotFound`] when it changed none.
+fn found(changed: u64) -> StoreResult<()> {
+    if changed == 0 {
+        Err(StoreError::NotFound)
+    } else {
+        Ok(())
     }
-    Ok(())
 }
