@@ -677,7 +677,7 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
         if body.get("catalog") != proxy.endpoint or not str(body.get("url", "")).startswith(proxy.endpoint):
             raise CheckFailed("discovery did not keep the prefix: catalog %r, url %r (want %s)\n%s"
                               % (body.get("catalog"), body.get("url"), proxy.endpoint, r.describe()))
-        want = [{"url": proxy.endpoint + "/", "version": "1.0", "max": "1.19"}]
+        want = [{"url": proxy.endpoint + "/", "version": "1.0", "max": "1.20"}]
         if body.get("api_version") != [1, 0] or body.get("versions") != want:
             raise CheckFailed("unexpected versions %r / %r (want %r)\n%s"
                               % (body.get("api_version"), body.get("versions"), want, r.describe()))

@@ -111,7 +111,7 @@ async fn the_root_document_lists_v1_as_current_from_1_1_to_1_14_without_identity
     assert_eq!(v["id"], "v1");
     assert_eq!(v["status"], "CURRENT");
     assert_eq!(v["min_version"], "1.1");
-    assert_eq!(v["max_version"], "1.19");
+    assert_eq!(v["max_version"], "1.20");
     assert_eq!(
         v["links"],
         json!([{"href": app.url("/v1/"), "rel": "self"}])
@@ -304,7 +304,7 @@ async fn discovery_needs_no_token_in_jwt_mode_as_openstacksdk_sends_none() {
     let root = app.get_as("/", &accept).await;
     assert_eq!(root.status, 200, "{}", root.text);
     assert_eq!(root.body["versions"][0]["id"], "v1");
-    assert_eq!(root.body["versions"][0]["max_version"], "1.19");
+    assert_eq!(root.body["versions"][0]["max_version"], "1.20");
 
     for path in ["/v1", "/v1/"] {
         let v1 = app.get_as(path, &accept).await;
@@ -365,7 +365,7 @@ async fn a_request_without_a_version_header_is_answered_at_1_1_with_the_range_an
     );
     assert_eq!(
         header(&r, "openstack-api-maximum-version"),
-        "container-infrastructure-management 1.19"
+        "container-infrastructure-management 1.20"
     );
     let vary: Vec<String> = r
         .headers
@@ -385,8 +385,8 @@ async fn a_request_without_a_version_header_is_answered_at_1_1_with_the_range_an
 async fn latest_and_every_service_type_alias_are_accepted_and_echoed_with_the_canonical_name() {
     let app = spawn_app().await;
     for (sent, answered) in [
-        ("container-infra latest", "1.19"),
-        ("container-infra LATEST", "1.19"),
+        ("container-infra latest", "1.20"),
+        ("container-infra LATEST", "1.20"),
         ("container-infrastructure-management 1.10", "1.10"),
         ("container-infrastructure 1.5", "1.5"),
         ("container-infra 1.1", "1.1"),
@@ -394,6 +394,7 @@ async fn latest_and_every_service_type_alias_are_accepted_and_echoed_with_the_ca
         ("container-infra 1.16", "1.16"),
         ("container-infra 1.18", "1.18"),
         ("container-infra 1.19", "1.19"),
+        ("container-infra 1.20", "1.20"),
     ] {
         let h = with(app.headers.clone(), &[("openstack-api-version", sent)]);
         let r = app.get_as("/v1/clustertemplates", &h).await;
@@ -406,7 +407,7 @@ async fn latest_and_every_service_type_alias_are_accepted_and_echoed_with_the_ca
         );
         assert_eq!(
             header(&r, "openstack-api-maximum-version"),
-            "container-infrastructure-management 1.19"
+            "container-infrastructure-management 1.20"
         );
     }
 }
@@ -415,7 +416,7 @@ async fn latest_and_every_service_type_alias_are_accepted_and_echoed_with_the_ca
 async fn versions_outside_the_range_are_406_with_the_microversion_body_and_range_headers() {
     let app = spawn_app().await;
     for sent in [
-        "container-infra 1.20",
+        "container-infra 1.21",
         "container-infra 2.0",
         "container-infra 1.0",
         "container-infra 0.9",
@@ -429,7 +430,7 @@ async fn versions_outside_the_range_are_406_with_the_microversion_body_and_range
                 "code": "magnum.microversion-unsupported",
                 "title": "Requested microversion is unsupported",
                 "min_version": "1.1",
-                "max_version": "1.19",
+                "max_version": "1.20",
                 "links": [{"rel": "help", "href": "http://docs.openstack.org/api-guide/compute/microversions.html"}],
             }]}),
             "{sent}"
@@ -441,7 +442,7 @@ async fn versions_outside_the_range_are_406_with_the_microversion_body_and_range
         );
         assert_eq!(
             header(&r, "openstack-api-maximum-version"),
-            "container-infrastructure-management 1.19"
+            "container-infrastructure-management 1.20"
         );
         request_id(&r);
     }

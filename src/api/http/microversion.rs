@@ -23,7 +23,7 @@ impl fmt::Display for Version {
 }
 
 pub const MIN_VERSION: Version = Version::new(1, 1);
-pub const MAX_VERSION: Version = Version::new(1, 19);
+pub const MAX_VERSION: Version = Version::new(1, 20);
 
 // The versions at which behaviour changes, named after what they bring.
 
@@ -59,6 +59,12 @@ pub const FORCED_DELETE: Version = Version::new(1, 18);
 /// A cluster's machines, one per node: `GET /v1/clusters/{c}/machines` and
 /// `GET /v1/clusters/{c}/machines/{m}` (406 before, as node groups are below 1.9).
 pub const MACHINES: Version = Version::new(1, 19);
+/// Machine writes: `POST /v1/clusters/{c}/nodegroups/{ng}/machines`,
+/// `PATCH /v1/clusters/{c}/machines/{m}` and `POST …/machines/{m}/actions/replace|reboot`
+/// (406 before; reading and deleting machines needs only 1.19).
+pub const MACHINE_WRITES: Version = Version::new(1, 20);
+/// Cluster groups and their bindings: `/v1/clustergroups` (406 before).
+pub const CLUSTER_GROUPS: Version = Version::new(1, 20);
 /// The service type written in response headers.
 pub const SERVICE_TYPE: &str = "container-infrastructure-management";
 /// The service types accepted in the request header.
@@ -149,7 +155,7 @@ mod tests {
 
     #[test]
     fn versions_outside_the_range_are_unsupported() {
-        for bad in ["1.0", "0.9", "2.0", "1.999", "1.20", "99999999.1"] {
+        for bad in ["1.0", "0.9", "2.0", "1.999", "1.21", "99999999.1"] {
             assert_eq!(
                 negotiate(Some(&format!("container-infra {bad}"))),
                 Err(VersionError::Unsupported),
