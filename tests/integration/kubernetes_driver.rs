@@ -15,12 +15,17 @@ use fleetyard::config::{KubernetesDriverSection, Secret};
 use fleetyard::domain::cluster::{Cluster, NodeGroup, Taint};
 use fleetyard::domain::federation::Federation;
 use fleetyard::domain::leftover::Leftover;
+use fleetyard::domain::machine::{
+    Machine, MachineAddress, MachineName, MachinePhase, MachineRole, MachineSpec, MachineStatus,
+    MachineVersions,
+};
 use fleetyard::domain::status::{ClusterStatus, FederationStatus};
 use fleetyard::domain::template::{ClusterTemplate, TemplateSpec};
+use fleetyard::domain::MachineId;
 use fleetyard::drivers::kubernetes::KubernetesDriver;
 use fleetyard::drivers::{
     CaMaterial, CertKeyPair, ClusterContext, Driver, DriverError, FederationContext,
-    FederationProgress, MemberChange, Phase, Progress, Resize,
+    FederationProgress, MachineObservation, MemberChange, Phase, Progress, Resize,
 };
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -28,6 +33,7 @@ use uuid::Uuid;
 use fleetyard::startup::Backends;
 
 const NS: &str = "magnum-system";
+const DELETE_MACHINE_ANNOTATION: &str = "cluster.x-k8s.io/delete-machine";
 const CAPI: &str = "/apis/cluster.x-k8s.io/v1beta1";
 const KCP: &str = "/apis/controlplane.cluster.x-k8s.io/v1beta1";
 const BOOTSTRAP: &str = "/apis/bootstrap.cluster.x-k8s.io/v1beta1";
@@ -1693,4 +1699,190 @@ async fn a_join_with_a_vanished_member_joins_the_others_and_names_every_missing_
         .karmada
         .get(&format!("{KARMADA_CLUSTERS}/{}", capi_name(M1)))
         .is_none());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Machines read back from Cluster API
+// ------------------------------------------------------------------------------------------------
+
+/// Fleetyard's machine `<group>-<n>` of a node group, as the store keeps it before any read-back.
+fn machine_row(ng: &NodeGroup, n: u32, phase: MachinePhase) -> Machine {
+    let role = if ng.role == "master" {
+        MachineRole::Master
+    } else {
+        MachineRole::Worker
+    };
+    let mut status = MachineStatus::pending();
+    status.phase = phase;
+    Machine {
+        id: i64::from(n) + if role == MachineRole::Master { 0 } else { 100 },
+        uuid: MachineId::from(Uuid::new_v4()),
+        name: MachineName::parse(&format!("{}-{n}", ng.name)).expect("name"),
+        role,
+        project_id: ng.project_id.clone(),
+        cluster_id: ng.cluster_id,
+        nodegroup_id: ng.uuid,
+        spec: MachineSpec::default(),
+        status,
+        created_at: Utc::now(),
+        updated_at: None,
+    }
+}
+
+/// The cluster of [`ctx`] with its five machines (three masters, two workers), Running.
+fn ctx_with_machines(status: ClusterStatus) -> ClusterContext {
+    let mut c = ctx(status);
+    let (masters, workers) = (c.nodegroups[0].clone(), c.nodegroups[1].clone());
+    c.machines = (1..=3)
+        .map(|n| machine_row(&masters, n, MachinePhase::Running))
+        .chain((1..=2).map(|n| machine_row(&workers, n, MachinePhase::Running)))
+        .collect();
+    c
+}
+
+/// The observation written back into the machines, as the conductor's `ObserveMachines` does.
+fn remember(c: &mut ClusterContext, obs: &BTreeMap<MachineId, MachineObservation>) {
+    for m in &mut c.machines {
+        if let Some(o) = obs.get(&m.uuid) {
+            m.status.provider_id = o.provider_id.clone();
+            m.status.node_ref = o.node_ref.clone();
+        }
+    }
+}
+
+#[tokio::test]
+async fn machines_are_read_back_from_cluster_api_and_keep_their_machine_once_paired() {
+    let env = env().await;
+    let mut c = ctx_with_machines(ClusterStatus::CreateInProgress);
+    env.driver.create_cluster(&c).await.expect("create");
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    assert!(obs.machines.is_empty(), "no Machine exists yet: {obs:?}");
+
+    inject_provisioned(&env.mgmt);
+    env.mgmt.update(
+        &format!("{CAPI}/namespaces/{NS}/machines/{WORKER_MD}-w1"),
+        json!({"spec": {"version": "v1.30.2"}, "status": {"nodeInfo": {"kubeletVersion": "v1.30.1"}}}),
+    );
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    assert_eq!(obs.machines.len(), 5, "{:?}", obs.machines);
+    let seen = |row: usize| obs.machines[&c.machines[row].uuid].clone();
+    for (row, i) in [(0, 0), (1, 1), (2, 2)] {
+        let m = seen(row);
+        let capi = format!("{C1_NAME}-control-plane-m{i}");
+        assert_eq!(
+            m.provider_id.as_deref(),
+            Some(format!("openstack:///server-{capi}").as_str())
+        );
+        assert_eq!(m.node_ref, Some(format!("node-{capi}")));
+        assert_eq!(
+            m.versions.control_plane.as_ref().map(ToString::to_string),
+            Some("v1.30.2".to_string()),
+            "a master runs the control plane's version"
+        );
+    }
+    let w1 = seen(3);
+    assert_eq!(w1.node_ref, Some(format!("node-{WORKER_MD}-w0")));
+    assert_eq!(
+        w1.addresses,
+        [MachineAddress {
+            kind: "InternalIP".into(),
+            address: "10.0.0.20".into()
+        }]
+    );
+    assert_eq!(
+        w1.versions,
+        MachineVersions::default(),
+        "no version reported"
+    );
+    let w2 = seen(4);
+    assert_eq!(w2.node_ref, Some(format!("node-{WORKER_MD}-w1")));
+    assert_eq!(
+        w2.versions.kubelet.as_ref().map(ToString::to_string),
+        Some("v1.30.1".to_string()),
+        "the kubelet the node reports, not the version asked for"
+    );
+    assert_eq!(
+        w2.versions.control_plane, None,
+        "a worker has no control plane"
+    );
+
+    // Once read back, a machine keeps its Machine: when Cluster API replaces the first worker's
+    // Machine, the second worker is still w1 and the first waits for the new Machine.
+    remember(&mut c, &obs.machines);
+    env.mgmt
+        .remove(&format!("{CAPI}/namespaces/{NS}/machines/{WORKER_MD}-w0"));
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    assert_eq!(
+        obs.machines[&c.machines[4].uuid].node_ref,
+        Some(format!("node-{WORKER_MD}-w1"))
+    );
+    assert!(!obs.machines.contains_key(&c.machines[3].uuid));
+
+    // A failure Cluster API reports is the machine's error.
+    env.mgmt.update(
+        &format!("{CAPI}/namespaces/{NS}/machines/{WORKER_MD}-w1"),
+        json!({"status": {"failureReason": "UpdateError", "failureMessage": "the server is in ERROR"}}),
+    );
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    let w2 = &obs.machines[&c.machines[4].uuid];
+    assert_eq!(w2.error_reason.as_deref(), Some("UpdateError"));
+    assert_eq!(w2.error_message.as_deref(), Some("the server is in ERROR"));
+}
+
+#[tokio::test]
+async fn a_machine_named_by_fleetyard_is_the_cluster_api_machine_marked_for_deletion() {
+    let env = env().await;
+    let mut c = ctx_with_machines(ClusterStatus::CreateComplete);
+    env.driver.create_cluster(&c).await.expect("create");
+    inject_provisioned(&env.mgmt);
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    remember(&mut c, &obs.machines);
+    env.mgmt.clear_requests();
+
+    // `default-worker-2` is the Fleetyard machine read back from w1: w1 is the one marked.
+    let resize = Resize {
+        nodegroup: WORKER_NG.into(),
+        node_count: 1,
+        nodes_to_remove: vec!["default-worker-2".into()],
+    };
+    env.driver
+        .resize_cluster(&c, &resize)
+        .await
+        .expect("resize");
+    let marked: Vec<String> = env
+        .mgmt
+        .writes()
+        .iter()
+        .filter(|w| w.path.contains("/machines/"))
+        .map(|w| w.path.rsplit('/').next().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(marked, [format!("{WORKER_MD}-w1")]);
+    let w0 = env
+        .mgmt
+        .get(&format!("{CAPI}/namespaces/{NS}/machines/{WORKER_MD}-w0"))
+        .expect("machine");
+    assert!(w0["metadata"]["annotations"][DELETE_MACHINE_ANNOTATION].is_null());
+
+    // A machine being deleted is paired with the Machine Cluster API is deleting.
+    c.machines[4].status.phase = MachinePhase::Deleting;
+    c.machines[4].status.provider_id = None;
+    c.machines[4].status.node_ref = None;
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    assert_eq!(
+        obs.machines[&c.machines[4].uuid].node_ref,
+        Some(format!("node-{WORKER_MD}-w1"))
+    );
+    assert_eq!(
+        obs.machines[&c.machines[3].uuid].node_ref,
+        Some(format!("node-{WORKER_MD}-w0"))
+    );
+
+    // A name neither Cluster API nor Fleetyard knows is refused with the group's nodes.
+    let unknown = Resize {
+        nodegroup: WORKER_NG.into(),
+        node_count: 0,
+        nodes_to_remove: vec!["default-worker-9".into()],
+    };
+    assert!(permanent(env.driver.resize_cluster(&c, &unknown).await)
+        .starts_with("nodes_to_remove names default-worker-9, which is not a node of node group default-worker"));
 }

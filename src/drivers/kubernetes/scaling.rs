@@ -1,9 +1,10 @@
 //! Node-group sizes on the management cluster: replicas and autoscaler bounds, machines marked
 //! for deletion, and what a deleted cluster's owner references left behind.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::domain::cluster::NodeGroup;
+use crate::domain::machine::count;
 
 use super::render::{
     cluster_name, control_plane_name, deployment_name, Overrides, Renderer, AUTOSCALER_MAX,
@@ -86,19 +87,22 @@ impl KubernetesDriver {
             .list(CAPI_API_VERSION, "Machine", Some(self.ns()), &selector)
             .await?;
         let deployment = deployment_name(&cluster, ng);
-        let group: Vec<&Value> = machines
-            .iter()
-            .filter(|m| {
-                if ng.is_master() {
-                    status::is_control_plane_machine(m)
-                } else {
-                    status::machine_deployment(m) == Some(deployment.as_str())
-                }
-            })
-            .collect();
+        let group = status::capi_machines_of(&cluster, ng, &machines);
+        let paired = status::pair(&status::rows_of(ctx, ng), &group);
         let mut unmatched = Vec::new();
         for wanted in &resize.nodes_to_remove {
-            let Some(machine) = group.iter().find(|m| status::machine_matches(m, wanted)) else {
+            // The Machine the name names, else the Machine of the Fleetyard machine it names.
+            let found = group
+                .iter()
+                .copied()
+                .find(|m| status::machine_matches(m, wanted))
+                .or_else(|| {
+                    paired
+                        .iter()
+                        .find(|(row, _)| count::names_machine(row, wanted))
+                        .map(|(_, m)| *m)
+                });
+            let Some(machine) = found else {
                 unmatched.push(wanted.as_str());
                 continue;
             };

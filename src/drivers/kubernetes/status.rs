@@ -11,14 +11,20 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::domain::cluster::NodeGroup;
 use crate::domain::leftover::Leftover;
+use crate::domain::machine::{
+    KubeVersion, Machine, MachineAddress, MachinePhase, MachineRole, MachineVersions,
+};
 use crate::domain::status::ClusterStatus;
 use crate::drivers::{
-    ClusterContext, ClusterObservation, HealthObservation, NodeGroupObservation, Phase,
+    ClusterContext, ClusterObservation, HealthObservation, MachineObservation,
+    NodeGroupObservation, Phase,
 };
 
 use super::render::{
     cluster_name, deployment_name, CAPI_CONTROL_PLANE_LABEL, CAPI_DEPLOYMENT_NAME_LABEL,
+    DELETE_MACHINE,
 };
 
 /// The objects of one cluster as the management cluster returned them.
@@ -157,6 +163,7 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
     };
 
     let mut nodegroups = BTreeMap::new();
+    let mut machines = BTreeMap::new();
     let mut all_settled = true;
     let mut failures: Vec<String> = Vec::new();
     if let Some(f) = failure(cluster, &format!("the cluster {name}")) {
@@ -174,6 +181,15 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
         all_settled &= ready;
         if let Some(o) = observation {
             nodegroups.insert(ng.uuid.to_string(), o);
+        }
+        let control_plane = coe_version
+            .as_deref()
+            .and_then(|v| KubeVersion::parse(v).ok());
+        for (row, capi) in pair(
+            &rows_of(ctx, ng),
+            &capi_machines_of(&name, ng, &observed.machines),
+        ) {
+            machines.insert(row.uuid, read_back(row, capi, control_plane.as_ref()));
         }
     }
 
@@ -203,7 +219,136 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
         container_version: None,
         nodegroups,
         leftovers,
-        machines: BTreeMap::new(),
+        machines,
+    }
+}
+
+/// Fleetyard's machines of one node group, in id order.
+pub fn rows_of<'a>(ctx: &'a ClusterContext, ng: &NodeGroup) -> Vec<&'a Machine> {
+    ctx.machines
+        .iter()
+        .filter(|m| m.nodegroup_id == ng.uuid)
+        .collect()
+}
+
+/// The Cluster API Machines of one node group: the control plane's for the master group, the
+/// MachineDeployment's for a worker group.
+pub fn capi_machines_of<'a>(name: &str, ng: &NodeGroup, machines: &'a [Value]) -> Vec<&'a Value> {
+    if ng.is_master() {
+        machines
+            .iter()
+            .filter(|m| is_control_plane_machine(m))
+            .collect()
+    } else {
+        let md = deployment_name(name, ng);
+        machines
+            .iter()
+            .filter(|m| machine_deployment(m) == Some(md.as_str()))
+            .collect()
+    }
+}
+
+fn marked_for_deletion(m: &Value) -> bool {
+    m["metadata"]["annotations"][DELETE_MACHINE].is_string()
+        || m["metadata"]["deletionTimestamp"].is_string()
+}
+
+/// Which Cluster API Machine each of a node group's machines is. A machine already read back is
+/// found again by its server (`spec.providerID`), then by its node; the rest are paired in
+/// order: machines staying with the Machines Cluster API keeps (oldest first), machines being
+/// deleted with those it is deleting. Each Machine is paired at most once; machines left
+/// over have no Machine yet (Cluster API has not made it) and are not reported.
+pub fn pair<'a, 'b>(rows: &[&'a Machine], capi: &[&'b Value]) -> Vec<(&'a Machine, &'b Value)> {
+    let mut free: Vec<&'b Value> = capi.to_vec();
+    free.sort_by(|a, b| {
+        let key = |m: &Value| {
+            (
+                marked_for_deletion(m),
+                m["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                m["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let mut out = Vec::new();
+    let mut unpaired = Vec::new();
+    for row in rows {
+        let known = free.iter().position(|m| {
+            row.status
+                .provider_id
+                .as_deref()
+                .is_some_and(|p| text(&m["spec"]["providerID"]) == Some(p))
+                || row
+                    .status
+                    .node_ref
+                    .as_deref()
+                    .is_some_and(|n| text(&m["status"]["nodeRef"]["name"]) == Some(n))
+        });
+        match known {
+            Some(i) => out.push((*row, free.remove(i))),
+            None => unpaired.push(*row),
+        }
+    }
+    let (going, staying): (Vec<&Machine>, Vec<&Machine>) = unpaired
+        .into_iter()
+        .partition(|m| m.status.phase == MachinePhase::Deleting);
+    for row in staying {
+        match free.iter().position(|m| !marked_for_deletion(m)) {
+            Some(i) => out.push((row, free.remove(i))),
+            None => break,
+        }
+    }
+    for row in going {
+        if free.is_empty() {
+            break;
+        }
+        out.push((row, free.remove(0)));
+    }
+    out
+}
+
+/// One machine as its Cluster API Machine shows it: the server, the node, the addresses, the
+/// kubelet the node reports (else the version the Machine asks for), the control plane's
+/// version on a master, and a failure Cluster API reports.
+pub fn read_back(
+    row: &Machine,
+    capi: &Value,
+    control_plane: Option<&KubeVersion>,
+) -> MachineObservation {
+    let addresses = capi["status"]["addresses"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|a| {
+                    Some(MachineAddress {
+                        kind: text(&a["type"])?.to_string(),
+                        address: text(&a["address"])?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let kubelet = text(&capi["status"]["nodeInfo"]["kubeletVersion"])
+        .or_else(|| text(&capi["spec"]["version"]))
+        .and_then(|v| KubeVersion::parse(v).ok());
+    MachineObservation {
+        provider_id: text(&capi["spec"]["providerID"]).map(str::to_string),
+        node_ref: text(&capi["status"]["nodeRef"]["name"]).map(str::to_string),
+        addresses,
+        versions: MachineVersions {
+            kubelet,
+            control_plane: control_plane
+                .filter(|_| row.role == MachineRole::Master)
+                .cloned(),
+        },
+        error_reason: text(&capi["status"]["failureReason"]).map(str::to_string),
+        error_message: text(&capi["status"]["failureMessage"]).map(str::to_string),
     }
 }
 
@@ -229,30 +374,16 @@ fn leftovers(name: &str, observed: &Observed) -> Vec<Leftover> {
 /// is missing), whether it has settled, and the failures its objects and machines report.
 fn observe_nodegroup(
     name: &str,
-    ng: &crate::domain::cluster::NodeGroup,
+    ng: &NodeGroup,
     observed: &Observed,
     coe_version: Option<&String>,
     failures: &mut Vec<String>,
 ) -> (Option<NodeGroupObservation>, bool) {
-    let (obj, machines): (Option<&Value>, Vec<&Value>) = if ng.is_master() {
-        (
-            observed.control_plane.as_ref(),
-            observed
-                .machines
-                .iter()
-                .filter(|m| is_control_plane_machine(m))
-                .collect(),
-        )
+    let machines = capi_machines_of(name, ng, &observed.machines);
+    let obj = if ng.is_master() {
+        observed.control_plane.as_ref()
     } else {
-        let md = deployment_name(name, ng);
-        (
-            observed.deployments.get(&md),
-            observed
-                .machines
-                .iter()
-                .filter(|m| machine_deployment(m) == Some(md.as_str()))
-                .collect(),
-        )
+        observed.deployments.get(&deployment_name(name, ng))
     };
     for m in &machines {
         let machine = m["metadata"]["name"].as_str().unwrap_or_default();
