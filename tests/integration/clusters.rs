@@ -1538,6 +1538,100 @@ async fn upgrade_refusals_have_magnums_codes() {
     assert_eq!(show(&app, &uuid).await["cluster_template_id"], t);
 }
 
+#[tokio::test]
+async fn an_upgrade_is_held_to_the_version_skew_policy_before_anything_changes() {
+    let app = spawn_app().await;
+    let t = template_as(
+        &app,
+        "t",
+        json!({"labels": {"kube_tag": "v1.30.2"}}),
+        &app.headers,
+    )
+    .await;
+    for (name, tag) in [
+        ("v131", "v1.31.0"),
+        ("v133", "v1.33.1"),
+        ("v134", "v1.34.0"),
+    ] {
+        template_as(
+            &app,
+            name,
+            json!({"labels": {"kube_tag": tag}}),
+            &app.headers,
+        )
+        .await;
+    }
+    let uuid = cluster_as(
+        &app,
+        json!({"name": "k1", "cluster_template_id": t}),
+        &app.headers,
+    )
+    .await;
+    drain(&conductor(&app, instant())).await;
+    assert_eq!(show(&app, &uuid).await["coe_version"], "v1.30.2");
+    let unchanged = |c: &Value| {
+        assert_eq!(c["status"], "CREATE_COMPLETE", "{c}");
+        assert_eq!(c["cluster_template_id"], t, "{c}");
+    };
+
+    // A worker group may not pass the control plane.
+    app.at("latest")
+        .upgrade_cluster(
+            &uuid,
+            &json!({"cluster_template": "v131", "nodegroup": "default-worker"}),
+        )
+        .await
+        .assert_error(
+            409,
+            "Node group default-worker cannot be upgraded to v1.31.0: the control plane runs \
+             v1.30.2. Upgrade the control plane to v1.31 first.",
+        );
+    unchanged(&show(&app, &uuid).await);
+    // The control plane may not leave a worker group more than three minors behind.
+    app.at("latest")
+        .upgrade_cluster(
+            &uuid,
+            &json!({"cluster_template": "v134", "nodegroup": "default-master"}),
+        )
+        .await
+        .assert_error(
+            409,
+            "The control plane cannot be upgraded to v1.34.0: node group default-worker would \
+             stay on v1.30.2. Kubelet version v1.30.2 is more than 3 minor versions older than \
+             the control plane version v1.34.0; the oldest supported kubelet is v1.31.",
+        );
+    unchanged(&show(&app, &uuid).await);
+    let jobs = app.store.jobs_for(id(&uuid)).await.expect("jobs");
+    assert!(
+        jobs.iter()
+            .all(|(j, _)| j.operation.as_str() != "cluster.upgrade"),
+        "a refused upgrade leaves no job"
+    );
+
+    // Three minors is within the policy; so is every group moving together.
+    let r = app
+        .at("latest")
+        .upgrade_cluster(
+            &uuid,
+            &json!({"cluster_template": "v133", "nodegroup": "default-master"}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&conductor(&app, instant())).await;
+    let other = cluster_as(
+        &app,
+        json!({"name": "k2", "cluster_template_id": t}),
+        &app.headers,
+    )
+    .await;
+    drain(&conductor(&app, instant())).await;
+    let r = app
+        .at("latest")
+        .upgrade_cluster(&other, &json!({"cluster_template": "v134"}))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+}
+
 /// Adds a complete, non-default worker group to a cluster through the store (the node group
 /// API has its own suite); its uuid.
 pub(crate) async fn add_worker_group(app: &TestApp, cluster: &str, name: &str) -> String {

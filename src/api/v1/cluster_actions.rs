@@ -20,7 +20,7 @@ use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::job::JobPayload;
-use crate::domain::machine::count;
+use crate::domain::machine::{count, version};
 use crate::domain::status::{ClusterStatus, Verb};
 use crate::domain::template::ClusterTemplate;
 use crate::domain::MachineId;
@@ -299,6 +299,15 @@ pub(super) async fn upgrade(
                 "Cluster upgrade is not supported by this driver.",
             ));
         }
+        let all = request.nodegroup.is_none();
+        version::check_cluster_upgrade(
+            &c,
+            &ngs,
+            |n| all || n.id == ng.id,
+            &template,
+            &new_template,
+        )
+        .map_err(|e| ApiError::conflict(e.to_string()))?;
         let plan = UpgradePlan {
             cluster: &c,
             nodegroups: &ngs,

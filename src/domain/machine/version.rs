@@ -10,6 +10,9 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::domain::cluster::{Cluster, NodeGroup};
+use crate::domain::template::ClusterTemplate;
+
 /// How many minor versions a kubelet may be older than its control plane.
 pub const MAX_KUBELET_MINOR_SKEW: u32 = 3;
 
@@ -157,6 +160,13 @@ pub enum SkewError {
         kubelet: KubeVersion,
         control_plane: KubeVersion,
     },
+    /// A control plane upgrade would leave a node group's kubelets outside the policy.
+    LeftBehind {
+        nodegroup: String,
+        kubelet: KubeVersion,
+        control_plane: KubeVersion,
+        cause: Box<SkewError>,
+    },
     /// A node group asked for a version its cluster's control plane does not run yet.
     ControlPlaneFirst {
         nodegroup: String,
@@ -193,6 +203,16 @@ impl fmt::Display for SkewError {
                 f,
                 "Kubelet version {kubelet} and control plane version {control_plane} have \
                  different major versions; a kubelet must run the control plane's major version."
+            ),
+            SkewError::LeftBehind {
+                nodegroup,
+                kubelet,
+                control_plane,
+                cause,
+            } => write!(
+                f,
+                "The control plane cannot be upgraded to {control_plane}: node group \
+                 {nodegroup} would stay on {kubelet}. {cause}"
             ),
             SkewError::ControlPlaneFirst {
                 nodegroup,
@@ -262,6 +282,91 @@ pub fn check_nodegroup_version(
         });
     }
     check_kubelet_skew(target, control_plane)
+}
+
+/// The Kubernetes version a template's `kube_tag` label names, when it names a valid one.
+fn kube_tag(labels: &crate::domain::labels::Labels) -> Option<KubeVersion> {
+    labels
+        .get("kube_tag")
+        .and_then(|t| KubeVersion::parse(t).ok())
+}
+
+/// [`check_upgrade`] for an upgrade of cluster `c` from its template `current` to `target`,
+/// moving the node groups `moves` picks. The control plane runs the version the driver
+/// reported (`coe_version`), else the one the cluster's or its template's `kube_tag` names; a
+/// node group the one its driver reported, else the control plane's. Without a version on
+/// either side (no `kube_tag`) there is nothing to hold the upgrade to.
+pub fn check_cluster_upgrade(
+    c: &Cluster,
+    nodegroups: &[NodeGroup],
+    moves: impl Fn(&NodeGroup) -> bool,
+    current: &ClusterTemplate,
+    target: &ClusterTemplate,
+) -> Result<(), SkewError> {
+    let Some(target) = kube_tag(&target.spec.labels) else {
+        return Ok(());
+    };
+    let control_plane = c
+        .coe_version
+        .as_deref()
+        .and_then(|v| KubeVersion::parse(v).ok())
+        .or_else(|| kube_tag(&c.labels))
+        .or_else(|| kube_tag(&current.spec.labels));
+    let Some(control_plane) = control_plane else {
+        return Ok(());
+    };
+    let groups: Vec<UpgradeGroup<'_>> = nodegroups
+        .iter()
+        .map(|ng| UpgradeGroup {
+            name: &ng.name,
+            master: ng.is_master(),
+            version: ng
+                .version
+                .as_deref()
+                .and_then(|v| KubeVersion::parse(v).ok())
+                .unwrap_or_else(|| control_plane.clone()),
+            moves: moves(ng),
+        })
+        .collect();
+    check_upgrade(&target, &control_plane, &groups)
+}
+
+/// One node group of a cluster upgrade: the version its kubelets run now and whether the
+/// upgrade moves it to the target.
+#[derive(Debug, Clone)]
+pub struct UpgradeGroup<'a> {
+    pub name: &'a str,
+    pub master: bool,
+    pub version: KubeVersion,
+    pub moves: bool,
+}
+
+/// A cluster upgrade to `target` (every group it moves runs `target` afterwards), held to the
+/// skew policy before anything changes: a worker group moved without the control plane may
+/// not pass it ([`check_nodegroup_version`]), and a control plane that moves must leave every
+/// worker group it does not move within the kubelet rule of its new version.
+pub fn check_upgrade(
+    target: &KubeVersion,
+    control_plane: &KubeVersion,
+    groups: &[UpgradeGroup<'_>],
+) -> Result<(), SkewError> {
+    let masters_move = groups.iter().any(|g| g.master && g.moves);
+    let next_control_plane = if masters_move { target } else { control_plane };
+    for g in groups.iter().filter(|g| !g.master) {
+        if g.moves && !masters_move {
+            check_nodegroup_version(g.name, target, control_plane)?;
+        } else if !g.moves {
+            check_kubelet_skew(&g.version, next_control_plane).map_err(|cause| {
+                SkewError::LeftBehind {
+                    nodegroup: g.name.to_string(),
+                    kubelet: g.version.clone(),
+                    control_plane: next_control_plane.clone(),
+                    cause: Box::new(cause),
+                }
+            })?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -408,6 +513,55 @@ mod tests {
             err.to_string()
                 .ends_with("the oldest supported kubelet is v1.1."),
             "{err}"
+        );
+    }
+
+    fn group<'a>(name: &'a str, master: bool, version: &str, moves: bool) -> UpgradeGroup<'a> {
+        UpgradeGroup {
+            name,
+            master,
+            version: v(version),
+            moves,
+        }
+    }
+
+    #[test]
+    fn an_upgrade_moves_the_control_plane_first_and_leaves_no_group_behind() {
+        let cp = v("v1.30.2");
+        // Everything moves: nothing is left behind.
+        let all = [
+            group("default-master", true, "v1.30.2", true),
+            group("default-worker", false, "v1.30.2", true),
+        ];
+        assert_eq!(check_upgrade(&v("v1.31.0"), &cp, &all), Ok(()));
+        // The control plane alone, three minors ahead of a worker group: within the policy.
+        let masters = [
+            group("default-master", true, "v1.30.2", true),
+            group("default-worker", false, "v1.30.2", false),
+        ];
+        assert_eq!(check_upgrade(&v("v1.33.1"), &cp, &masters), Ok(()));
+        // Four minors ahead: refused, naming the group left behind.
+        let err = check_upgrade(&v("v1.34.0"), &cp, &masters).expect_err("left behind");
+        assert_eq!(
+            err.to_string(),
+            "The control plane cannot be upgraded to v1.34.0: node group default-worker would \
+             stay on v1.30.2. Kubelet version v1.30.2 is more than 3 minor versions older than \
+             the control plane version v1.34.0; the oldest supported kubelet is v1.31."
+        );
+        // A control plane moved below a worker group's version leaves a newer kubelet.
+        let err = check_upgrade(&v("v1.29.0"), &cp, &masters).expect_err("newer kubelet");
+        assert!(matches!(err, SkewError::LeftBehind { .. }), "{err}");
+        // A worker group alone may not pass the control plane.
+        let workers = [
+            group("default-master", true, "v1.30.2", false),
+            group("default-worker", false, "v1.30.2", true),
+        ];
+        assert_eq!(check_upgrade(&v("v1.30.5"), &cp, &workers), Ok(()));
+        let err = check_upgrade(&v("v1.31.0"), &cp, &workers).expect_err("control plane first");
+        assert_eq!(
+            err.to_string(),
+            "Node group default-worker cannot be upgraded to v1.31.0: the control plane runs \
+             v1.30.2. Upgrade the control plane to v1.31 first."
         );
     }
 }
