@@ -3,6 +3,7 @@
 //! Secrets, and for federations a host cluster, the Karmada API server and member clusters.
 //! The tests assert the exact requests sent, idempotency on retry and the status mapping.
 
+mod capi_types;
 mod fake_kube;
 
 use std::collections::BTreeMap;
@@ -1885,4 +1886,143 @@ async fn a_machine_named_by_fleetyard_is_the_cluster_api_machine_marked_for_dele
     };
     assert!(permanent(env.driver.resize_cluster(&c, &unknown).await)
         .starts_with("nodes_to_remove names default-worker-9, which is not a node of node group default-worker"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Cluster API's published types
+// ------------------------------------------------------------------------------------------------
+
+/// The `apiVersion` and kind a write to `path` (`/apis/<group>/<version>/namespaces/<ns>/<plural>/<name>`) addresses.
+fn addressed(path: &str) -> (String, String) {
+    let parts: Vec<&str> = path.trim_start_matches("/apis/").split('/').collect();
+    let kind = match parts.get(4).copied().unwrap_or_default() {
+        "machines" => "Machine",
+        "machinedeployments" => "MachineDeployment",
+        "kubeadmcontrolplanes" => "KubeadmControlPlane",
+        "kubeadmconfigtemplates" => "KubeadmConfigTemplate",
+        "clusters" => "Cluster",
+        other => other,
+    };
+    (
+        format!("{}/{}", parts[0], parts.get(1).copied().unwrap_or_default()),
+        kind.to_string(),
+    )
+}
+
+/// Every finding in the Cluster API writes of `requests`: whole objects applied, merge
+/// patches by what they name. The number of Cluster API writes comes back too.
+fn type_findings(requests: &[Recorded]) -> (usize, Vec<String>) {
+    let mut checked = 0;
+    let mut out = Vec::new();
+    for r in requests
+        .iter()
+        .filter(|r| r.method != "GET" && r.method != "DELETE")
+    {
+        let Some(body) = &r.body else { continue };
+        let found = if r.content_type.starts_with("application/apply-patch") {
+            if !capi_types::is_cluster_api(body) {
+                continue;
+            }
+            capi_types::findings(body, false)
+        } else {
+            let (api, kind) = addressed(&r.path);
+            if !api.contains("cluster.x-k8s.io") {
+                continue;
+            }
+            capi_types::patch_findings(&api, &kind, body)
+        };
+        checked += 1;
+        out.extend(
+            found
+                .into_iter()
+                .map(|f| format!("{} {}: {f}", r.method, r.path)),
+        );
+    }
+    (checked, out)
+}
+
+#[test]
+fn the_type_check_finds_unknown_missing_and_mistyped_fields() {
+    let md = json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+        "metadata": {"name": "md", "anything": "goes"},
+        "spec": {
+            "clusterName": "c", "replicas": "two", "selector": {"matchLabels": {"a": "b"}},
+            "template": {"spec": {"clusterName": "c", "bootstrap": {}, "flavor": "m1.small"}},
+        },
+    });
+    assert_eq!(
+        capi_types::findings(&md, false),
+        [
+            ".spec.replicas: \"two\" is not of type integer",
+            ".spec.template.spec.infrastructureRef: required, missing",
+            ".spec.template.spec.flavor: not a field of the type",
+        ]
+    );
+    assert_eq!(
+        capi_types::patch_findings(
+            "cluster.x-k8s.io/v1beta1",
+            "MachineDeployment",
+            &json!({"spec": {"replicas": 1}})
+        ),
+        Vec::<String>::new()
+    );
+    assert!(!capi_types::is_cluster_api(
+        &json!({"apiVersion": "v1", "kind": "Secret"})
+    ));
+}
+
+#[tokio::test]
+async fn every_cluster_api_object_the_driver_writes_fits_the_published_v1beta1_types() {
+    let env = env().await;
+    let mut c = ctx_with_machines(ClusterStatus::CreateInProgress);
+    env.driver.create_cluster(&c).await.expect("create");
+    inject_provisioned(&env.mgmt);
+    let obs = env.driver.cluster_status(&c).await.expect("status");
+    remember(&mut c, &obs.machines);
+    c.cluster.status = ClusterStatus::CreateComplete;
+    let resize = Resize {
+        nodegroup: WORKER_NG.into(),
+        node_count: 1,
+        nodes_to_remove: vec!["default-worker-2".into()],
+    };
+    env.driver
+        .resize_cluster(&c, &resize)
+        .await
+        .expect("resize");
+    let five = Resize {
+        nodegroup: MASTER_NG.into(),
+        node_count: 5,
+        nodes_to_remove: vec![],
+    };
+    env.driver
+        .resize_cluster(&c, &five)
+        .await
+        .expect("master resize");
+    let newer = template("v1.31.0", "ubuntu-2204-kube-v1.31.0");
+    env.driver
+        .upgrade_cluster(&c, &newer, 2, None)
+        .await
+        .expect("upgrade");
+    let extra = nodegroup(
+        "b1b2c3d4-3333-4c6a-a0c5-0d8c5d0b2d33",
+        &c.cluster,
+        "extra",
+        "worker",
+        2,
+        0,
+        None,
+    );
+    c.nodegroups.push(extra.clone());
+    env.driver
+        .create_nodegroup(&c, &extra)
+        .await
+        .expect("node group create");
+
+    let (checked, findings) = type_findings(&env.mgmt.requests());
+    assert!(
+        checked >= 10,
+        "only {checked} Cluster API writes were checked"
+    );
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
 }

@@ -584,8 +584,15 @@ impl<'a> Renderer<'a> {
                     "type": "RollingUpdate",
                     "rollingUpdate": {"maxSurge": o.max_surge.unwrap_or(1).max(1), "maxUnavailable": 0},
                 },
+                // The selector Cluster API's defaulting would give, stated: it is required.
+                "selector": {"matchLabels": {
+                    CAPI_CLUSTER_NAME_LABEL: cluster,
+                    CAPI_DEPLOYMENT_NAME_LABEL: name,
+                }},
                 "template": {
                     "metadata": {"labels": {
+                        CAPI_CLUSTER_NAME_LABEL: cluster,
+                        CAPI_DEPLOYMENT_NAME_LABEL: name,
                         LABEL_CLUSTER_UUID: self.ctx.cluster.uuid.to_string(),
                         LABEL_NODEGROUP_UUID: ng.uuid.to_string(),
                     }},
