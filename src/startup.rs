@@ -191,6 +191,7 @@ pub fn api_state(
     let parts = StateParts {
         enforcer: enforcer(&settings)?,
         authenticator: authenticator(&settings)?,
+        front_proxy: crate::auth::front_proxy::FrontProxy::from_settings(&settings.front_proxy)?,
         template_rules: template_rules(&settings),
         drivers: backends.drivers,
         certificates: backends.certificates,
@@ -253,12 +254,32 @@ async fn accept_tls(
     }
 }
 
+/// An accepted HTTPS connection.
+type TlsConnection = ErrorBodies<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>;
+
+/// Records in the connection's data whether its client certificate makes it the front proxy
+/// of an aggregated deployment (the `X-Remote-*` headers of its requests are believed then).
+fn judge_peer(
+    front_proxy: Option<&crate::auth::front_proxy::FrontProxy>,
+    io: &TlsConnection,
+    ext: &mut actix_http::Extensions,
+) {
+    if let Some(front_proxy) = front_proxy {
+        let (_, session) = io.get_ref().get_ref();
+        ext.insert(front_proxy.judge(session.peer_certificates()));
+    }
+}
+
 impl Application {
     /// Binds `[api] host:port` (port 0 picks a free one, as tests do), serving HTTPS when
     /// `[api] enabled_ssl` is on (the certificate files are read now: a bad one fails here).
     pub fn build(state: AppState) -> anyhow::Result<Application> {
         let address = format!("{}:{}", state.settings.api.host, state.settings.api.port);
-        let tls = crate::tls::server_config(&state.settings.api)?;
+        let front_proxy = state.front_proxy.clone();
+        let tls = crate::tls::server_config(
+            &state.settings.api,
+            front_proxy.as_deref().map(|f| f.roots()),
+        )?;
         let listener = TcpListener::bind(&address)
             .with_context(|| format!("[api] cannot listen on {address}"))?;
         let port = listener.local_addr()?.port();
@@ -282,8 +303,8 @@ impl Application {
         };
         // HttpServer's defaults.
         macro_rules! http_service {
-            () => {
-                HttpService::build()
+            ($builder:expr) => {
+                $builder
                     .client_disconnect_timeout(Duration::from_secs(1))
                     .h1(map_config(
                         app().into_factory().map_err(|e| e.error_response()),
@@ -310,7 +331,7 @@ impl Application {
                             let peer = io.peer_addr().ok();
                             ready(Ok::<_, DispatchError>((ErrorBodies::new(io), peer)))
                         })
-                        .and_then(http_service!())
+                        .and_then(http_service!(HttpService::build()))
                     })?
                     .run(),
             ),
@@ -321,10 +342,17 @@ impl Application {
                     builder
                         .listen("fleetyard-api", listener, move || {
                             let acceptor = acceptor.clone();
+                            let front_proxy = front_proxy.clone();
                             fn_service(move |io: tokio::net::TcpStream| {
                                 accept_tls(acceptor.clone(), io)
                             })
-                            .and_then(http_service!())
+                            .and_then(http_service!(
+                                HttpService::build().on_connect_ext(
+                                    move |io: &TlsConnection, ext: &mut actix_http::Extensions| {
+                                        judge_peer(front_proxy.as_deref(), io, ext)
+                                    }
+                                )
+                            ))
                         })?
                         .run(),
                 )

@@ -32,7 +32,14 @@ use crate::config::ApiSection;
 /// The TLS configuration `[api]` asks for, or `None` when `enabled_ssl` is off. Reads the
 /// certificate, key and client CA files once now, so that a missing or bad file stops
 /// start-up with a line naming its option.
-pub fn server_config(api: &ApiSection) -> anyhow::Result<Option<Arc<ServerConfig>>> {
+///
+/// `front_proxy` is the request-header CA of an aggregated deployment: client certificates
+/// from it are accepted too (and optional, unless `ssl_client_ca_file` requires one), so that
+/// each connection can be judged a front proxy or not once its handshake is done.
+pub fn server_config(
+    api: &ApiSection,
+    front_proxy: Option<&RootCertStore>,
+) -> anyhow::Result<Option<Arc<ServerConfig>>> {
     if !api.enabled_ssl {
         return Ok(None);
     }
@@ -46,15 +53,33 @@ pub fn server_config(api: &ApiSection) -> anyhow::Result<Option<Arc<ServerConfig
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
     let client_ca = api.ssl_client_ca_file.trim();
-    let builder = if client_ca.is_empty() {
-        builder.with_no_client_auth()
+    let required = if client_ca.is_empty() {
+        None
     } else {
-        let roots = client_roots(Path::new(client_ca))
-            .map_err(|e| anyhow::anyhow!("[api] ssl_client_ca_file: {e}"))?;
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .map_err(|e| anyhow::anyhow!("[api] ssl_client_ca_file: {e}"))?;
-        builder.with_client_cert_verifier(verifier)
+        Some(
+            client_roots(Path::new(client_ca))
+                .map_err(|e| anyhow::anyhow!("[api] ssl_client_ca_file: {e}"))?,
+        )
+    };
+    let builder = match (required, front_proxy) {
+        (None, None) => builder.with_no_client_auth(),
+        (required, front_proxy) => {
+            let mut roots = RootCertStore::empty();
+            let optional = required.is_none();
+            for store in required.iter().chain(front_proxy) {
+                roots.roots.extend(store.roots.iter().cloned());
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if optional {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| anyhow::anyhow!("client certificate verification: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
     };
     let mut config = builder.with_cert_resolver(Arc::new(certificate));
     // The server speaks HTTP/1.1 only; saying so lets HTTP/2-first clients (kubectl) settle
@@ -64,7 +89,7 @@ pub fn server_config(api: &ApiSection) -> anyhow::Result<Option<Arc<ServerConfig
 }
 
 /// The CA certificates of `path` (PEM), as trust roots for client certificates.
-fn client_roots(path: &Path) -> Result<RootCertStore, String> {
+pub fn client_roots(path: &Path) -> Result<RootCertStore, String> {
     let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {

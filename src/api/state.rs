@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::auth::front_proxy::FrontProxy;
 use crate::auth::policy::Enforcer;
 use crate::auth::Authenticator;
 use crate::config::Settings;
@@ -16,6 +17,8 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub enforcer: Arc<Enforcer>,
     pub authenticator: Arc<Authenticator>,
+    /// The front proxy of an aggregated deployment (`[front_proxy]`), when one is configured.
+    pub front_proxy: Option<Arc<FrontProxy>>,
     pub drivers: DriverRegistry,
     pub template_rules: TemplateRules,
     /// The `[certificates]` key and policy (shared with the in-process conductor).
@@ -57,6 +60,7 @@ impl AppState {
             store,
             enforcer: Arc::new(parts.enforcer),
             authenticator: Arc::new(parts.authenticator),
+            front_proxy: parts.front_proxy.map(Arc::new),
             drivers: parts.drivers,
             template_rules: parts.template_rules,
             draining: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -69,6 +73,7 @@ impl AppState {
 pub struct StateParts {
     pub enforcer: Enforcer,
     pub authenticator: Authenticator,
+    pub front_proxy: Option<FrontProxy>,
     pub template_rules: TemplateRules,
     pub drivers: DriverRegistry,
     pub certificates: crate::certificates::Certificates,

@@ -238,9 +238,14 @@ impl Request {
     }
 }
 
+/// Whether an extra key is one Fleetyard understands (the project id, the roles, the domain id).
+pub fn is_understood_extra(key: &str) -> bool {
+    matches!(key, EXTRA_PROJECT_ID | EXTRA_ROLES | EXTRA_DOMAIN_ID)
+}
+
 /// `%XX` sequences decoded (kube-apiserver's `Impersonate-Extra-` key escaping); None for a
 /// broken escape or bytes that are not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
+pub fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

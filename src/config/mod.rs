@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod conductor;
+mod front_proxy;
 mod sections;
 
+pub use front_proxy::FrontProxySection;
 pub use sections::*;
 
 /// The file read when no `--config-file` is given, if it exists.
@@ -63,6 +65,7 @@ pub struct Settings {
     pub cors: CorsSection,
     pub jwt: JwtSettings,
     pub noauth: NoauthSection,
+    pub front_proxy: FrontProxySection,
     pub cluster: ClusterSection,
     pub cluster_template: ClusterTemplateSection,
     pub drivers: DriversSection,
@@ -189,6 +192,13 @@ impl Settings {
         if self.api.max_limit == 0 {
             return Err(ConfigError::Invalid(
                 "[api] max_limit: must be at least 1".into(),
+            ));
+        }
+        if !self.front_proxy.client_ca_file.trim().is_empty() && !self.api.enabled_ssl {
+            return Err(ConfigError::Invalid(
+                "[front_proxy] client_ca_file: set, but [api] enabled_ssl is false: a front \
+                 proxy's certificate can only be checked over HTTPS"
+                    .into(),
             ));
         }
         if let Some(reason) = self.api.tls_problem() {

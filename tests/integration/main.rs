@@ -17,6 +17,7 @@ mod deletes;
 mod drills;
 mod federation_jobs;
 mod federations;
+mod front_proxy;
 mod health_probe;
 mod input_edge;
 mod isolation;

@@ -14,6 +14,7 @@ use super::error::ApiError;
 use super::microversion::{Version, MIN_VERSION};
 use crate::api::AppState;
 use crate::auth::authenticator::Identity;
+use crate::auth::front_proxy::Peer;
 use crate::auth::policy::{Credentials, Enforcer};
 use crate::auth::{Authenticator, Header, IdentifyError};
 use crate::domain::Scope;
@@ -142,16 +143,7 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("application state missing")))?;
-    let request_id = req
-        .extensions()
-        .get::<RequestId>()
-        .map(|r| r.0.clone())
-        .unwrap_or_default();
-    let version = req
-        .extensions()
-        .get::<Version>()
-        .copied()
-        .unwrap_or(MIN_VERSION);
+    let (request_id, version) = request_of(req);
     let identity = match keystone {
         Some(identity) => identity,
         None => state
@@ -171,6 +163,62 @@ fn extract(req: &HttpRequest, keystone: Option<Identity>) -> Result<RequestConte
         identity,
         state.enforcer.clone(),
     ))
+}
+
+/// The request's id and negotiated microversion, as the middleware recorded them.
+fn request_of(req: &HttpRequest) -> (String, Version) {
+    let extensions = req.extensions();
+    let request_id = extensions
+        .get::<RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_default();
+    let version = extensions.get::<Version>().copied().unwrap_or(MIN_VERSION);
+    (request_id, version)
+}
+
+/// The caller a front proxy forwarded (`[front_proxy]`): on a connection judged a front
+/// proxy, a request naming a user in the forwarding headers acts as that user, whatever the
+/// auth strategy; without a user header the strategy decides. On any other connection the
+/// forwarding headers are ignored, and logged.
+fn forwarded(req: &HttpRequest) -> Option<Result<RequestContext, ApiError>> {
+    let state = req.app_data::<web::Data<AppState>>()?;
+    let front_proxy = state.front_proxy.as_deref()?;
+    let headers = || {
+        req.headers()
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.to_str().ok()))
+    };
+    match req.conn_data::<Peer>() {
+        Some(Peer::Proxy(_)) => {
+            let identity = match front_proxy.identity(headers()) {
+                Ok(identity) => identity?,
+                Err(e) => return Some(Err(ApiError::bad_request(e.to_string()))),
+            };
+            if let Some(why) = identity.refusal() {
+                return Some(Err(ApiError::bad_request(why)));
+            }
+            let (request_id, version) = request_of(req);
+            Some(Ok(context(
+                request_id,
+                version,
+                identity,
+                state.enforcer.clone(),
+            )))
+        }
+        other => {
+            if headers().any(|(name, _)| front_proxy.is_forwarding_header(name)) {
+                let why = match other {
+                    Some(Peer::Other(why)) => why.as_str(),
+                    _ => "the connection is not HTTPS",
+                };
+                tracing::warn!(
+                    reason = why,
+                    "forwarded-caller headers ignored: the connection is not a front proxy's"
+                );
+            }
+            None
+        }
+    }
 }
 
 /// The context of `identity`, its admin flag decided by `enforcer`.
@@ -215,6 +263,9 @@ impl FromRequest for RequestContext {
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         if let Some(Impersonated(ctx)) = req.extensions().get::<Impersonated>() {
             return Either::Left(ready(Ok(ctx.clone())));
+        }
+        if let Some(forwarded) = forwarded(req) {
+            return Either::Left(ready(forwarded));
         }
         let keystone = req.app_data::<web::Data<AppState>>().and_then(|state| {
             match state.authenticator.as_ref() {

@@ -52,6 +52,11 @@ pub struct ErrorBodies<T> {
 }
 
 impl<T> ErrorBodies<T> {
+    /// The connection underneath (the TLS stream, over HTTPS).
+    pub fn get_ref(&self) -> &T {
+        &self.io
+    }
+
     pub fn new(io: T) -> Self {
         ErrorBodies {
             io,
