@@ -35,6 +35,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(show))
             .route(web::delete().to(delete))
             .default_service(web::to(super::method_not_allowed)),
+    )
+    // Create (microversion 1.20): a machine in a node group, the group one node larger.
+    .service(
+        web::resource("/nodegroups/{nodegroup_ident}/machines")
+            .route(web::post().to(super::machine_create::create))
+            .default_service(web::to(super::method_not_allowed)),
     );
 }
 
