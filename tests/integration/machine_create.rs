@@ -596,3 +596,21 @@ async fn kubectl_creates_a_machine_and_the_group_grows() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_group_at_the_services_node_limit_takes_no_machine() {
+    let app = spawn_with(Backend::Sqlite, |s| {
+        s.cluster.max_node_count = 1;
+    })
+    .await;
+    let c = complete_cluster_as(&app, "small", &app.headers).await;
+    let r = create(&app, &c, "default-worker", &json!({}), &latest(&app)).await;
+    r.assert_error(
+        400,
+        "Node group default-worker has the most nodes a node group may have (1).",
+    );
+    assert_eq!(
+        group(&app, &c, "default-worker").await,
+        (json!(1), json!("CREATE_COMPLETE"))
+    );
+}
