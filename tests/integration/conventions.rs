@@ -669,7 +669,7 @@ async fn every_response_carries_a_fresh_request_id_of_shape_req_uuid() {
         app.get("/v1/clustertemplates").await,
         app.get("/v1/clustertemplates").await,
         app.get("/v1/nothing").await,
-        app.get_as("/v1", &version_header("container-infra 1.20"))
+        app.get_as("/v1", &version_header("container-infra 1.21"))
             .await,
         app.get_as("/v1", &version_header("container-infra")).await,
         app.get_as("/", &HeaderMap::new()).await,
