@@ -135,6 +135,28 @@ async fn a_v1_create_grows_the_group_by_exactly_that_machine(
             .collect::<Vec<_>>(),
         [("magnum.machine.create".to_string(), "pending".to_string())]
     );
+    // The notification shows the machine as created: Pending, with the spec asked for.
+    let pending = app.store.pending_events(10_000).await.expect("events");
+    let created = pending
+        .iter()
+        .find(|e| e.resource_uuid == uuid)
+        .expect("the machine's event");
+    let attachment = &created.message_json()["payload"]["target"]["attachments"][0];
+    assert_eq!(attachment["name"], "machine_data");
+    assert_eq!(
+        (
+            attachment["content"]["name"].clone(),
+            attachment["content"]["phase"].clone(),
+            attachment["content"]["nodegroup_id"].clone(),
+            attachment["content"]["spec"]["versions"]["kubelet"].clone(),
+        ),
+        (
+            json!("gpu-1"),
+            json!("Pending"),
+            r.body["nodegroup_id"].clone(),
+            json!("v1.29.5")
+        )
+    );
     let cluster_events: Vec<String> = events_of(&app, &c)
         .await
         .into_iter()
