@@ -330,6 +330,21 @@ async fn refused_creates_say_why_and_change_nothing(
          \"UPDATE_IN_PROGRESS\" is not supported.",
     );
     assert_eq!(machines(&app, &c, "default-worker").await.len(), 2);
+
+    // A cluster in a state no resize is accepted in: the resize's 409.
+    let t = crate::helpers::template_as(&app, "failing", json!({}), &app.headers).await;
+    let failed = crate::helpers::cluster_as(
+        &app,
+        json!({"name": "failed", "cluster_template_id": t, "labels": {"fake_fail": "create"}}),
+        &app.headers,
+    )
+    .await;
+    drain(&conductor(&app, instant())).await;
+    let r = create(&app, &failed, "default-worker", &json!({}), &h).await;
+    r.assert_error(
+        409,
+        "Resizing a cluster when status is \"CREATE_FAILED\" is not supported.",
+    );
 }
 
 #[rstest]
