@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real-client check of `openstack coe machine list | show` (clients/osc-plugin).
+"""Real-client check of `openstack coe machine list | show | create | delete` (clients/osc-plugin).
 
 Installs python-openstackclient, python-magnumclient 5.0.0 and the plugin into
 a virtualenv (the federation check's, tools/federation_cli_check.py), starts
@@ -8,7 +8,8 @@ commands, writes the cluster's machines into the served database (known rows,
 so that every column can be checked), and runs the machine commands through
 the real `openstack` executable: the table and json output, every filter,
 paging and sorting, names and uuids, the API's 400 and 404 sentences, and the
-406 below microversion 1.19. Every check prints `ok - ...` or `FAIL - ...`;
+406 below microversion 1.19; then a machine's delete and create (--wait) on a
+cluster of its own. Every check prints `ok - ...` or `FAIL - ...`;
 the last line is `machine-cli-check: N passed, N failed`, and the exit status
 is 1 when anything failed.
 
@@ -133,12 +134,13 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     def registered() -> None:
         r = expect_ok(cli.run([cli.openstack, "command", "list", "--group", "container_infra", "-f", "json"]))
         found = {c for group in r.json() for c in (group.get("Commands") or [])}
-        if not {"coe machine list", "coe machine show", "coe machine delete"} <= found:
-            raise CheckFailed("coe machine list|show|delete missing from the container_infra group\n"
-                              + r.describe())
+        if not {"coe machine list", "coe machine show", "coe machine create",
+                "coe machine delete"} <= found:
+            raise CheckFailed("coe machine list|show|create|delete missing from the "
+                              "container_infra group\n" + r.describe())
 
-    rep.check("`openstack command list --group container_infra` has coe machine list, show and "
-              "delete", registered)
+    rep.check("`openstack command list --group container_infra` has coe machine list, show, "
+              "create and delete", registered)
 
     def listed() -> None:
         need("cluster")
@@ -265,6 +267,50 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
 
     rep.check("machine delete del default-worker-2 --wait: that machine goes, the group has 1 "
               "node, an unknown machine exits non-zero with the API's sentence", deleted)
+
+    def created() -> None:
+        need("cluster")
+        r = expect_ok(coe("machine", "create", "del", "--nodegroup", "default-worker", "--name",
+                          "edge-1", "--kubelet-version", "v1.30.1", "--container-runtime",
+                          "containerd=1.7.22", "--wait", "-f", "json"))
+        body = fed_body(r)
+        for k, v in {"name": "edge-1", "phase": "Running", "kubelet_version": "v1.30.1",
+                     "container_runtime": "containerd 1.7.22"}.items():
+            expect_equal(r, k, body.get(k), v)
+        r = expect_ok(coe("machine", "list", "del", "-f", "json"))
+        expect_equal(r, "machines", names(r), ["default-master-1", "default-worker-1", "edge-1"])
+        body = fed_body(expect_ok(coe("nodegroup", "show", "del", "default-worker", "-f", "json")))
+        if body.get("node_count") != 2:
+            raise CheckFailed("default-worker node_count %r, expected 2" % body.get("node_count"))
+        r = expect_ok(coe("machine", "create", "del", "--nodegroup", "default-worker", "-f", "json"))
+        expect_equal(r, "a generated name", fed_body(r).get("name"), "default-worker-2")
+        expect_ok(coe("machine", "show", "del", "default-worker-2"))
+
+    rep.check("machine create del --nodegroup default-worker --name edge-1 --kubelet-version "
+              "--container-runtime --wait: Running, the group has 2 nodes; without --name the "
+              "group's next name", created)
+
+    def create_refused() -> None:
+        need("cluster")
+        expect_ok(coe("machine", "show", "k8s", "default-worker-1"))
+        expect_fail_with(coe("machine", "create", "k8s", "--nodegroup", "default-worker",
+                             "--name", "default-worker-1"),
+                         "A machine with name default-worker-1 already exists in the cluster k8s.")
+        expect_fail_with(coe("machine", "create", "k8s", "--nodegroup", "default-worker",
+                             "--kubelet-version", "v1.99.0"),
+                         "Kubelet version v1.99.0 is newer than the control plane version")
+        expect_fail_with(coe("machine", "create", "k8s", "--nodegroup", "nope"),
+                         "Nodegroup nope could not be found.")
+        r = cli.run([cli.openstack, "--os-container-infra-api-version", "1.19", *noauth(srv),
+                     "coe", "machine", "create", "k8s", "--nodegroup", "default-worker"])
+        expect_fail_with(r, "A machine's create needs microversion 1.20 or later; this request "
+                            "was sent at container-infra 1.19")
+        r = expect_ok(coe("machine", "list", "k8s", "-f", "json"))
+        expect_equal(r, "nothing changed", len(r.json()), 3)
+
+    rep.check("machine create refusals (a name taken, a kubelet newer than the control plane, an "
+              "unknown group, microversion 1.19) exit non-zero with the API's sentences and "
+              "change nothing", create_refused)
 
 
 def main() -> int:

@@ -14,6 +14,7 @@ use sqlx::types::Json;
 use super::db::Tx;
 use super::{sql, StoreError, StoreResult};
 use crate::domain::machine::count::{self, Counted, MachineTemplate};
+use crate::domain::machine::create::NewMachine;
 use crate::domain::machine::{MachinePhase, MachineStatus};
 use crate::domain::{ClusterId, MachineId, NodeGroupId};
 
@@ -121,6 +122,29 @@ async fn insert_new(
     Err(StoreError::Conflict {
         constraint: "uniq_machine0cluster_id0name".into(),
     })
+}
+
+/// Inserts one machine a user created (its status empty until the driver reports on it).
+#[tracing::instrument(level = "debug", skip_all, fields(machine = %m.uuid, nodegroup = %m.nodegroup_id))]
+pub(super) async fn insert_one(tx: &mut Tx, m: &NewMachine, now: DateTime<Utc>) -> StoreResult<()> {
+    let spec = serde_json::to_value(&m.spec)
+        .map_err(|e| StoreError::Corrupt(format!("machine spec: {e}")))?;
+    tx.sql(
+        "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
+         phase, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}', $9)",
+    )
+    .bind_id(&m.uuid)
+    .bind(m.name.as_str().to_string())
+    .bind(m.role.as_str())
+    .bind(m.project_id.clone())
+    .bind_id(&m.cluster_id)
+    .bind_id(&m.nodegroup_id)
+    .bind(Json(spec))
+    .bind(m.phase.as_str())
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
 
 /// Marks the named machines of the node group as being deleted (they stop counting toward

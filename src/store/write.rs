@@ -81,6 +81,11 @@ pub enum Write {
         nodegroup: NodeGroupId,
         machines: Vec<MachineId>,
     },
+    /// Inserts a machine a user created in its node group; put it before the node group's
+    /// update that raises its node count by one, so that the count finds it and makes no
+    /// other. [`super::StoreError::Conflict`] `uniq_machine0cluster_id0name` when its name is
+    /// taken in the cluster.
+    InsertMachine(Box<crate::domain::machine::create::NewMachine>),
     /// The node group's machines being deleted run again: a failed change of its node count
     /// is undone (put it before the node group's update that restores the count).
     ReviveMachines {
@@ -301,6 +306,7 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             nodegroup,
             machines,
         } => machine_writes::mark_deleting(tx, nodegroup, machines, now).await?,
+        Write::InsertMachine(m) => machine_writes::insert_one(tx, m, now).await?,
         Write::ReviveMachines { nodegroup } => machine_writes::revive(tx, nodegroup, now).await?,
         Write::SettleMachines { cluster, failed } => {
             machine_writes::settle(tx, cluster, *failed, now).await?

@@ -394,6 +394,15 @@ static MATRIX: &[Row] = &[
         "machine:delete",
         &[&[CL, MC], &[MC]],
     )),
+    // ---- Machine create (microversion 1.20): A's own node group grows by one ----
+    write(
+        "POST",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines",
+        Some(r#"{}"#),
+        202,
+        "machine:create",
+        &[&[CL, NG], &[NG]],
+    ),
     // ---- Federations ----
     list("/v1/federations", FED),
     list("/v1/federations/detail", FED),

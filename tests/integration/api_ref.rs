@@ -866,6 +866,78 @@ async fn the_machine_samples_match_real_responses() {
 }
 
 #[tokio::test]
+async fn the_machine_create_sample_matches_a_real_response() {
+    use crate::helpers::{conductor_from, drain, spawn_keeping, Backend};
+
+    let (app, settings) = spawn_keeping(Backend::Postgres, crate::helpers::instant_settings).await;
+    let conductor = conductor_from(&app, &settings);
+    // The samples were taken with the default no-auth identity, as the CLI sends them.
+    let h = crate::helpers::header_map(&[("OpenStack-API-Version", "container-infra latest")]);
+    let t = app
+        .post_as(
+            "/v1/clustertemplates",
+            &serde_json::json!({"name": "k8s-template", "coe": "kubernetes", "image_id": "fedora-coreos-40"}),
+            &h,
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.text);
+    let c = app
+        .post_as(
+            "/v1/clusters",
+            &serde_json::json!({"name": "k8s", "cluster_template_id": t.body["uuid"], "node_count": 1,
+                                "flavor_id": "m1.small", "labels": {"kube_tag": "v1.30.1"}}),
+            &h,
+        )
+        .await;
+    assert_eq!(c.status, 202, "{}", c.text);
+    let cluster = c.body["uuid"].as_str().expect("uuid").to_string();
+    drain(&conductor).await;
+    let group = app
+        .get_as(
+            &format!("/v1/clusters/{cluster}/nodegroups/default-worker"),
+            &h,
+        )
+        .await;
+    assert_eq!(group.status, 200, "{}", group.text);
+
+    let created = app
+        .post_as(
+            &format!("/v1/clusters/{cluster}/nodegroups/default-worker/machines"),
+            &sample("machine-create-req.json"),
+            &h,
+        )
+        .await;
+    assert_eq!(created.status, 202, "{}", created.text);
+    let expected = sample("machine-create-resp.json");
+    let uuid = created.body["uuid"].as_str().expect("uuid").to_string();
+    let ids = vec![
+        (
+            cluster.clone(),
+            expected["cluster_id"].as_str().expect("c").to_string(),
+        ),
+        (
+            group.body["uuid"].as_str().expect("group").to_string(),
+            expected["nodegroup_id"]
+                .as_str()
+                .expect("group")
+                .to_string(),
+        ),
+        (
+            uuid.clone(),
+            expected["uuid"].as_str().expect("uuid").to_string(),
+        ),
+    ];
+    assert_sample(&app, &expected, &created.body, &ids, "");
+    assert_eq!(
+        created.header("location"),
+        Some(format!(
+            "{}/v1/clusters/{cluster}/machines/{uuid}",
+            app.address
+        ))
+    );
+}
+
+#[tokio::test]
 async fn the_nodegroup_and_federation_retry_samples_match_real_responses() {
     use crate::helpers::{conductor, drain, instant};
     use fleetyard::config::FakeDriverSection;

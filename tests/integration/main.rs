@@ -26,6 +26,7 @@ mod keystone;
 mod kubernetes_driver;
 mod lifecycle;
 mod machine_counts;
+mod machine_create;
 mod machine_delete;
 mod machines;
 mod metrics;

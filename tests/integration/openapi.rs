@@ -141,6 +141,12 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         200,
     ),
     (
+        "machine-create-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines",
+        202,
+    ),
+    (
         "error-cluster-force-delete-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}",
@@ -269,6 +275,11 @@ const REQUEST_SAMPLES: &[(&str, &str, &str)] = &[
         "nodegroup-create-req.json",
         "post",
         "/v1/clusters/{cluster_ident}/nodegroups",
+    ),
+    (
+        "machine-create-req.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines",
     ),
     (
         "nodegroup-update-req.json",
@@ -967,6 +978,14 @@ async fn a_real_response_of_every_operation_matches_the_document() {
         409,
     )
     .await;
+    d.drain().await;
+    let create = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines";
+    let created = &format!("/v1/clusters/{c}/nodegroups/default-worker/machines");
+    let body = sample("machine-create-req.json");
+    d.call(Method::POST, create, created, Some(&body), 202)
+        .await;
+    d.call(Method::POST, create, created, Some(&body), 409)
+        .await;
     d.drain().await;
 
     // Certificates and credentials.

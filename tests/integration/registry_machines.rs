@@ -191,7 +191,7 @@ async fn machines_are_discovered_as_namespaced_get_and_list_only(
     assert_eq!(
         r.body["resources"],
         json!([{"name": "machines", "singularName": "machine", "namespaced": true,
-            "kind": "Machine", "verbs": ["delete", "get", "list"]}]),
+            "kind": "Machine", "verbs": ["create", "delete", "get", "list"]}]),
         "{}",
         r.text
     );
@@ -209,7 +209,10 @@ async fn machines_are_discovered_as_namespaced_get_and_list_only(
     assert_eq!(group["versions"][0]["version"], "v1alpha1");
     assert_eq!(resource["resource"], "machines");
     assert_eq!(resource["scope"], "Namespaced");
-    assert_eq!(resource["verbs"], json!(["delete", "get", "list"]));
+    assert_eq!(
+        resource["verbs"],
+        json!(["create", "delete", "get", "list"])
+    );
     assert_eq!(
         resource["responseKind"],
         json!({"group": "cluster.k8s.io", "version": "v1alpha1", "kind": "Machine"})
@@ -721,10 +724,7 @@ async fn a_watch_and_the_writes_not_served_on_machines_are_refused_with_a_status
     }
     let json_h = with_accept(&app.headers, "application/json");
     for (method, path) in [
-        (
-            Method::POST,
-            format!("{BASE}/namespaces/project-a/machines"),
-        ),
+        (Method::PUT, format!("{BASE}/namespaces/project-a/machines")),
         (
             Method::PATCH,
             format!("{BASE}/namespaces/project-a/machines/alpha-default-worker-1"),

@@ -406,7 +406,11 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         ),
         rule(registry, "clusters/status", &["get", "update", "patch"]),
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
-        rule("cluster.k8s.io", "machines", &["get", "list", "delete"]),
+        rule(
+            "cluster.k8s.io",
+            "machines",
+            &["get", "list", "delete", "create"],
+        ),
         rule(registry, "kubeconfig", &["get"]),
     ];
     want.extend(open.iter().cloned());

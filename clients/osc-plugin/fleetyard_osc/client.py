@@ -101,6 +101,8 @@ RETRY_VERSIONS = {"cluster": "1.16", "nodegroup": "1.17", "federation": "1.17"}
 # version was given (--os-container-infra-api-version), so their bodies are the ones the
 # commands know.
 MACHINES_VERSION = "1.19"
+# The microversion a machine's create needs (406 below it).
+MACHINE_WRITES_VERSION = "1.20"
 
 
 def in_progress(status):
@@ -200,19 +202,22 @@ class FederationClient:
 
     # -- machines ----------------------------------------------------------
 
-    def machines_version(self):
-        """The microversion machine requests are sent at: 1.19 unless one was given."""
-        return MACHINES_VERSION if self.api_version == "latest" else self.api_version
+    def machines_version(self, needed=MACHINES_VERSION):
+        """The microversion machine requests are sent at: `needed` (1.19, or 1.20 for a
+        create) unless one was given."""
+        return needed if self.api_version == "latest" else self.api_version
 
-    def _machines_request(self, path, method="GET"):
+    def _machines_request(self, path, method="GET", body=None, needed=MACHINES_VERSION):
+        version = self.machines_version(needed)
         try:
-            return self.request(method, path, version=self.machines_version())
+            return self.request(method, path, body=body, version=version)
         except ApiError as e:
             if e.status_code != 406:
                 raise
-            raise ApiError(406, "Machines need microversion %s or later; this request was sent at "
+            what = "Machines need" if needed == MACHINES_VERSION else "A machine's create needs"
+            raise ApiError(406, "%s microversion %s or later; this request was sent at "
                                 "container-infra %s (see --os-container-infra-api-version)."
-                                % (MACHINES_VERSION, self.machines_version()),
+                                % (what, needed, version),
                            title=e.title, request_id=e.request_id)
 
     def list_machines(self, cluster, nodegroup=None, role=None, phase=None, limit=None,
@@ -233,6 +238,13 @@ class FederationClient:
         """Deletes that machine (its node group shrinks by one); 204, nothing to return."""
         return self._machines_request(
             "/clusters/%s/machines/%s" % (self._ident(cluster), self._ident(ident)), method="DELETE")
+
+    def create_machine(self, cluster, nodegroup, body):
+        """Creates a machine in the node group (it grows by one, microversion 1.20): the
+        machine, Pending."""
+        path = "/clusters/%s/nodegroups/%s/machines" % (self._ident(cluster), self._ident(nodegroup))
+        return self._machines_request(path, method="POST", body=body,
+                                      needed=MACHINE_WRITES_VERSION)
 
     def list_nodegroups(self, cluster):
         """The cluster's node groups (summaries), at the machine API's microversion."""

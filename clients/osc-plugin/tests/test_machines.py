@@ -258,3 +258,77 @@ class MachineDeleteTest(unittest.TestCase):
             machines.wait_gone(Stays(), "k8s", ["w-1"], 15, sleep=lambda s: None,
                                clock=lambda: next(ticks))
         self.assertIn("Machines still there after 15 seconds: w-1", str(ctx.exception))
+
+
+class MachineCreateTest(unittest.TestCase):
+    def test_the_client_posts_at_1_20_to_the_quoted_node_group(self):
+        c = MachineClientTest.client(None, "latest", [FakeResponse(202, PENDING)])
+        got = c.create_machine("my cluster", "gpu/pool", {"name": "g-1"})
+        self.assertEqual(got, PENDING)
+        self.assertEqual(c.calls, [("POST", "/clusters/my%20cluster/nodegroups/gpu%2Fpool/machines",
+                                    "container-infra 1.20")])
+
+    def test_its_406_names_1_20(self):
+        c = MachineClientTest.client(None, "1.19",
+                                     [FakeResponse(406, {"errors": [{"title": "", "detail": ""}]})])
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.create_machine("k1", "default-worker", {})
+        self.assertEqual(str(cm.exception),
+                         "A machine's create needs microversion 1.20 or later; this request was "
+                         "sent at container-infra 1.19 (see --os-container-infra-api-version).")
+
+    def test_the_body_has_only_what_was_given(self):
+        self.assertEqual(machines.create_body(), {})
+        self.assertEqual(
+            machines.create_body("g-1", "v1.30.2", "containerd=1.7.22", "ubuntu-24.04"),
+            {"name": "g-1", "versions": {"kubelet": "v1.30.2"},
+             "container_runtime": {"name": "containerd", "version": "1.7.22"},
+             "os_image": "ubuntu-24.04"})
+        self.assertEqual(machines.create_body(container_runtime="crio"),
+                         {"container_runtime": {"name": "crio"}})
+
+    def test_the_command_sends_its_options_and_shows_the_machine(self):
+        class Creating(FakeMachineClient):
+            def create_machine(self, cluster, nodegroup, body):
+                self.created = (cluster, nodegroup, body)
+                return PENDING
+
+        fake = Creating([])
+        cols, values = run_command(machines.CreateMachine,
+                                   ["k1", "--nodegroup", "default-worker", "--name", "w-9",
+                                    "--kubelet-version", "v1.30.1"], fake)
+        self.assertEqual(fake.created, ("k1", "default-worker",
+                                        {"name": "w-9", "versions": {"kubelet": "v1.30.1"}}))
+        self.assertEqual(dict(zip(cols, values))["phase"], "Pending")
+        with self.assertRaises(SystemExit):
+            with mock.patch("sys.stderr"):
+                run_command(machines.CreateMachine, ["k1"], fake)
+
+    def test_wait_polls_until_running_and_refuses_failed_or_gone(self):
+        running = dict(PENDING, status={"phase": "Running"})
+        answers = [PENDING, running]
+
+        class Polled:
+            def get_machine(self, cluster, ident):
+                return answers.pop(0)
+
+        naps = []
+        got = machines.wait_running(Polled(), "k8s", "w-uuid", 60, sleep=naps.append,
+                                    clock=lambda: 0.0)
+        self.assertEqual((got, naps), (running, [2.0]))
+
+        class Gone:
+            def get_machine(self, cluster, ident):
+                raise fclient.ApiError(404, "gone")
+
+        with self.assertRaises(machines.osc_exceptions.CommandError) as ctx:
+            machines.wait_running(Gone(), "k8s", "w-uuid", 60, clock=lambda: 0.0)
+        self.assertIn("Machine w-uuid is gone", str(ctx.exception))
+
+        class Failed:
+            def get_machine(self, cluster, ident):
+                return dict(PENDING, status={"phase": "Failed", "error_message": "no capacity"})
+
+        with self.assertRaises(machines.osc_exceptions.CommandError) as ctx:
+            machines.wait_running(Failed(), "k8s", "w-uuid", 60, clock=lambda: 0.0)
+        self.assertEqual(str(ctx.exception), "Machine w-uuid failed: no capacity")

@@ -55,6 +55,8 @@ pub const IMPERSONATE: Access = access("registry:impersonate", "impersonate");
 pub const MACHINE_GET: Access = access("machine:get", "get");
 pub const MACHINE_LIST: Access = access("machine:get_all", "list");
 pub const MACHINE_DELETE: Access = access("machine:delete", "delete");
+/// A machine's create (its node group grows by one).
+pub const MACHINE_CREATE: Access = access("machine:create", "create");
 /// What an admin's list across namespaces also needs to show every project's machines.
 pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
 
@@ -102,6 +104,7 @@ pub static GRANTS: &[Grant] = &[
     grant(&MACHINES, "", MACHINE_GET),
     grant(&MACHINES, "", MACHINE_LIST),
     grant(&MACHINES, "", MACHINE_DELETE),
+    grant(&MACHINES, "", MACHINE_CREATE),
     grant(&KUBECONFIG, "", EXPORT),
 ];
 

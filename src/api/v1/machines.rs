@@ -2,7 +2,9 @@
 //! one per node, listed with filters (`nodegroup`, `role`, `phase`) and keyset pages, one
 //! machine by uuid or name, and the delete of one machine (that node goes, its node group
 //! shrinks by one: [`super::machine_delete`]). Below 1.19 the routes answer 406 with the
-//! empty framework body, as every route newer than the request's microversion does.
+//! empty framework body, as every route newer than the request's microversion does. The
+//! create of one machine in a node group (microversion 1.20, [`super::machine_create`]) is
+//! routed here too, under `/nodegroups/{nodegroup_ident}/machines`.
 
 use actix_web::http::StatusCode;
 use actix_web::web;
@@ -34,6 +36,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/machines/{machine_ident}")
             .route(web::get().to(show))
             .route(web::delete().to(delete))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    // Create (microversion 1.20): a machine in a node group, the group one node larger.
+    .service(
+        web::resource("/nodegroups/{nodegroup_ident}/machines")
+            .route(web::post().to(super::machine_create::create))
             .default_service(web::to(super::method_not_allowed)),
     );
 }

@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod federation_delete;
 pub mod federations;
 pub mod lookup;
+pub mod machine_create;
 pub mod machine_delete;
 pub mod machines;
 pub mod mservices;

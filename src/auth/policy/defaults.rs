@@ -23,6 +23,8 @@ const NODEGROUPS_DETAIL: &str = "/v1/clusters/{cluster_ident}/nodegroups/detail"
 const NODEGROUP: &str = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}";
 const MACHINES: &str = "/v1/clusters/{cluster_ident}/machines";
 const MACHINE: &str = "/v1/clusters/{cluster_ident}/machines/{machine_ident}";
+const NODEGROUP_MACHINES: &str =
+    "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines";
 const KUBE_MACHINES_ALL: &str = "/apis/cluster.k8s.io/v1alpha1/machines";
 const KUBE_MACHINES: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines";
 const KUBE_MACHINE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}";
@@ -236,6 +238,8 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         [("GET", MACHINES), ("GET", KUBE_MACHINES_ALL)];
     "machine:get_one_all_projects" => ADMIN,
         "Retrieve information about a given machine across projects.", [("GET", MACHINE)];
+    "machine:create" => ADMIN_OR_MEMBER, "Create a machine in a node group (the group grows by one).",
+        [("POST", NODEGROUP_MACHINES), ("POST", KUBE_MACHINES)];
     "machine:delete" => ADMIN_OR_MEMBER,
         "Delete a specific machine (its node group shrinks by one).",
         [("DELETE", MACHINE), ("DELETE", KUBE_MACHINE)];

@@ -4,6 +4,7 @@
 //! status (what the driver last observed and how it applied the last change).
 
 pub mod count;
+pub mod create;
 pub mod version;
 
 use chrono::{DateTime, Utc};

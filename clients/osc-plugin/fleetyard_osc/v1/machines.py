@@ -1,7 +1,8 @@
-"""`openstack coe machine list | show | delete`: the machines of a cluster, one per node.
+"""`openstack coe machine list | show | create | delete`: the machines of a cluster, one per node.
 
 They use ``/v1/clusters/{cluster}/machines`` (microversion 1.19, which the
-requests ask for unless ``--os-container-infra-api-version`` gives another).
+requests ask for unless ``--os-container-infra-api-version`` gives another) and
+``/v1/clusters/{cluster}/nodegroups/{nodegroup}/machines`` for a create (1.20).
 Clusters and machines are accepted by name or UUID; so is ``--nodegroup``.
 """
 
@@ -222,6 +223,86 @@ class ShowMachine(common.FederationMixin, command.ShowOne):
 
     def take_action(self, parsed_args):
         return show_row(self.fed_client().get_machine(parsed_args.cluster, parsed_args.machine))
+
+
+def create_body(name=None, kubelet_version=None, container_runtime=None, os_image=None):
+    """The create's body: only what was given (the rest is the node group's).
+    `container_runtime` is NAME or NAME=VERSION."""
+    body = {}
+    if name:
+        body["name"] = name
+    if kubelet_version:
+        body["versions"] = {"kubelet": kubelet_version}
+    if container_runtime:
+        runtime_name, _, version = container_runtime.partition("=")
+        body["container_runtime"] = {"name": runtime_name}
+        if version:
+            body["container_runtime"]["version"] = version
+    if os_image:
+        body["os_image"] = os_image
+    return body
+
+
+class CreateMachine(common.FederationMixin, command.ShowOne):
+    _description = ("Create a machine (node) in a node group of a cluster: the group grows by "
+                    "one (microversion 1.20)")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("cluster", metavar="<cluster>", help="Name or UUID of the cluster.")
+        parser.add_argument("--nodegroup", metavar="<nodegroup>", required=True,
+                            help="Name or UUID of the node group that grows.")
+        parser.add_argument("--name", metavar="<name>",
+                            help="The machine's name (a Kubernetes name, unique in the cluster); "
+                                 "the group's next <group>-<n> when absent.")
+        parser.add_argument("--kubelet-version", metavar="<version>",
+                            help="The kubelet version (e.g. v1.31.4), within the skew policy of "
+                                 "the cluster's control plane.")
+        parser.add_argument("--container-runtime", metavar="<name[=version]>",
+                            help="The container runtime, e.g. containerd=1.7.22.")
+        parser.add_argument("--os-image", metavar="<image>", help="The node's image.")
+        parser.add_argument("--wait", action="store_true",
+                            help="Wait until the machine is Running.")
+        parser.add_argument("--timeout", metavar="<seconds>", type=int, default=1800,
+                            help="How long --wait waits (default 1800).")
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.fed_client()
+        body = create_body(parsed_args.name, parsed_args.kubelet_version,
+                           parsed_args.container_runtime, parsed_args.os_image)
+        machine = client.create_machine(parsed_args.cluster, parsed_args.nodegroup, body)
+        if parsed_args.wait:
+            machine = wait_running(client, parsed_args.cluster, machine.get("uuid"),
+                                   parsed_args.timeout)
+        return show_row(machine)
+
+
+def wait_running(client, cluster, machine, timeout, interval=2.0, clock=time.monotonic,
+                 sleep=time.sleep):
+    """Polls until the machine is Running (its body), or raises: Failed, gone (the change
+    failed and the group got its count back), or still not Running after `timeout` seconds."""
+    deadline = clock() + timeout
+    while True:
+        try:
+            body = client.get_machine(cluster, machine)
+        except fclient.ApiError as e:
+            if e.status_code != 404:
+                raise
+            raise osc_exceptions.CommandError(
+                "Machine %s is gone: its node group's change failed (see the cluster's "
+                "status_reason)." % machine)
+        phase = _status(body).get("phase")
+        if phase == "Running":
+            return body
+        if phase == "Failed":
+            raise osc_exceptions.CommandError(
+                "Machine %s failed: %s" % (machine, _status(body).get("error_message")
+                                           or _status(body).get("error_reason") or "no reason given"))
+        if clock() >= deadline:
+            raise osc_exceptions.CommandError(
+                "Machine %s is still %s after %s seconds" % (machine, phase, timeout))
+        sleep(interval)
 
 
 class DeleteMachine(common.FederationMixin, command.Command):

@@ -86,11 +86,11 @@ const SERVED: [Served; 6] = [
         categories: &[],
         subresources: &[],
     },
-    // No watch: machines have no change log yet. A delete removes that node.
+    // No watch: machines have no change log yet. A delete removes that node, a create adds one.
     Served {
         resource: &MACHINES,
         namespaced: true,
-        verbs: &["delete", "get", "list"],
+        verbs: &["create", "delete", "get", "list"],
         short_names: &[],
         categories: &[],
         subresources: &[],
@@ -540,7 +540,7 @@ mod tests {
                  "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
                    "resource":"machines","singularResource":"machine","scope":"Namespaced",
                    "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"},
-                   "verbs":["delete","get","list"]}]}]},
+                   "verbs":["create","delete","get","list"]}]}]},
                 {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1","freshness":"Current","resources":[{
                    "resource":"selfsubjectaccessreviews","singularResource":"selfsubjectaccessreview",

@@ -1,14 +1,15 @@
 //! `cluster.k8s.io/v1alpha1` `machines`, namespaced by project: list (JSON or Table, label
-//! and field selectors, `limit`/`continue`), get, and delete (that node goes, [`delete`]), one
-//! object per stored machine (a node of a cluster). No watch (machines keep no change log yet:
-//! `watch=true` is the apiserver's 405 for a resource without the verb) and no other writes
-//! (any other method is 405).
+//! and field selectors, `limit`/`continue`), get, create (a node more in its group,
+//! [`create`]) and delete (that node goes, [`delete`]), one object per stored machine (a node
+//! of a cluster). No watch (machines keep no change log yet: `watch=true` is the apiserver's
+//! 405 for a resource without the verb) and no other writes (any other method is 405).
 //!
 //! By what each part does: [`object`] (the wire form and the object name), [`listing`] (the
 //! paged read and the lookup by name) and [`table`] (`kubectl get` columns).
 
 pub mod object;
 
+mod create;
 mod delete;
 mod listing;
 mod table;
@@ -39,6 +40,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource(format!("{BASE}/namespaces/{{namespace}}/machines"))
             .route(web::get().to(list_namespace))
+            .route(web::post().to(create::create))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

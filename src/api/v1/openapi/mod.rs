@@ -55,6 +55,7 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         paths::list_machines,
         paths::show_machine,
         paths::delete_machine,
+        paths::create_machine,
         paths::list_federations,
         paths::list_federations_detail,
         paths::create_federation,

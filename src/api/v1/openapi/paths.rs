@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 use super::requests::{
     CertificateSignRequest, ClusterCreateRequest, ClusterResizeRequest,
     ClusterTemplateCreateRequest, ClusterUpgradeRequest, FederationCreateRequest,
-    NodeGroupCreateRequest, PatchOperation, QuotaRequest,
+    MachineCreateRequest, NodeGroupCreateRequest, PatchOperation, QuotaRequest,
 };
 use crate::api::v1::views::{
     AcceptedView, CertificateView, ClusterCollection, ClusterDetailCollection,
@@ -288,6 +288,14 @@ pub fn show_machine() {}
         ("machine_ident" = String, Path, description = "Uuid or name")),
     responses((status = 204, description = "Accepted; the machine is Deleting and its node group one node smaller, UPDATE_IN_PROGRESS")))]
 pub fn delete_machine() {}
+
+#[utoipa::path(post, path = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines",
+    tag = "machines", operation_id = "createMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("nodegroup_ident" = String, Path, description = "Uuid, name or id")),
+    request_body = MachineCreateRequest,
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is Pending and its node group one node larger, UPDATE_IN_PROGRESS", body = MachineView)))]
+pub fn create_machine() {}
 
 // Federations.
 

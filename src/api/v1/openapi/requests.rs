@@ -181,3 +181,28 @@ pub struct PatchOperation {
     /// A string or an integer; dictionaries and lists as JSON or Python-literal text.
     pub value: Option<serde_json::Value>,
 }
+
+/// The versions a created machine asks for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MachineVersionsRequest {
+    /// `v1.31.4` or `1.31.4`: within the skew policy of the cluster's control plane.
+    pub kubelet: Option<String>,
+}
+
+/// A created machine's container runtime.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContainerRuntimeRequest {
+    pub name: String,
+    pub version: Option<String>,
+}
+
+/// `POST /v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/machines` (microversion
+/// 1.20): everything left out is the node group's.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MachineCreateRequest {
+    /// A Kubernetes object name unique in the cluster; `<group>-<n>` when absent.
+    pub name: Option<String>,
+    pub versions: Option<MachineVersionsRequest>,
+    pub container_runtime: Option<ContainerRuntimeRequest>,
+    pub os_image: Option<String>,
+}
