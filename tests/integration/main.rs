@@ -26,6 +26,7 @@ mod kubernetes_driver;
 mod lifecycle;
 mod machine_counts;
 mod machine_delete;
+mod machine_ops;
 mod machines;
 mod metrics;
 mod noauth_identity;

@@ -12,6 +12,7 @@ pub mod federation_delete;
 pub mod federations;
 pub mod lookup;
 pub mod machine_delete;
+pub mod machine_ops;
 pub mod machines;
 pub mod mservices;
 pub mod nodegroup_delete;

@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 use super::requests::{
     CertificateSignRequest, ClusterCreateRequest, ClusterResizeRequest,
     ClusterTemplateCreateRequest, ClusterUpgradeRequest, FederationCreateRequest,
-    NodeGroupCreateRequest, PatchOperation, QuotaRequest,
+    MachineActionRequest, NodeGroupCreateRequest, PatchOperation, QuotaRequest,
 };
 use crate::api::v1::views::{
     AcceptedView, CertificateView, ClusterCollection, ClusterDetailCollection,
@@ -288,6 +288,39 @@ pub fn show_machine() {}
         ("machine_ident" = String, Path, description = "Uuid or name")),
     responses((status = 204, description = "Accepted; the machine is Deleting and its node group one node smaller, UPDATE_IN_PROGRESS")))]
 pub fn delete_machine() {}
+
+// One machine's changes (microversion 1.20).
+
+#[utoipa::path(patch, path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+    tag = "machines", operation_id = "updateMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    request_body(content = Vec<PatchOperation>, description = "Magnum's JSON patch over \
+        /versions/kubelet, /container_runtime/name, /container_runtime/version and /os_image"),
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is \
+        Provisioning until the driver has applied the change, in place or by replacement",
+        body = MachineView)))]
+pub fn update_machine() {}
+
+#[utoipa::path(post,
+    path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace",
+    tag = "machines", operation_id = "replaceMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    request_body = MachineActionRequest,
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is \
+        Provisioning until its new machine runs and the old one is gone", body = MachineView)))]
+pub fn replace_machine() {}
+
+#[utoipa::path(post,
+    path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot",
+    tag = "machines", operation_id = "rebootMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    request_body = MachineActionRequest,
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is \
+        Provisioning until it has rebooted", body = MachineView)))]
+pub fn reboot_machine() {}
 
 // Federations.
 

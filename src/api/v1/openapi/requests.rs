@@ -181,3 +181,8 @@ pub struct PatchOperation {
     /// A string or an integer; dictionaries and lists as JSON or Python-literal text.
     pub value: Option<serde_json::Value>,
 }
+
+/// `POST /v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace|reboot`: an
+/// empty object (or no body).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MachineActionRequest {}
