@@ -225,7 +225,8 @@ fn observe_machines(ctx: &ClusterContext) -> BTreeMap<MachineId, MachineObservat
 
 /// What the simulated infrastructure reports of one machine, the `position`-th of its group
 /// (its number when its name has none): the server it last made for it, else
-/// `fake://<uuid>`, a node of the machine's name, its address and the versions of its spec.
+/// `fake://<uuid>`, a node of the machine's name, its address, the versions of its spec, and
+/// the error of a failed machine.
 fn observe_machine(ctx: &ClusterContext, m: &Machine, position: usize) -> MachineObservation {
     let version = KubeVersion::parse(&kube_version(ctx)).ok();
     let group = ctx
@@ -254,9 +255,14 @@ fn observe_machine(ctx: &ClusterContext, m: &Machine, position: usize) -> Machin
                 .clone()
                 .or_else(|| version.clone().filter(|_| is_master)),
         },
-        error_reason: None,
-        error_message: None,
+        // A failed machine stays failed for the simulator until an operation of its own runs.
+        error_reason: failed(m).and(m.status.error_reason.clone()),
+        error_message: failed(m).and(m.status.error_message.clone()),
     }
+}
+
+fn failed(m: &Machine) -> Option<()> {
+    (m.status.phase == MachinePhase::Failed).then_some(())
 }
 
 /// The simulated server of a machine: the one a replacement made (`fake://<uuid>/<n>`), else

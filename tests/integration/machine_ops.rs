@@ -418,3 +418,41 @@ async fn below_1_20_and_across_projects_the_routes_are_refused(
     assert_eq!(env.show(&w).await, before);
     assert!(env.events(&w).await.is_empty());
 }
+
+#[rstest]
+#[tokio::test]
+async fn a_change_that_takes_time_is_asked_after_until_the_driver_is_done(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let env = Env::new(backend).await;
+    let w = env.worker.clone();
+    let slow = conductor(
+        &env.app,
+        FakeDriverSection {
+            update_seconds: 1,
+            ..instant()
+        },
+    );
+    let r = env.patch(&w, kubelet("v1.31.6")).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let first = slow.try_execute_one().await.expect("job");
+    assert!(
+        matches!(first, fleetyard::conductor::Outcome::Retried { .. }),
+        "{first:?}"
+    );
+    assert_eq!(env.show(&w).await["status"]["phase"], "Provisioning");
+    assert_eq!(env.events(&w).await, update(&["pending"]));
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let outcomes = drain(&slow).await;
+    assert!(
+        matches!(
+            outcomes.as_slice(),
+            [fleetyard::conductor::Outcome::Completed { .. }]
+        ),
+        "{outcomes:?}"
+    );
+    let after = env.show(&w).await;
+    assert_eq!(after["status"]["phase"], "Running");
+    assert_eq!(after["status"]["last_change"], "InPlace");
+    assert_eq!(env.events(&w).await, update(&["pending", "success"]));
+}
