@@ -288,7 +288,7 @@ fn next_server(m: &Machine) -> String {
 }
 
 /// How the simulated infrastructure applies `next` to the machine: a kubelet on another patch
-/// release of its minor line in place; anything else that changes (a new minor line or a
+/// release of the minor line the node runs (else the one its spec names) in place; anything else that changes (a new minor line or a
 /// kubelet version it did not know, the container runtime, the OS image, the flavor, the
 /// control plane) by a new node.
 pub fn plan_change(m: &Machine, next: &MachineSpec) -> ChangeMode {
@@ -300,11 +300,12 @@ pub fn plan_change(m: &Machine, next: &MachineSpec) -> ChangeMode {
     if replaced {
         return ChangeMode::Replace;
     }
-    let running = now
+    let running = m
+        .status
         .versions
         .kubelet
         .as_ref()
-        .or(m.status.versions.kubelet.as_ref());
+        .or(now.versions.kubelet.as_ref());
     match (running, &next.versions.kubelet) {
         (Some(a), Some(b)) if a.major() == b.major() && a.minor() == b.minor() => {
             ChangeMode::InPlace

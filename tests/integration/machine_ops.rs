@@ -367,10 +367,33 @@ async fn a_driver_failure_leaves_the_machine_failed_and_a_new_change_may_follow(
         Some(("magnum.machine.update", "failure", "ERROR"))
     );
 
-    // From Failed, the same change again is the way forward.
-    let r = env.action(&w, "reboot").await;
+    // From Failed, the same change again is the way forward: it runs again, by replacement.
+    let r = env.patch(&w, kubelet("v1.31.6")).await;
     assert_eq!(r.status, 202, "{}", r.text);
+    assert_eq!(r.body["status"]["phase"], "Provisioning");
     assert_eq!(r.body["status"]["error_reason"], Value::Null);
+    drain(&env.conductor).await;
+    let after = env.show(&w).await;
+    assert_eq!(after["status"]["phase"], "Running", "{after}");
+    assert_eq!(after["status"]["last_change"], "Replace");
+    assert_eq!(after["status"]["versions"]["kubelet"], "v1.31.6");
+    // On a running machine the same spec again changes nothing.
+    let r = env.patch(&w, kubelet("v1.31.6")).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert_eq!(r.body, after);
+    assert!(drain(&env.conductor).await.is_empty(), "no job");
+    // A failed reboot, then a reboot again.
+    let failing = conductor(
+        &env.app,
+        FakeDriverSection {
+            fail_operations: "machine_reboot".into(),
+            ..instant()
+        },
+    );
+    assert_eq!(env.action(&w, "reboot").await.status, 202);
+    drain(&failing).await;
+    assert_eq!(env.show(&w).await["status"]["error_reason"], "RebootError");
+    assert_eq!(env.action(&w, "reboot").await.status, 202);
     drain(&env.conductor).await;
     assert_eq!(env.show(&w).await["status"]["phase"], "Running");
 }

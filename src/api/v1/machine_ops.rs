@@ -22,7 +22,8 @@ use crate::api::{initiator, AppState, RequestContext};
 use crate::domain::cluster::Cluster;
 use crate::domain::job::JobPayload;
 use crate::domain::machine::{
-    check_kubelet_skew, ContainerRuntime, KubeVersion, Machine, MachinePhase, MachineSpec,
+    check_kubelet_skew, ChangeMode, ContainerRuntime, KubeVersion, Machine, MachinePhase,
+    MachineSpec,
 };
 use crate::drivers::MachineAction;
 use crate::notify::events::{self, Action, Outcome};
@@ -268,7 +269,8 @@ async fn accept(
 
 /// `PATCH /v1/clusters/{cluster_ident}/machines/{machine_ident}`: 202 once the change is
 /// accepted; the machine runs it when the driver is done, in place or by replacement as the
-/// driver planned. The same spec again is a 202 that changes nothing.
+/// driver planned. The same spec again is a 202 that changes nothing, except on a `Failed`
+/// machine, where the change runs again by replacement.
 #[tracing::instrument(name = "machines.update", skip_all, fields(project = %ctx.project_id, cluster = %path.0, machine = %path.1))]
 pub async fn update(
     req: HttpRequest,
@@ -293,7 +295,10 @@ pub async fn update(
         .await?;
         refuse_if_busy(&c, &m)?;
         let spec = change.apply(&m.spec)?;
-        if spec == m.spec {
+        // The same spec again changes nothing, except on a failed machine, where it is the way
+        // forward: the change runs again.
+        let again = spec == m.spec && m.status.phase == MachinePhase::Failed;
+        if spec == m.spec && !again {
             return Ok(Attempt::Done(
                 HttpResponse::Accepted().json(MachineView::new(&app_url(&req), &m)),
             ));
@@ -306,9 +311,11 @@ pub async fn update(
         next.spec.check(m.role).map_err(ApiError::bad_request)?;
         let template = template_of(&state, &c).await?;
         let driver = driver_for(&state, &template)?;
-        let mode = driver
+        let planned = driver
             .plan_machine_change(&m, &next.spec)
             .map_err(ApiError::bad_request)?;
+        // A failed machine's node is in no known state: a new node takes its place.
+        let mode = if again { ChangeMode::Replace } else { planned };
         let payload = JobPayload::MachineUpdate {
             machine: m.uuid,
             mode,
