@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Real-client check of `openstack coe machine list | show | create | delete` (clients/osc-plugin).
+"""Real-client check of `openstack coe machine list | show | create | delete | set | replace |
+reboot` (clients/osc-plugin).
 
 Installs python-openstackclient, python-magnumclient 5.0.0 and the plugin into
 a virtualenv (the federation check's, tools/federation_cli_check.py), starts
@@ -9,7 +10,8 @@ so that every column can be checked), and runs the machine commands through
 the real `openstack` executable: the table and json output, every filter,
 paging and sorting, names and uuids, the API's 400 and 404 sentences, and the
 406 below microversion 1.19; then a machine's delete and create (--wait) on a
-cluster of its own. Every check prints `ok - ...` or `FAIL - ...`;
+cluster of its own, and a machine's change in place, its replacement and its reboot with
+--wait (microversion 1.20). Every check prints `ok - ...` or `FAIL - ...`;
 the last line is `machine-cli-check: N passed, N failed`, and the exit status
 is 1 when anything failed.
 
@@ -134,13 +136,14 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     def registered() -> None:
         r = expect_ok(cli.run([cli.openstack, "command", "list", "--group", "container_infra", "-f", "json"]))
         found = {c for group in r.json() for c in (group.get("Commands") or [])}
-        if not {"coe machine list", "coe machine show", "coe machine create",
-                "coe machine delete"} <= found:
-            raise CheckFailed("coe machine list|show|create|delete missing from the "
-                              "container_infra group\n" + r.describe())
+        wanted = {"coe machine %s" % c
+                  for c in ("list", "show", "create", "delete", "set", "replace", "reboot")}
+        if not wanted <= found:
+            raise CheckFailed("coe machine list|show|create|delete|set|replace|reboot missing "
+                              "from the container_infra group\n" + r.describe())
 
     rep.check("`openstack command list --group container_infra` has coe machine list, show, "
-              "create and delete", registered)
+              "create, delete, set, replace and reboot", registered)
 
     def listed() -> None:
         need("cluster")
@@ -311,6 +314,49 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     rep.check("machine create refusals (a name taken, a kubelet newer than the control plane, an "
               "unknown group, microversion 1.19) exit non-zero with the API's sentences and "
               "change nothing", create_refused)
+
+
+    def changed() -> None:
+        expect_ok(coe("cluster", "create", "ops", "--cluster-template", "machine-tpl",
+                      "--node-count", "1", "--master-count", "1"))
+        deadline = time.monotonic() + 60
+        while True:
+            body = fed_body(expect_ok(coe("cluster", "show", "ops", "-f", "json")))
+            if body.get("status") == "CREATE_COMPLETE" and body.get("coe_version"):
+                break
+            if time.monotonic() > deadline:
+                raise CheckFailed("cluster ops is %s (expected CREATE_COMPLETE)" % body.get("status"))
+            time.sleep(0.5)
+        major, minor, patch = body["coe_version"].lstrip("v").split(".")[:3]
+        patched = "v%s.%s.%d" % (major, minor, int(patch) + 1)
+        newer = "v%s.%d.0" % (major, int(minor) + 1)
+        w = "default-worker-1"
+        r = expect_ok(coe("machine", "set", "ops", w, "--kubelet-version", patched, "--wait",
+                          "-f", "json"))
+        shown = fed_body(r)
+        for k, v in {"phase": "Running", "last_change": "InPlace", "kubelet_version": patched,
+                     "running_kubelet_version": patched}.items():
+            expect_equal(r, k, shown.get(k), v)
+        server = shown.get("provider_id")
+        r = expect_ok(coe("machine", "replace", "ops", w, "--wait", "-f", "json"))
+        shown = fed_body(r)
+        expect_equal(r, "last_change", shown.get("last_change"), "Replace")
+        expect_equal(r, "new server", shown.get("provider_id"), "%s/2" % server)
+        expect_equal(r, "same name", shown.get("name"), w)
+        r = expect_ok(coe("machine", "reboot", "ops", w, "--wait", "-f", "json"))
+        shown = fed_body(r)
+        expect_equal(r, "phase", shown.get("phase"), "Running")
+        expect_equal(r, "same server", shown.get("provider_id"), "%s/2" % server)
+        expect_fail_with(coe("machine", "set", "ops", w, "--kubelet-version", newer),
+                         "Kubelet version %s is newer than the control plane version" % newer)
+        expect_fail_with(coe("machine", "reboot", "ops", "nope"), "Machine nope could not be found.")
+        r = cli.run([cli.openstack, "--os-container-infra-api-version", "1.19", *noauth(srv),
+                     "coe", "machine", "reboot", "ops", w])
+        expect_fail_with(r, "Changing, replacing or rebooting a machine needs microversion 1.20")
+
+    rep.check("machine set --kubelet-version (a patch release: in place), replace and reboot "
+              "with --wait; a kubelet newer than the control plane, an unknown machine and 1.19 "
+              "exit non-zero with the API's sentences", changed)
 
 
 def main() -> int:

@@ -257,6 +257,8 @@ impl Conductor {
         let renewer = super::AbortOnDrop(vec![renewer]);
         let result = if job.operation.resource_type() == "federation" {
             self.execute_federation(&job).await
+        } else if job.payload.machine().is_some() {
+            self.execute_machine(&job).await
         } else {
             self.execute_cluster(&job).await
         };
@@ -430,7 +432,10 @@ impl Conductor {
                 .map(|()| Progress::Done(ClusterObservation::phase(Phase::Complete))),
             other @ (JobPayload::FederationCreate {}
             | JobPayload::FederationUpdate { .. }
-            | JobPayload::FederationDelete { .. }) => Err(DriverError::Permanent(format!(
+            | JobPayload::FederationDelete { .. }
+            | JobPayload::MachineUpdate { .. }
+            | JobPayload::MachineReplace { .. }
+            | JobPayload::MachineReboot { .. }) => Err(DriverError::Permanent(format!(
                 "{} is not a cluster operation.",
                 other.operation().as_str()
             ))),

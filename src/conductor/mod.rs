@@ -11,6 +11,7 @@ mod certificates;
 mod execute;
 mod federation;
 mod forced;
+mod machine_ops;
 mod probe;
 mod sync;
 

@@ -14,6 +14,13 @@
 //! operation is idempotent: what it reports derives from the cluster's uuid and node groups,
 //! so a retried or resumed operation finds what an earlier attempt made.
 //!
+//! One machine's operations: a kubelet change within its minor line is made on the node (in
+//! place); a new minor line, container runtime, OS image or flavor takes a new node (a
+//! replacement, reported as a new server `fake://<machine uuid>/<n>` behind the same node
+//! name). They take `update_seconds` from the machine's last change, and fail as the
+//! operations `machine_update`, `machine_replace` and `machine_reboot` of the labels and
+//! settings above.
+//!
 //! Nothing it builds grows with a count a client chose: a group lists the addresses (and the
 //! health reports) of its first [`LISTED_NODES`] nodes, whatever its node count.
 
@@ -24,14 +31,15 @@ use chrono::Utc;
 
 use super::{
     Capabilities, ClusterContext, ClusterObservation, Driver, DriverError, DriverResult,
-    FederationContext, FederationProgress, HealthObservation, MachineObservation, MemberChange,
-    NodeGroupObservation, Phase, Progress, Provides, Resize,
+    FederationContext, FederationProgress, HealthObservation, MachineAction, MachineObservation,
+    MemberChange, NodeGroupObservation, Phase, Progress, Provides, Resize,
 };
 use crate::config::FakeDriverSection;
 use crate::domain::cluster::{NodeGroup, ROLE_MASTER};
 use crate::domain::leftover::Leftover;
 use crate::domain::machine::{
-    KubeVersion, MachineAddress, MachinePhase, MachineRole, MachineVersions,
+    ChangeMode, KubeVersion, Machine, MachineAddress, MachinePhase, MachineRole, MachineSpec,
+    MachineVersions,
 };
 use crate::domain::status::{ClusterStatus, FederationStatus};
 use crate::domain::template::ClusterTemplate;
@@ -201,45 +209,110 @@ fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
 /// number gives in its group (the group's listed addresses), and the versions it was asked for
 /// (the cluster's Kubernetes version where none was).
 fn observe_machines(ctx: &ClusterContext) -> BTreeMap<MachineId, MachineObservation> {
-    let version = KubeVersion::parse(&kube_version(ctx)).ok();
     let mut out = BTreeMap::new();
-    for (group, ng) in ctx.nodegroups.iter().enumerate() {
+    for ng in &ctx.nodegroups {
         let ours = ctx
             .machines
             .iter()
             .filter(|m| m.nodegroup_id == ng.uuid && m.status.phase != MachinePhase::Deleting)
             .take(usize::try_from(LISTED_NODES).unwrap_or(0));
         for (position, m) in ours.enumerate() {
-            let index = machine_number(m.name.as_str()).unwrap_or(
-                i32::try_from(position)
-                    .unwrap_or(i32::MAX)
-                    .saturating_add(1),
-            );
-            let wanted = &m.spec.versions;
-            let is_master = m.role == MachineRole::Master;
-            out.insert(
-                m.uuid,
-                MachineObservation {
-                    provider_id: Some(format!("fake://{}", m.uuid)),
-                    node_ref: Some(m.name.to_string()),
-                    addresses: vec![MachineAddress {
-                        kind: "InternalIP".into(),
-                        address: address(ctx, group, index.saturating_sub(1)),
-                    }],
-                    versions: MachineVersions {
-                        kubelet: wanted.kubelet.clone().or_else(|| version.clone()),
-                        control_plane: wanted
-                            .control_plane
-                            .clone()
-                            .or_else(|| version.clone().filter(|_| is_master)),
-                    },
-                    error_reason: None,
-                    error_message: None,
-                },
-            );
+            out.insert(m.uuid, observe_machine(ctx, m, position));
         }
     }
     out
+}
+
+/// What the simulated infrastructure reports of one machine, the `position`-th of its group
+/// (its number when its name has none): the server it last made for it, else
+/// `fake://<uuid>`, a node of the machine's name, its address, the versions of its spec, and
+/// the error of a failed machine.
+fn observe_machine(ctx: &ClusterContext, m: &Machine, position: usize) -> MachineObservation {
+    let version = KubeVersion::parse(&kube_version(ctx)).ok();
+    let group = ctx
+        .nodegroups
+        .iter()
+        .position(|ng| ng.uuid == m.nodegroup_id)
+        .unwrap_or(0);
+    let index = machine_number(m.name.as_str()).unwrap_or(
+        i32::try_from(position)
+            .unwrap_or(i32::MAX)
+            .saturating_add(1),
+    );
+    let wanted = &m.spec.versions;
+    let is_master = m.role == MachineRole::Master;
+    MachineObservation {
+        provider_id: Some(server_of(m)),
+        node_ref: Some(m.name.to_string()),
+        addresses: vec![MachineAddress {
+            kind: "InternalIP".into(),
+            address: address(ctx, group, index.saturating_sub(1)),
+        }],
+        versions: MachineVersions {
+            kubelet: wanted.kubelet.clone().or_else(|| version.clone()),
+            control_plane: wanted
+                .control_plane
+                .clone()
+                .or_else(|| version.clone().filter(|_| is_master)),
+        },
+        // A failed machine stays failed for the simulator until an operation of its own runs.
+        error_reason: failed(m).and(m.status.error_reason.clone()),
+        error_message: failed(m).and(m.status.error_message.clone()),
+    }
+}
+
+fn failed(m: &Machine) -> Option<()> {
+    (m.status.phase == MachinePhase::Failed).then_some(())
+}
+
+/// The simulated server of a machine: the one a replacement made (`fake://<uuid>/<n>`), else
+/// `fake://<uuid>`.
+fn server_of(m: &Machine) -> String {
+    let first = format!("fake://{}", m.uuid);
+    match &m.status.provider_id {
+        Some(p) if p == &first || p.starts_with(&format!("{first}/")) => p.clone(),
+        _ => first,
+    }
+}
+
+/// The server a replacement of the machine makes: the next `fake://<uuid>/<n>`. Derived from
+/// the server it has, so a retried replacement makes the same one.
+fn next_server(m: &Machine) -> String {
+    let first = format!("fake://{}", m.uuid);
+    let current = server_of(m);
+    let n = current
+        .strip_prefix(&format!("{first}/"))
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(1);
+    format!("{first}/{}", n.saturating_add(1))
+}
+
+/// How the simulated infrastructure applies `next` to the machine: a kubelet on another patch
+/// release of the minor line the node runs (else the one its spec names) in place; anything else that changes (a new minor line or a
+/// kubelet version it did not know, the container runtime, the OS image, the flavor, the
+/// control plane) by a new node.
+pub fn plan_change(m: &Machine, next: &MachineSpec) -> ChangeMode {
+    let now = &m.spec;
+    let replaced = now.container_runtime != next.container_runtime
+        || now.os_image != next.os_image
+        || now.flavor != next.flavor
+        || now.versions.control_plane != next.versions.control_plane;
+    if replaced {
+        return ChangeMode::Replace;
+    }
+    let running = m
+        .status
+        .versions
+        .kubelet
+        .as_ref()
+        .or(now.versions.kubelet.as_ref());
+    match (running, &next.versions.kubelet) {
+        (Some(a), Some(b)) if a.major() == b.major() && a.minor() == b.minor() => {
+            ChangeMode::InPlace
+        }
+        (a, b) if a == b.as_ref() => ChangeMode::InPlace,
+        _ => ChangeMode::Replace,
+    }
 }
 
 /// The `n` of a machine named `<group>-<n>`.
@@ -420,6 +493,38 @@ impl Driver for FakeDriver {
         self.simulate(ctx, "rotate_credential").await
     }
 
+    fn plan_machine_change(&self, m: &Machine, next: &MachineSpec) -> Result<ChangeMode, String> {
+        Ok(plan_change(m, next))
+    }
+
+    fn check_machine_action(&self, _m: &Machine, _action: MachineAction) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn update_machine(
+        &self,
+        ctx: &ClusterContext,
+        m: &Machine,
+        mode: ChangeMode,
+    ) -> DriverResult<Progress> {
+        let server = match mode {
+            ChangeMode::InPlace => server_of(m),
+            ChangeMode::Replace => next_server(m),
+        };
+        self.machine_operation(ctx, m, "machine_update", server)
+            .await
+    }
+
+    async fn replace_machine(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+        self.machine_operation(ctx, m, "machine_replace", next_server(m))
+            .await
+    }
+
+    async fn reboot_machine(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+        self.machine_operation(ctx, m, "machine_reboot", server_of(m))
+            .await
+    }
+
     async fn create_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress> {
         let host = ctx.host.as_ref().ok_or_else(|| {
             DriverError::Permanent(format!(
@@ -494,11 +599,136 @@ impl Driver for FakeDriver {
 }
 
 impl FakeDriver {
+    /// One machine's operation: done when `update_seconds` have passed since the machine's
+    /// change was accepted, else under way; the machine reported with `server`.
+    async fn machine_operation(
+        &self,
+        ctx: &ClusterContext,
+        m: &Machine,
+        op: &str,
+        server: String,
+    ) -> DriverResult<Progress> {
+        self.simulate(ctx, op).await?;
+        let since = m.updated_at.unwrap_or(m.created_at);
+        let elapsed = (Utc::now() - since).num_milliseconds().max(0) as u64;
+        let done = elapsed >= self.settings.update_seconds * 1000;
+        let mut seen = observe_machine(ctx, m, 0);
+        seen.provider_id = Some(server);
+        let mut obs = ClusterObservation::phase(if done {
+            Phase::Complete
+        } else {
+            Phase::InProgress
+        });
+        obs.machines.insert(m.uuid, seen);
+        Ok(if done {
+            Progress::Done(obs)
+        } else {
+            Progress::Started(obs)
+        })
+    }
+
     fn federation_progress(&self) -> FederationProgress {
         if self.settings.federation_seconds == 0 {
             FederationProgress::Done
         } else {
             FederationProgress::Started
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::machine::{ContainerRuntime, MachineName, MachineStatus};
+    use crate::domain::{ClusterId, NodeGroupId};
+
+    fn v(text: &str) -> KubeVersion {
+        KubeVersion::parse(text).expect("version")
+    }
+
+    fn machine(kubelet: &str) -> Machine {
+        let mut spec = MachineSpec::default();
+        spec.versions.kubelet = Some(v(kubelet));
+        spec.os_image = Some("fedora-coreos-40".into());
+        Machine {
+            id: 1,
+            uuid: MachineId::new(),
+            name: MachineName::parse("workers-1").expect("name"),
+            role: MachineRole::Worker,
+            project_id: "p".into(),
+            cluster_id: ClusterId::new(),
+            nodegroup_id: NodeGroupId::new(),
+            spec,
+            status: MachineStatus::pending(),
+            created_at: Utc::now(),
+            updated_at: None,
+        }
+    }
+
+    #[test]
+    fn a_patch_release_is_in_place_anything_else_a_replacement() {
+        let m = machine("v1.31.4");
+        let with = |f: &dyn Fn(&mut MachineSpec)| {
+            let mut next = m.spec.clone();
+            f(&mut next);
+            plan_change(&m, &next)
+        };
+        assert_eq!(
+            with(&|s| s.versions.kubelet = Some(v("v1.31.6"))),
+            ChangeMode::InPlace
+        );
+        assert_eq!(
+            with(&|s| s.versions.kubelet = Some(v("v1.30.2"))),
+            ChangeMode::Replace
+        );
+        assert_eq!(
+            with(&|s| s.os_image = Some("fedora-coreos-41".into())),
+            ChangeMode::Replace
+        );
+        assert_eq!(
+            with(&|s| {
+                s.container_runtime = Some(ContainerRuntime {
+                    name: "cri-o".into(),
+                    version: None,
+                })
+            }),
+            ChangeMode::Replace
+        );
+        // A kubelet it never knew: the version it runs decides.
+        let mut unknown = machine("v1.31.4");
+        unknown.spec.versions.kubelet = None;
+        unknown.status.versions.kubelet = Some(v("v1.31.4"));
+        let mut next = unknown.spec.clone();
+        next.versions.kubelet = Some(v("v1.31.9"));
+        assert_eq!(plan_change(&unknown, &next), ChangeMode::InPlace);
+        unknown.status.versions.kubelet = None;
+        assert_eq!(plan_change(&unknown, &next), ChangeMode::Replace);
+    }
+
+    #[test]
+    fn a_replacement_makes_the_next_server_and_keeps_it() {
+        let mut m = machine("v1.31.4");
+        let first = format!("fake://{}", m.uuid);
+        assert_eq!(server_of(&m), first);
+        assert_eq!(next_server(&m), format!("{first}/2"));
+        m.status.provider_id = Some(format!("{first}/2"));
+        assert_eq!(server_of(&m), format!("{first}/2"));
+        assert_eq!(next_server(&m), format!("{first}/3"));
+        m.status.provider_id = Some("openstack:///other".into());
+        assert_eq!(server_of(&m), first, "a server the simulator never made");
+    }
+
+    #[test]
+    fn drivers_without_machine_operations_refuse_with_their_name() {
+        let m = machine("v1.31.4");
+        let external = super::super::external::ExternalDriver;
+        assert_eq!(
+            external.plan_machine_change(&m, &m.spec),
+            Err("The external driver cannot change machines.".to_string())
+        );
+        assert_eq!(
+            external.check_machine_action(&m, MachineAction::Reboot),
+            Err("The external driver cannot reboot machines.".to_string())
+        );
     }
 }

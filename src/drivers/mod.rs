@@ -15,7 +15,7 @@ use crate::config::{split_list, DriversSection, FakeDriverSection};
 use crate::domain::cluster::{Cluster, NodeGroup};
 use crate::domain::federation::Federation;
 use crate::domain::leftover::Leftover;
-use crate::domain::machine::{Machine, MachineAddress, MachineVersions};
+use crate::domain::machine::{ChangeMode, Machine, MachineAddress, MachineSpec, MachineVersions};
 use crate::domain::template::ClusterTemplate;
 use crate::domain::{ClusterId, MachineId};
 
@@ -256,6 +256,23 @@ pub enum FederationProgress {
     DoneWithNote(String),
 }
 
+/// An operation on one machine that changes no spec: a replacement by a new machine (the new
+/// one first) or a reboot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MachineAction {
+    Replace,
+    Reboot,
+}
+
+impl MachineAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MachineAction::Replace => "replace",
+            MachineAction::Reboot => "reboot",
+        }
+    }
+}
+
 /// Resize arguments.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resize {
@@ -323,6 +340,74 @@ pub trait Driver: Send + Sync {
             "Credential rotation is not supported by driver.".into(),
         ))
     }
+
+    // ---- One machine's operations -------------------------------------------------------
+    // Asked before the API writes anything (`plan_machine_change`, `check_machine_action`);
+    // a refusal is the 400's sentence. The operations report the machine in the observation's
+    // `machines`, as the rest of the cluster's status.
+
+    /// How `next` (the machine's whole spec after the change) would be applied to `machine`:
+    /// on the node or by a new node, or why it cannot be.
+    fn plan_machine_change(
+        &self,
+        _machine: &Machine,
+        _next: &MachineSpec,
+    ) -> Result<ChangeMode, String> {
+        Err(format!(
+            "The {} driver cannot change machines.",
+            self.name()
+        ))
+    }
+
+    /// Whether the driver can replace or reboot `machine`, or why not.
+    fn check_machine_action(
+        &self,
+        _machine: &Machine,
+        action: MachineAction,
+    ) -> Result<(), String> {
+        Err(format!(
+            "The {} driver cannot {} machines.",
+            self.name(),
+            action.as_str()
+        ))
+    }
+
+    /// Applies the machine's spec, as planned.
+    async fn update_machine(
+        &self,
+        _ctx: &ClusterContext,
+        _machine: &Machine,
+        _mode: ChangeMode,
+    ) -> DriverResult<Progress> {
+        Err(DriverError::Permanent(format!(
+            "The {} driver cannot change machines.",
+            self.name()
+        )))
+    }
+
+    /// Replaces the machine: a new node first, then the old one goes.
+    async fn replace_machine(
+        &self,
+        _ctx: &ClusterContext,
+        _machine: &Machine,
+    ) -> DriverResult<Progress> {
+        Err(DriverError::Permanent(format!(
+            "The {} driver cannot replace machines.",
+            self.name()
+        )))
+    }
+
+    async fn reboot_machine(
+        &self,
+        _ctx: &ClusterContext,
+        _machine: &Machine,
+    ) -> DriverResult<Progress> {
+        Err(DriverError::Permanent(format!(
+            "The {} driver cannot reboot machines.",
+            self.name()
+        )))
+    }
+    // ---- end of one machine's operations -------------------------------------------------
 
     async fn create_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress>;
     async fn update_federation(

@@ -4,7 +4,7 @@
 //! a failed change that is undone gives its marked machines back ([`revive`]), and the end of
 //! the cluster's operation settles them ([`settle`]): the ones being deleted go, the new ones
 //! run (or failed with the operation). What the driver reports of each machine is its status
-//! ([`observe`]).
+//! ([`observe`]). One machine's own change writes its spec and status ([`update`]).
 
 use std::collections::BTreeSet;
 
@@ -15,7 +15,7 @@ use super::db::Tx;
 use super::{sql, StoreError, StoreResult};
 use crate::domain::machine::count::{self, Counted, MachineTemplate};
 use crate::domain::machine::create::NewMachine;
-use crate::domain::machine::{MachinePhase, MachineStatus};
+use crate::domain::machine::{Machine, MachinePhase, MachineStatus};
 use crate::domain::{ClusterId, MachineId, NodeGroupId};
 
 /// Rows per multi-row statement (9 bound values a row on insert).
@@ -261,4 +261,44 @@ pub(super) async fn observe(
             .await?;
     }
     Ok(())
+}
+
+/// Writes the machine's spec and status (its phase and provider id too) if its phase is still
+/// one of `from`; [`StoreError::Stale`] otherwise (changed or gone meanwhile).
+#[tracing::instrument(level = "debug", skip_all, fields(machine = %m.uuid, phase = %m.status.phase))]
+pub(super) async fn update(
+    tx: &mut Tx,
+    m: &Machine,
+    from: &[MachinePhase],
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("machine {} {what}", m.uuid));
+    let spec = serde_json::to_value(&m.spec).map_err(|_| corrupt("spec"))?;
+    let mut rest = match serde_json::to_value(&m.status) {
+        Ok(serde_json::Value::Object(rest)) => rest,
+        _ => return Err(corrupt("status")),
+    };
+    rest.remove("phase");
+    rest.remove("providerID");
+    let text = format!(
+        "UPDATE machine SET spec = $2, phase = $3, provider_id = $4, status = $5, \
+         updated_at = $6 WHERE uuid = $1 AND phase IN ({})",
+        sql::placeholders(7, from.len())
+    );
+    let updated = tx
+        .sql(&text)
+        .bind_id(&m.uuid)
+        .bind(Json(spec))
+        .bind(m.status.phase.as_str())
+        .bind(m.status.provider_id.clone())
+        .bind(Json(serde_json::Value::Object(rest)))
+        .bind(now)
+        .bind_all(from.iter().map(|p| p.as_str()))
+        .execute(&mut *tx)
+        .await?;
+    if updated == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::Stale)
+    }
 }

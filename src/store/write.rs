@@ -20,7 +20,7 @@ use crate::domain::cluster_group::{
 use crate::domain::federation::{Federation, NewFederation};
 use crate::domain::job::{JobResource, NewJob};
 use crate::domain::keypair::NewKeyPair;
-use crate::domain::machine::MachineStatus;
+use crate::domain::machine::{Machine, MachinePhase, MachineStatus};
 use crate::domain::status::FederationStatus;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 use crate::domain::{ClusterGroupBindingId, ClusterGroupId, ClusterId, MachineId, NodeGroupId};
@@ -99,6 +99,13 @@ pub enum Write {
     },
     /// Writes the status the driver reported of each machine (never its phase).
     ObserveMachines(Vec<(MachineId, MachineStatus)>),
+    /// Writes one machine's spec and whole status (its phase too) if its phase is still one
+    /// of `from`, else [`super::StoreError::Stale`]: two changes of one machine, or a change
+    /// and its delete, cannot both commit.
+    UpdateMachine {
+        machine: Box<Machine>,
+        from: Vec<MachinePhase>,
+    },
     InsertFederation {
         federation: Box<NewFederation>,
         status: FederationStatus,
@@ -312,6 +319,9 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             machine_writes::settle(tx, cluster, *failed, now).await?
         }
         Write::ObserveMachines(observed) => machine_writes::observe(tx, observed, now).await?,
+        Write::UpdateMachine { machine, from } => {
+            machine_writes::update(tx, machine, from, now).await?
+        }
         Write::InsertFederation { federation, status } => {
             federations::insert(tx, federation, *status, now).await?
         }

@@ -403,6 +403,31 @@ static MATRIX: &[Row] = &[
         "machine:create",
         &[&[CL, NG], &[NG]],
     ),
+    // ---- One machine's changes (microversion 1.20) ----
+    write(
+        "PATCH",
+        MACHINE,
+        Some(r#"[{"op": "replace", "path": "/os_image", "value": "fedora-coreos-41"}]"#),
+        202,
+        "machine:update",
+        &[&[CL, MC], &[MC]],
+    ),
+    write(
+        "POST",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace",
+        Some("{}"),
+        202,
+        "machine:replace",
+        &[&[CL, MC], &[MC]],
+    ),
+    write(
+        "POST",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot",
+        Some("{}"),
+        202,
+        "machine:reboot",
+        &[&[CL, MC], &[MC]],
+    ),
     // ---- Federations ----
     list("/v1/federations", FED),
     list("/v1/federations/detail", FED),

@@ -865,6 +865,97 @@ async fn the_machine_samples_match_real_responses() {
     );
 }
 
+/// The samples of one machine's changes (microversion 1.20): the patch of the worker's kubelet
+/// version, the master's replacement and a second worker's reboot, each answered 202 with the
+/// machine `Provisioning`, on the machines of the list and reboot samples.
+#[tokio::test]
+async fn the_machine_change_samples_match_real_responses() {
+    use crate::helpers::{complete_cluster_with, conductor_from, exec_sql, spawn_keeping, Backend};
+
+    let (app, settings) = spawn_keeping(Backend::Sqlite, crate::helpers::instant_settings).await;
+    let conductor = conductor_from(&app, &settings);
+    let h = crate::helpers::header_map(&[("OpenStack-API-Version", "container-infra latest")]);
+    let cluster = complete_cluster_with(&app, &conductor, "k8s", serde_json::json!({}), &h).await;
+    let list = sample("machines-list-resp.json");
+    let rebooted = sample("machine-reboot-resp.json");
+    let mut ids = vec![(
+        cluster.clone(),
+        list["machines"][0]["cluster_id"]
+            .as_str()
+            .expect("cluster")
+            .to_string(),
+    )];
+    for (theirs, group) in [
+        (&list["machines"][0], "default-master"),
+        (&list["machines"][1], "default-worker"),
+    ] {
+        let ours = app
+            .get_as(&format!("/v1/clusters/{cluster}/nodegroups/{group}"), &h)
+            .await;
+        assert_eq!(ours.status, 200, "{}", ours.text);
+        ids.push((
+            ours.body["uuid"].as_str().expect("uuid").to_string(),
+            theirs["nodegroup_id"].as_str().expect("group").to_string(),
+        ));
+    }
+    let project = app
+        .get_as(&format!("/v1/clusters/{cluster}"), &h)
+        .await
+        .body["project_id"]
+        .as_str()
+        .expect("project")
+        .to_string();
+    let mut third = in_this_run(&app.address, &rebooted, &ids);
+    third["status"]["phase"] = Value::from("Running");
+    let mut rows = machine_sample_rows(&cluster, &project, &in_this_run(&app.address, &list, &ids));
+    rows.extend(
+        machine_sample_rows(
+            &cluster,
+            &project,
+            &serde_json::json!({"machines": [third]}),
+        )
+        .into_iter()
+        .skip(1),
+    );
+    exec_sql(&app.db.url, &rows).await;
+
+    let machine = |m: &Value| {
+        format!(
+            "/v1/clusters/{cluster}/machines/{}",
+            m["uuid"].as_str().expect("uuid")
+        )
+    };
+    let patched = app
+        .patch_as(
+            &machine(&list["machines"][1]),
+            &sample("machine-update-req.json"),
+            &h,
+        )
+        .await;
+    assert_eq!(patched.status, 202, "{}", patched.text);
+    assert_sample(
+        &app,
+        &sample("machine-update-resp.json"),
+        &patched.body,
+        &ids,
+        "",
+    );
+    for (m, action, resp) in [
+        (&list["machines"][0], "replace", "machine-replace-resp.json"),
+        (&rebooted, "reboot", "machine-reboot-resp.json"),
+    ] {
+        let r = app
+            .post_as(
+                &format!("{}/actions/{action}", machine(m)),
+                &sample("machine-action-req.json"),
+                &h,
+            )
+            .await;
+        assert_eq!(r.status, 202, "{action}: {}", r.text);
+        assert_sample(&app, &sample(resp), &r.body, &ids, resp);
+    }
+}
+
 #[tokio::test]
 async fn the_machine_create_sample_matches_a_real_response() {
     use crate::helpers::{conductor_from, drain, spawn_keeping, Backend};

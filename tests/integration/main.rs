@@ -28,6 +28,7 @@ mod lifecycle;
 mod machine_counts;
 mod machine_create;
 mod machine_delete;
+mod machine_ops;
 mod machines;
 mod metrics;
 mod noauth_identity;

@@ -147,6 +147,24 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "machine-update-resp.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+        202,
+    ),
+    (
+        "machine-replace-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace",
+        202,
+    ),
+    (
+        "machine-reboot-resp.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot",
+        202,
+    ),
+    (
         "error-cluster-force-delete-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}",
@@ -285,6 +303,21 @@ const REQUEST_SAMPLES: &[(&str, &str, &str)] = &[
         "nodegroup-update-req.json",
         "patch",
         "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+    ),
+    (
+        "machine-update-req.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+    ),
+    (
+        "machine-action-req.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace",
+    ),
+    (
+        "machine-action-req.json",
+        "post",
+        "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot",
     ),
     ("federation-create-req.json", "post", "/v1/federations"),
     (
@@ -962,6 +995,45 @@ async fn a_real_response_of_every_operation_matches_the_document() {
         404,
     )
     .await;
+    // One machine's changes (microversion 1.20), each run to the end before the next.
+    d.call(
+        Method::PATCH,
+        machine,
+        &format!("/v1/clusters/{c}/machines/{m}"),
+        Some(&json!([{"op": "replace", "path": "/os_image", "value": "fedora-coreos-41"}])),
+        202,
+    )
+    .await;
+    d.call(
+        Method::PATCH,
+        machine,
+        &format!("/v1/clusters/{c}/machines/{m}"),
+        Some(&json!([{"op": "replace", "path": "/flavor", "value": "m1.large"}])),
+        400,
+    )
+    .await;
+    d.drain().await;
+    for action in ["replace", "reboot"] {
+        let path =
+            format!("/v1/clusters/{{cluster_ident}}/machines/{{machine_ident}}/actions/{action}");
+        d.call(
+            Method::POST,
+            &path,
+            &format!("/v1/clusters/{c}/machines/{m}/actions/{action}"),
+            Some(&json!({})),
+            202,
+        )
+        .await;
+        d.call(
+            Method::POST,
+            &path,
+            &format!("/v1/clusters/{c}/machines/{m}/actions/{action}"),
+            Some(&json!({})),
+            409,
+        )
+        .await;
+        d.drain().await;
+    }
     d.call(
         Method::DELETE,
         machine,

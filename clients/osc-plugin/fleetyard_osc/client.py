@@ -101,7 +101,7 @@ RETRY_VERSIONS = {"cluster": "1.16", "nodegroup": "1.17", "federation": "1.17"}
 # version was given (--os-container-infra-api-version), so their bodies are the ones the
 # commands know.
 MACHINES_VERSION = "1.19"
-# The microversion a machine's create needs (406 below it).
+# The microversion of a machine's create, changes, replacement and reboot (406 below it).
 MACHINE_WRITES_VERSION = "1.20"
 
 
@@ -245,6 +245,29 @@ class FederationClient:
         path = "/clusters/%s/nodegroups/%s/machines" % (self._ident(cluster), self._ident(nodegroup))
         return self._machines_request(path, method="POST", body=body,
                                       needed=MACHINE_WRITES_VERSION)
+
+    def _machine_write(self, method, path, body):
+        version = MACHINE_WRITES_VERSION if self.api_version == "latest" else self.api_version
+        try:
+            return self.request(method, path, body=body, version=version)
+        except ApiError as e:
+            if e.status_code != 406:
+                raise
+            raise ApiError(406, "Changing, replacing or rebooting a machine needs microversion %s "
+                                "or later; this request was sent at container-infra %s (see "
+                                "--os-container-infra-api-version)." % (MACHINE_WRITES_VERSION, version),
+                           title=e.title, request_id=e.request_id)
+
+    def update_machine(self, cluster, ident, ops):
+        """PATCH of the machine's spec (Magnum's JSON patch); the machine, Provisioning."""
+        return self._machine_write(
+            "PATCH", "/clusters/%s/machines/%s" % (self._ident(cluster), self._ident(ident)), ops)
+
+    def machine_action(self, cluster, ident, action):
+        """POST …/machines/{ident}/actions/<replace|reboot>; the machine, Provisioning."""
+        return self._machine_write(
+            "POST", "/clusters/%s/machines/%s/actions/%s"
+            % (self._ident(cluster), self._ident(ident), action), {})
 
     def list_nodegroups(self, cluster):
         """The cluster's node groups (summaries), at the machine API's microversion."""

@@ -332,3 +332,83 @@ class MachineCreateTest(unittest.TestCase):
         with self.assertRaises(machines.osc_exceptions.CommandError) as ctx:
             machines.wait_running(Failed(), "k8s", "w-uuid", 60, clock=lambda: 0.0)
         self.assertEqual(str(ctx.exception), "Machine w-uuid failed: no capacity")
+
+
+class MachineChangeTest(unittest.TestCase):
+    """`openstack coe machine set | replace | reboot` (microversion 1.20)."""
+
+    def test_the_client_patches_and_acts_at_1_20(self):
+        c = MachineClientTest.client(None, "latest", [FakeResponse(202, MASTER),
+                                                      FakeResponse(202, MASTER),
+                                                      FakeResponse(202, MASTER)])
+        ops = [{"op": "replace", "path": "/versions/kubelet", "value": "v1.30.2"}]
+        self.assertEqual(c.update_machine("my cluster", "w/1", ops), MASTER)
+        self.assertEqual(c.machine_action("k1", "m1", "replace"), MASTER)
+        self.assertEqual(c.machine_action("k1", "m1", "reboot"), MASTER)
+        self.assertEqual(c.calls, [
+            ("PATCH", "/clusters/my%20cluster/machines/w%2F1", "container-infra 1.20"),
+            ("POST", "/clusters/k1/machines/m1/actions/replace", "container-infra 1.20"),
+            ("POST", "/clusters/k1/machines/m1/actions/reboot", "container-infra 1.20"),
+        ])
+
+    def test_below_1_20_the_406_says_what_is_needed(self):
+        c = MachineClientTest.client(None, "1.19", [FakeResponse(406, {"errors": [{}]})])
+        with self.assertRaises(fclient.ApiError) as cm:
+            c.machine_action("k1", "m1", "reboot")
+        self.assertEqual(str(cm.exception),
+                         "Changing, replacing or rebooting a machine needs microversion 1.20 or "
+                         "later; this request was sent at container-infra 1.19 (see "
+                         "--os-container-infra-api-version).")
+
+    def test_set_sends_only_the_options_given(self):
+        sent = []
+
+        class Fake(FakeMachineClient):
+            def update_machine(self, cluster, ident, ops):
+                sent.append((cluster, ident, ops))
+                return MASTER
+
+        cols, values = run_command(machines.SetMachine,
+                                   ["k1", "default-master-1", "--kubelet-version", "v1.30.2",
+                                    "--os-image", "fedora-coreos-41"], Fake([]))
+        self.assertEqual(sent, [("k1", "default-master-1", [
+            {"op": "replace", "path": "/versions/kubelet", "value": "v1.30.2"},
+            {"op": "replace", "path": "/os_image", "value": "fedora-coreos-41"},
+        ])])
+        self.assertEqual(dict(zip(cols, values))["name"], "default-master-1")
+        with self.assertRaises(machines.osc_exceptions.CommandError) as ctx:
+            run_command(machines.SetMachine, ["k1", "m"], Fake([]))
+        self.assertIn("Nothing to change", str(ctx.exception))
+
+    def test_replace_and_reboot_wait_until_the_machine_runs(self):
+        acted = []
+        provisioning = dict(MASTER, status=dict(MASTER["status"], phase="Provisioning"))
+        shown = [provisioning, MASTER]
+
+        class Fake(FakeMachineClient):
+            def machine_action(self, cluster, ident, action):
+                acted.append(action)
+                return provisioning
+
+            def get_machine(self, cluster, ident):
+                return shown.pop(0)
+
+        with mock.patch.object(machines.time, "sleep"):
+            cols, values = run_command(machines.ReplaceMachine, ["k1", "m", "--wait"], Fake([]))
+        self.assertEqual(acted, ["replace"])
+        self.assertEqual(dict(zip(cols, values))["phase"], "Running")
+        cols, values = run_command(machines.RebootMachine, ["k1", "m"], Fake([]))
+        self.assertEqual(acted, ["replace", "reboot"])
+        self.assertEqual(dict(zip(cols, values))["phase"], "Provisioning")
+
+    def test_wait_ends_with_the_failure_of_the_driver(self):
+        failed = dict(MASTER, status=dict(MASTER["status"], phase="Failed",
+                                          error_message="no capacity"))
+
+        class Fails:
+            def get_machine(self, cluster, ident):
+                return failed
+
+        with self.assertRaises(fclient.WaitFailed) as ctx:
+            machines.wait_running(Fails(), "k1", "m", 60, sleep=lambda s: None, clock=lambda: 0.0)
+        self.assertEqual(str(ctx.exception), "Machine m failed: no capacity")

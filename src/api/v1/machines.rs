@@ -1,7 +1,8 @@
 //! `/v1/clusters/{cluster_ident}/machines` (microversion 1.19 and later): a cluster's machines,
 //! one per node, listed with filters (`nodegroup`, `role`, `phase`) and keyset pages, one
 //! machine by uuid or name, and the delete of one machine (that node goes, its node group
-//! shrinks by one: [`super::machine_delete`]). Below 1.19 the routes answer 406 with the
+//! shrinks by one: [`super::machine_delete`]); from 1.20 a machine's own changes, updates,
+//! replacements and reboots ([`super::machine_ops`]). Below 1.19 the routes answer 406 with the
 //! empty framework body, as every route newer than the request's microversion does. The
 //! create of one machine in a node group (microversion 1.20, [`super::machine_create`]) is
 //! routed here too, under `/nodegroups/{nodegroup_ident}/machines`.
@@ -36,6 +37,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/machines/{machine_ident}")
             .route(web::get().to(show))
             .route(web::delete().to(delete))
+            .route(web::patch().to(super::machine_ops::update))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/machines/{machine_ident}/actions/replace")
+            .route(web::post().to(super::machine_ops::replace))
+            .default_service(web::to(super::method_not_allowed)),
+    )
+    .service(
+        web::resource("/machines/{machine_ident}/actions/reboot")
+            .route(web::post().to(super::machine_ops::reboot))
             .default_service(web::to(super::method_not_allowed)),
     )
     // Create (microversion 1.20): a machine in a node group, the group one node larger.

@@ -13,6 +13,7 @@ pub mod federations;
 pub mod lookup;
 pub mod machine_create;
 pub mod machine_delete;
+pub mod machine_ops;
 pub mod machines;
 pub mod mservices;
 pub mod nodegroup_delete;

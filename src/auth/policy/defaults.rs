@@ -243,6 +243,16 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
     "machine:delete" => ADMIN_OR_MEMBER,
         "Delete a specific machine (its node group shrinks by one).",
         [("DELETE", MACHINE), ("DELETE", KUBE_MACHINE)];
+    // One machine's changes (microversion 1.20).
+    "machine:update" => ADMIN_OR_MEMBER,
+        "Change a machine's kubelet version, container runtime or OS image (in place or by \
+         replacement, as its driver decides).",
+        [("PATCH", MACHINE)];
+    "machine:replace" => ADMIN_OR_MEMBER,
+        "Replace a machine by a new one (the new one first, then the old one goes).",
+        [("POST", "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace")];
+    "machine:reboot" => ADMIN_OR_MEMBER, "Reboot a machine.",
+        [("POST", "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot")];
 
     // ---- Node groups ----
     "nodegroup:get" => ADMIN_OR_READER, "Retrieve information about the given nodegroup.",

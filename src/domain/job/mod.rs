@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ClusterId, FederationId, Id, JobId, NodeGroupId, TemplateId};
+use super::machine::ChangeMode;
+use super::{ClusterId, FederationId, Id, JobId, MachineId, NodeGroupId, TemplateId};
 
 pub mod retry;
 
@@ -41,6 +42,10 @@ operations! {
     FederationDelete = "federation.delete",
     CaRotate = "cluster.rotate_ca",
     CredentialRotate = "cluster.rotate_credential",
+    // One machine's operations (their job's resource is the machine's cluster).
+    MachineUpdate = "machine.update",
+    MachineReplace = "machine.replace",
+    MachineReboot = "machine.reboot",
 }
 
 impl Operation {
@@ -186,6 +191,17 @@ pub enum JobPayload {
         #[serde(default)]
         client: Option<uuid::Uuid>,
     },
+    /// A change of the machine's spec (already written), applied as the driver planned it.
+    #[serde(rename = "machine.update")]
+    MachineUpdate {
+        machine: MachineId,
+        mode: ChangeMode,
+    },
+    /// The machine replaced by a new one, the new one first.
+    #[serde(rename = "machine.replace")]
+    MachineReplace { machine: MachineId },
+    #[serde(rename = "machine.reboot")]
+    MachineReboot { machine: MachineId },
 }
 
 fn one() -> i32 {
@@ -217,6 +233,9 @@ impl JobPayload {
             JobPayload::FederationDelete { .. } => Operation::FederationDelete,
             JobPayload::CaRotate { .. } => Operation::CaRotate,
             JobPayload::CredentialRotate { .. } => Operation::CredentialRotate,
+            JobPayload::MachineUpdate { .. } => Operation::MachineUpdate,
+            JobPayload::MachineReplace { .. } => Operation::MachineReplace,
+            JobPayload::MachineReboot { .. } => Operation::MachineReboot,
         }
     }
 
@@ -229,6 +248,16 @@ impl JobPayload {
             | JobPayload::NodegroupUpdate { nodegroup }
             | JobPayload::NodegroupDelete { nodegroup, .. } => Some(*nodegroup),
             JobPayload::ClusterUpgrade { nodegroup, .. } => *nodegroup,
+            _ => None,
+        }
+    }
+
+    /// The machine the job works on, for the machine operations.
+    pub fn machine(&self) -> Option<MachineId> {
+        match self {
+            JobPayload::MachineUpdate { machine, .. }
+            | JobPayload::MachineReplace { machine }
+            | JobPayload::MachineReboot { machine } => Some(*machine),
             _ => None,
         }
     }
@@ -352,6 +381,12 @@ mod tests {
             (Operation::FederationDelete, json!({})),
             (Operation::CaRotate, json!({"rotation": t})),
             (Operation::CredentialRotate, json!({"client": t})),
+            (
+                Operation::MachineUpdate,
+                json!({"machine": t, "mode": "InPlace"}),
+            ),
+            (Operation::MachineReplace, json!({"machine": t})),
+            (Operation::MachineReboot, json!({"machine": t})),
         ];
         for (operation, arguments) in stored {
             let payload = JobPayload::from_stored(operation, arguments.clone()).expect("reads");

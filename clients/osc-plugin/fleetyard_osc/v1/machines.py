@@ -1,7 +1,9 @@
-"""`openstack coe machine list | show | create | delete`: the machines of a cluster, one per node.
+"""`openstack coe machine list | show | create | delete | set | replace | reboot`: the machines
+of a cluster, one per node.
 
 They use ``/v1/clusters/{cluster}/machines`` (microversion 1.19, which the
-requests ask for unless ``--os-container-infra-api-version`` gives another) and
+requests ask for unless ``--os-container-infra-api-version`` gives another;
+``set``, ``replace`` and ``reboot`` need 1.20) and
 ``/v1/clusters/{cluster}/nodegroups/{nodegroup}/machines`` for a create (1.20).
 Clusters and machines are accepted by name or UUID; so is ``--nodegroup``.
 """
@@ -360,3 +362,102 @@ def wait_gone(client, cluster, machines, timeout, interval=2.0, clock=time.monot
             raise osc_exceptions.CommandError(
                 "Machines still there after %s seconds: %s" % (timeout, ", ".join(left)))
         sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# One machine's changes (microversion 1.20)
+
+
+def set_ops(parsed_args):
+    """The JSON patch of `machine set`'s options (only those given)."""
+    ops = []
+    for value, path in ((parsed_args.kubelet_version, "/versions/kubelet"),
+                        (parsed_args.container_runtime, "/container_runtime/name"),
+                        (parsed_args.container_runtime_version, "/container_runtime/version"),
+                        (parsed_args.os_image, "/os_image")):
+        if value is not None:
+            ops.append({"op": "replace", "path": path, "value": value})
+    return ops
+
+
+def wait_running(client, cluster, machine, timeout, interval=2.0, clock=time.monotonic,
+                 sleep=time.sleep):
+    """Polls until the machine is no longer Provisioning; raises when it Failed or time ran out.
+
+    Returns the machine as last shown.
+    """
+    deadline = clock() + timeout
+    while True:
+        shown = client.get_machine(cluster, machine)
+        phase = _status(shown).get("phase")
+        if phase == "Failed":
+            raise fclient.WaitFailed("Machine %s failed: %s" % (
+                machine, _status(shown).get("error_message") or _status(shown).get("error_reason")))
+        if phase not in ("Pending", "Provisioning"):
+            return shown
+        if clock() >= deadline:
+            raise fclient.WaitFailed("Machine %s is still %s after %s seconds" % (machine, phase, timeout))
+        sleep(interval)
+
+
+class _MachineWrite(common.FederationMixin, command.ShowOne):
+    """A change of one machine: answers with the machine, or as it ended with --wait."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("cluster", metavar="<cluster>", help="Name or UUID of the cluster.")
+        parser.add_argument("machine", metavar="<machine>", help="Name or UUID of the machine.")
+        parser.add_argument("--wait", action="store_true",
+                            help="Wait until the machine runs again (or failed).")
+        parser.add_argument("--timeout", metavar="<seconds>", type=int, default=1800,
+                            help="How long --wait waits (default 1800).")
+        return parser
+
+    def send(self, client, parsed_args):
+        raise NotImplementedError
+
+    def take_action(self, parsed_args):
+        client = self.fed_client()
+        machine = self.send(client, parsed_args)
+        if parsed_args.wait:
+            machine = wait_running(client, parsed_args.cluster, parsed_args.machine,
+                                   parsed_args.timeout)
+        return show_row(machine)
+
+
+class SetMachine(_MachineWrite):
+    _description = ("Change a machine's kubelet version, container runtime or OS image; the "
+                    "driver applies it in place or by replacement (microversion 1.20)")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("--kubelet-version", metavar="<version>",
+                            help="The kubelet version (e.g. v1.31.4).")
+        parser.add_argument("--container-runtime", metavar="<name>",
+                            help="The container runtime's name (e.g. containerd).")
+        parser.add_argument("--container-runtime-version", metavar="<version>",
+                            help="The container runtime's version.")
+        parser.add_argument("--os-image", metavar="<image>", help="The node's OS image.")
+        return parser
+
+    def send(self, client, parsed_args):
+        ops = set_ops(parsed_args)
+        if not ops:
+            raise osc_exceptions.CommandError(
+                "Nothing to change: give --kubelet-version, --container-runtime, "
+                "--container-runtime-version or --os-image.")
+        return client.update_machine(parsed_args.cluster, parsed_args.machine, ops)
+
+
+class ReplaceMachine(_MachineWrite):
+    _description = ("Replace a machine by a new one, the new one first (microversion 1.20)")
+
+    def send(self, client, parsed_args):
+        return client.machine_action(parsed_args.cluster, parsed_args.machine, "replace")
+
+
+class RebootMachine(_MachineWrite):
+    _description = "Reboot a machine (microversion 1.20)"
+
+    def send(self, client, parsed_args):
+        return client.machine_action(parsed_args.cluster, parsed_args.machine, "reboot")

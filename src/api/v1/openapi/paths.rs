@@ -10,7 +10,8 @@ use utoipa::IntoParams;
 use super::requests::{
     CertificateSignRequest, ClusterCreateRequest, ClusterResizeRequest,
     ClusterTemplateCreateRequest, ClusterUpgradeRequest, FederationCreateRequest,
-    MachineCreateRequest, NodeGroupCreateRequest, PatchOperation, QuotaRequest,
+    MachineActionRequest, MachineCreateRequest, NodeGroupCreateRequest, PatchOperation,
+    QuotaRequest,
 };
 use crate::api::v1::views::{
     AcceptedView, CertificateView, ClusterCollection, ClusterDetailCollection,
@@ -296,6 +297,39 @@ pub fn delete_machine() {}
     request_body = MachineCreateRequest,
     responses((status = 202, description = "Accepted (microversion 1.20); the machine is Pending and its node group one node larger, UPDATE_IN_PROGRESS", body = MachineView)))]
 pub fn create_machine() {}
+
+// One machine's changes (microversion 1.20).
+
+#[utoipa::path(patch, path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}",
+    tag = "machines", operation_id = "updateMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    request_body(content = Vec<PatchOperation>, description = "Magnum's JSON patch over \
+        /versions/kubelet, /container_runtime/name, /container_runtime/version and /os_image"),
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is \
+        Provisioning until the driver has applied the change, in place or by replacement",
+        body = MachineView)))]
+pub fn update_machine() {}
+
+#[utoipa::path(post,
+    path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace",
+    tag = "machines", operation_id = "replaceMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    request_body = MachineActionRequest,
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is \
+        Provisioning until its new machine runs and the old one is gone", body = MachineView)))]
+pub fn replace_machine() {}
+
+#[utoipa::path(post,
+    path = "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/reboot",
+    tag = "machines", operation_id = "rebootMachine",
+    params(("cluster_ident" = String, Path, description = "Uuid or name"),
+        ("machine_ident" = String, Path, description = "Uuid or name")),
+    request_body = MachineActionRequest,
+    responses((status = 202, description = "Accepted (microversion 1.20); the machine is \
+        Provisioning until it has rebooted", body = MachineView)))]
+pub fn reboot_machine() {}
 
 // Federations.
 

@@ -206,3 +206,8 @@ pub struct MachineCreateRequest {
     pub container_runtime: Option<ContainerRuntimeRequest>,
     pub os_image: Option<String>,
 }
+
+/// `POST /v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace|reboot`: an
+/// empty object (or no body).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MachineActionRequest {}
