@@ -475,6 +475,80 @@ pub fn machine_event(
     )
 }
 
+// ---- Cluster groups and their bindings ----------------------------------------------------
+
+/// The `clustergroup_data` attachment: the group as its project wrote it.
+pub fn cluster_group_content(g: &crate::domain::cluster_group::ClusterGroup) -> Value {
+    json!({
+        "name": g.name.as_str(),
+        "description": g.description.as_ref().map(|d| d.as_str()),
+        "selector": g.selector.as_ref().map(|s| s.as_str()),
+        "project_id": g.project_id,
+        "user_id": g.user_id,
+        "created_at": attachment_timestamp(Some(g.created_at)),
+        "updated_at": attachment_timestamp(g.updated_at),
+    })
+}
+
+/// A cluster group event (`magnum.clustergroup.<action>`).
+pub fn cluster_group_event(
+    host: &str,
+    action: Action,
+    outcome: Outcome,
+    g: &crate::domain::cluster_group::ClusterGroup,
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    build(
+        host,
+        action,
+        outcome,
+        Target {
+            resource_type: "clustergroup",
+            uuid: g.uuid.to_string(),
+            name: g.name.as_str().to_string(),
+            content: cluster_group_content(g),
+        },
+        initiator,
+    )
+}
+
+/// The `clustergroupbinding_data` attachment: the group, the grantee and what it gets.
+pub fn cluster_group_binding_content(
+    b: &crate::domain::cluster_group::ClusterGroupBinding,
+) -> Value {
+    json!({
+        "clustergroup_id": b.group.to_string(),
+        "project_id": b.project_id,
+        "grantee_project_id": b.grantee_project_id,
+        "roles": b.roles,
+        "access": b.right.as_str(),
+        "created_at": attachment_timestamp(Some(b.created_at)),
+    })
+}
+
+/// A cluster group binding event (`magnum.clustergroupbinding.<action>`); its name is the
+/// grantee project.
+pub fn cluster_group_binding_event(
+    host: &str,
+    action: Action,
+    outcome: Outcome,
+    b: &crate::domain::cluster_group::ClusterGroupBinding,
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    build(
+        host,
+        action,
+        outcome,
+        Target {
+            resource_type: "clustergroupbinding",
+            uuid: b.uuid.to_string(),
+            name: b.grantee_project_id.clone(),
+            content: cluster_group_binding_content(b),
+        },
+        initiator,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

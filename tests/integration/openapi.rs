@@ -1214,6 +1214,121 @@ async fn a_real_response_of_every_operation_matches_the_document() {
     d.call(Method::GET, "/v1/mservices", "/v1/mservices", None, 200)
         .await;
 
+    // Cluster groups (1.20): a group with the cluster as a member, bound to another project.
+    let group = "/v1/clustergroups/{clustergroup_ident}";
+    let members = "/v1/clustergroups/{clustergroup_ident}/members";
+    let bindings = "/v1/clustergroups/{clustergroup_ident}/bindings";
+    let body = json!({"name": "prod", "description": "production", "selector": "env=prod"});
+    let g = id(&d
+        .call(
+            Method::POST,
+            "/v1/clustergroups",
+            "/v1/clustergroups",
+            Some(&body),
+            201,
+        )
+        .await);
+    d.call(
+        Method::GET,
+        "/v1/clustergroups",
+        "/v1/clustergroups",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        group,
+        &format!("/v1/clustergroups/{g}"),
+        None,
+        200,
+    )
+    .await;
+    let patch = json!([{"op": "replace", "path": "/selector", "value": "env in (prod,staging)"}]);
+    d.call(
+        Method::PATCH,
+        group,
+        &format!("/v1/clustergroups/{g}"),
+        Some(&patch),
+        200,
+    )
+    .await;
+    d.call(
+        Method::POST,
+        members,
+        &format!("/v1/clustergroups/{g}/members"),
+        Some(&json!({"cluster": member})),
+        201,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        members,
+        &format!("/v1/clustergroups/{g}/members"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::POST,
+        "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}/actions/accept",
+        &format!("/v1/clustergroups/{g}/members/{member}/actions/accept"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}",
+        &format!("/v1/clustergroups/{g}/members/{member}"),
+        None,
+        204,
+    )
+    .await;
+    let body = json!({"project_id": "project-q", "roles": ["reader"], "access": "read"});
+    let b = id(&d
+        .call(
+            Method::POST,
+            bindings,
+            &format!("/v1/clustergroups/{g}/bindings"),
+            Some(&body),
+            201,
+        )
+        .await);
+    d.call(
+        Method::GET,
+        bindings,
+        &format!("/v1/clustergroups/{g}/bindings"),
+        None,
+        200,
+    )
+    .await;
+    let binding = "/v1/clustergroups/{clustergroup_ident}/bindings/{binding_id}";
+    d.call(
+        Method::GET,
+        binding,
+        &format!("/v1/clustergroups/{g}/bindings/{b}"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        binding,
+        &format!("/v1/clustergroups/{g}/bindings/{b}"),
+        None,
+        204,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        group,
+        &format!("/v1/clustergroups/{g}"),
+        None,
+        204,
+    )
+    .await;
+
     // Clusters go.
     d.call(
         Method::DELETE,
