@@ -141,6 +141,48 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         200,
     ),
     (
+        "clustergroup-create-resp.json",
+        "post",
+        "/v1/clustergroups",
+        201,
+    ),
+    (
+        "clustergroup-update-resp.json",
+        "patch",
+        "/v1/clustergroups/{clustergroup_ident}",
+        200,
+    ),
+    (
+        "clustergroups-list-resp.json",
+        "get",
+        "/v1/clustergroups",
+        200,
+    ),
+    (
+        "clustergroup-member-add-resp.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/members",
+        201,
+    ),
+    (
+        "clustergroup-members-list-resp.json",
+        "get",
+        "/v1/clustergroups/{clustergroup_ident}/members",
+        200,
+    ),
+    (
+        "clustergroup-binding-create-resp.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/bindings",
+        201,
+    ),
+    (
+        "clustergroup-bindings-list-resp.json",
+        "get",
+        "/v1/clustergroups/{clustergroup_ident}/bindings",
+        200,
+    ),
+    (
         "error-cluster-force-delete-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}",
@@ -239,6 +281,22 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
 
 /// Every api-ref request sample: the operation (method, path template) it is sent to.
 const REQUEST_SAMPLES: &[(&str, &str, &str)] = &[
+    ("clustergroup-create-req.json", "post", "/v1/clustergroups"),
+    (
+        "clustergroup-update-req.json",
+        "patch",
+        "/v1/clustergroups/{clustergroup_ident}",
+    ),
+    (
+        "clustergroup-member-add-req.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/members",
+    ),
+    (
+        "clustergroup-binding-create-req.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/bindings",
+    ),
     (
         "clustertemplate-create-req.json",
         "post",
