@@ -618,3 +618,86 @@ both!(
             .is_empty());
     }
 );
+
+both!(
+    a_write_binding_lets_the_grantee_change_and_delete_and_a_read_binding_does_not,
+    |pki: Pki| async move {
+        let app = &pki.app;
+        let w = who(app);
+        let a1 = cluster(&pki, &w.a, "a-one").await;
+        let a2 = cluster(&pki, &w.a, "a-two").await;
+        let a3 = cluster(&pki, &w.a, "a-three").await;
+        let read = created(
+            app.post_as(GROUPS, &json!({"name": "read", "clusters": [a1]}), &w.a)
+                .await,
+            201,
+        )
+        .await;
+        let write = created(
+            app.post_as(GROUPS, &json!({"name": "write", "clusters": [a2]}), &w.a)
+                .await,
+            201,
+        )
+        .await;
+        for (g, access) in [(&read, "read"), (&write, "write")] {
+            let r = app
+                .post_as(
+                    &format!("{GROUPS}/{g}/bindings"),
+                    &json!({"project_id": "project-b", "access": access}),
+                    &w.a,
+                )
+                .await;
+            assert_eq!(r.status, 201, "{}", r.text);
+        }
+        let resize = json!([{"op": "replace", "path": "/node_count", "value": 2}]);
+
+        // Write: B changes and deletes A's cluster; the change is A's cluster's as ever.
+        let r = app
+            .patch_as(&format!("/v1/clusters/{a2}"), &resize, &w.b)
+            .await;
+        assert_eq!(r.status, 202, "{}", r.text);
+        drain(&pki.conductor).await;
+        let shown = app.get_as(&format!("/v1/clusters/{a2}"), &w.a).await;
+        assert_eq!(shown.body["node_count"], 2, "{}", shown.text);
+        // By name, another project's cluster stays unknown.
+        app.patch_as("/v1/clusters/a-two", &resize, &w.b)
+            .await
+            .assert_error(404, "Cluster a-two could not be found.");
+
+        // Read: a 403 that says why; nothing changes.
+        for r in [
+            app.patch_as(&format!("/v1/clusters/{a1}"), &resize, &w.b)
+                .await,
+            app.delete_as(&format!("/v1/clusters/{a1}"), &w.b).await,
+        ] {
+            r.assert_error(
+                403,
+                &format!(
+                    "The cluster groups bound to project project-b grant read access to \
+                     cluster {a1}, not write access."
+                ),
+            );
+        }
+        // No binding: the 404 of a cluster that does not exist.
+        app.delete_as(&format!("/v1/clusters/{a3}"), &w.b)
+            .await
+            .assert_error(404, &format!("Cluster {a3} could not be found."));
+        // Below 1.20 the write binding grants nothing.
+        let old = at(
+            &app.as_identity("project-b", "user-b", "member,reader"),
+            "1.19",
+        );
+        app.delete_as(&format!("/v1/clusters/{a2}"), &old)
+            .await
+            .assert_error(404, &format!("Cluster {a2} could not be found."));
+
+        let r = app.delete_as(&format!("/v1/clusters/{a2}"), &w.b).await;
+        assert_eq!(r.status, 204, "{}", r.text);
+        drain(&pki.conductor).await;
+        app.get_as(&format!("/v1/clusters/{a2}"), &w.a)
+            .await
+            .assert_error(404, &format!("Cluster {a2} could not be found."));
+        let shown = app.get_as(&format!("/v1/clusters/{a1}"), &w.a).await;
+        assert_eq!(shown.body["node_count"], 1, "{}", shown.text);
+    }
+);

@@ -12,13 +12,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::lookup;
 use super::views::AccessView;
 use crate::api::http::error::ApiError;
 use crate::api::http::microversion::CLUSTER_GROUPS;
 use crate::api::AppState;
 use crate::api::RequestContext;
-use crate::domain::cluster::ClusterWithGroups;
-use crate::domain::cluster_group::{Grantee, GroupRight};
+use crate::domain::cluster::{Cluster, ClusterWithGroups};
+use crate::domain::cluster_group::{ClusterAction, Grantee, GroupRight};
 use crate::domain::ids::parse_uuid_like;
 use crate::domain::{ClusterGroupId, ClusterId, Ident, Scope};
 use crate::store::StoreError;
@@ -146,4 +147,52 @@ pub async fn shared_cluster(
         Err(StoreError::NotFound) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The cluster a change (`action`) names: one the caller sees as before (its project's, any
+/// for an administrator), or, from microversion 1.20, one of another project that a bound
+/// group reaches, by uuid, when the bindings grant a right that allows the action (a 403 when
+/// they grant only `read`). The flag says the cluster came through a group: the caller's own
+/// rule then decides, not the cluster's project's.
+pub async fn cluster_for(
+    state: &AppState,
+    ctx: &RequestContext,
+    ident: &str,
+    action: ClusterAction,
+) -> Result<(Cluster, bool), ApiError> {
+    let missing = match lookup::cluster(state, ctx, ident, true).await {
+        Ok(c) => return Ok((c, false)),
+        Err(ApiError::NotFound(m)) => m,
+        Err(e) => return Err(e),
+    };
+    let Some(uuid) = parse_uuid_like(ident) else {
+        return Err(ApiError::NotFound(missing));
+    };
+    let bound = bound_groups(state, ctx).await?;
+    if bound.is_empty() {
+        return Err(ApiError::NotFound(missing));
+    }
+    let cluster = ClusterId(uuid);
+    let via: Vec<ClusterGroupId> = state
+        .store
+        .cluster_group_links(&[cluster], &bound.ids())
+        .await?
+        .into_iter()
+        .map(|(_, g)| g)
+        .collect();
+    let Some(right) = bound.right(&via) else {
+        return Err(ApiError::NotFound(missing));
+    };
+    let Some(c) = state.store.find_cluster(&cluster).await? else {
+        return Err(ApiError::NotFound(missing));
+    };
+    if !right.allows(action) {
+        return Err(ApiError::forbidden(format!(
+            "The cluster groups bound to project {} grant {} access to cluster {ident}, not \
+             write access.",
+            ctx.project_id,
+            right.as_str()
+        )));
+    }
+    Ok((c, true))
 }

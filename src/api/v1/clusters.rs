@@ -31,6 +31,7 @@ use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, Cluster, ClusterRequest, NewCluster, NodeGroup, Owner, PlanError,
 };
+use crate::domain::cluster_group::ClusterAction;
 use crate::domain::job::JobPayload;
 use crate::domain::names::ClusterName;
 use crate::domain::status::{HealthStatus, Verb};
@@ -495,8 +496,10 @@ async fn update(
         ctx.authorize_own("cluster:update_all_projects")?;
     }
     retry::until_committed(async || {
-        let c = lookup::cluster(&state, &ctx, &path, true).await?;
-        ctx.authorize("cluster:update", &target(&c))?;
+        let (c, shared) =
+            cluster_access::cluster_for(&state, &ctx, &path, ClusterAction::Update).await?;
+        let rule_target = if shared { ctx.own_target() } else { target(&c) };
+        ctx.authorize("cluster:update", &rule_target)?;
         ctx.authorize_own("cluster:update_health_status")?;
         let ngs = nodegroups_of(&state, &c).await?;
         let worker = ngs.iter().find(|n| n.is_default && !n.is_master()).cloned();
@@ -700,8 +703,10 @@ async fn delete(
         ctx.authorize_own("cluster:delete_all_projects")?;
     }
     retry::until_committed(async || {
-        let c = lookup::cluster(&state, &ctx, &path, true).await?;
-        ctx.authorize("cluster:delete", &target(&c))?;
+        let (c, shared) =
+            cluster_access::cluster_for(&state, &ctx, &path, ClusterAction::Delete).await?;
+        let rule_target = if shared { ctx.own_target() } else { target(&c) };
+        ctx.authorize("cluster:delete", &rule_target)?;
         let attempt = if force {
             ctx.authorize(cluster_delete::RULE, &target(&c))?;
             forced_delete_attempt(&state, &ctx, &c).await?
