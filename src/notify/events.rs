@@ -564,6 +564,50 @@ mod tests {
     }
 
     #[test]
+    fn group_and_binding_events_name_their_resource_and_carry_its_data() {
+        use crate::domain::cluster_group::{
+            ClusterGroup, ClusterGroupBinding, GroupName, GroupRight, GroupSelector,
+        };
+        use crate::domain::{ClusterGroupBindingId, ClusterGroupId};
+        let g = ClusterGroup {
+            id: 1,
+            uuid: ClusterGroupId::new(),
+            project_id: "p1".into(),
+            user_id: "u1".into(),
+            name: GroupName::parse("prod").expect("name"),
+            description: None,
+            selector: Some(GroupSelector::parse("env=prod").expect("selector")),
+            version: 0,
+            created_at: Utc::now(),
+            updated_at: None,
+        };
+        let e = cluster_group_event("h", Action::Create, Outcome::Success, &g, None);
+        assert_eq!(e.event_type, "magnum.clustergroup.create");
+        assert_eq!(e.resource_uuid, g.uuid.to_string());
+        let content = &e.message["payload"]["target"]["attachments"][0];
+        assert_eq!(content["name"], "clustergroup_data");
+        assert_eq!(content["content"]["selector"], "env=prod");
+        let b = ClusterGroupBinding {
+            id: 1,
+            uuid: ClusterGroupBindingId::new(),
+            group: g.uuid,
+            project_id: "p1".into(),
+            grantee_project_id: "p2".into(),
+            roles: Some(vec!["reader".into()]),
+            right: GroupRight::Write,
+            created_at: Utc::now(),
+        };
+        let e = cluster_group_binding_event("h", Action::Delete, Outcome::Success, &b, None);
+        assert_eq!(e.event_type, "magnum.clustergroupbinding.delete");
+        let target = &e.message["payload"]["target"];
+        assert_eq!(target["name"], "p2");
+        let content = &target["attachments"][0]["content"];
+        assert_eq!(content["access"], "write");
+        assert_eq!(content["roles"], json!(["reader"]));
+        assert_eq!(content["clustergroup_id"], g.uuid.to_string());
+    }
+
+    #[test]
     fn the_inner_message_has_olsos_fields_and_a_cadf_payload() {
         let e = build(
             "node-1",
