@@ -197,6 +197,39 @@ both!(
         let by_name = app.get_as("/v1/clusters/a-one", &w.b).await;
         by_name.assert_error(404, "Cluster a-one could not be found.");
         b_sees(app, &w.b, &b1, &[(&a1, marker(&g, "read"))]).await;
+        // Pages of one item, through `next`, with a shared cluster as the marker.
+        for path in [
+            "/v1/clusters?limit=1",
+            "/v1/clusters/detail?limit=1&sort_dir=desc",
+        ] {
+            let mut url = path.to_string();
+            let mut seen = Vec::new();
+            for _ in 0..5 {
+                let r = app.get_as(&url, &w.b).await;
+                assert_eq!(r.status, 200, "{}", r.text);
+                seen.extend(
+                    r.body["clusters"]
+                        .as_array()
+                        .expect("clusters")
+                        .iter()
+                        .map(uuid_of),
+                );
+                let Some(next) = r.body["next"].as_str() else {
+                    break;
+                };
+                url = next
+                    .split_once(&app.address)
+                    .map(|(_, p)| p.to_string())
+                    .unwrap_or_default();
+            }
+            seen.sort();
+            let mut want = vec![a1.clone(), b1.clone()];
+            want.sort();
+            assert_eq!(seen, want, "{path}");
+        }
+        app.get_as(&format!("/v1/clusters?marker={a2}"), &w.b)
+            .await
+            .assert_error(404, &format!("Cluster {a2} could not be found."));
         // The owner sees its clusters unmarked.
         for (_, m) in listed(app, "/v1/clusters", &w.a).await {
             assert_eq!(m, Value::Null);
