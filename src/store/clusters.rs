@@ -268,7 +268,8 @@ pub(super) async fn list_with_groups_through(
 /// `uniq_cluster_group_member0group_id0cluster_id` by group) and walks `cluster_pkey` in the
 /// page's order: with 100,000 clusters, 1,000 groups and 10,000 bindings, a 1,000-item page
 /// in id order reads in about 10 ms (an `IN (SELECT ...)` form scanned every membership and
-/// took five times as long). A sort on another column sorts what the caller reaches.
+/// took five times as long); by name it walks `ix_cluster_name_id` the same way. A sort on
+/// another column sorts what the caller reaches.
 fn through_visible(alias: &str, groups: usize) -> String {
     let list = sql::placeholders(2, groups);
     format!(
