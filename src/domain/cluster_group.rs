@@ -60,6 +60,27 @@ impl GroupName {
     }
 }
 
+/// A group's description: free text of at most 255 characters, shown back as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription(String);
+
+impl GroupDescription {
+    pub const MAX_CHARS: usize = 255;
+
+    pub fn parse(text: &str) -> Result<GroupDescription, String> {
+        if text.chars().count() > Self::MAX_CHARS {
+            return Err(format!(
+                "a description is at most {} characters",
+                Self::MAX_CHARS
+            ));
+        }
+        Ok(GroupDescription(text.to_string()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A group's label selector over registry labels: the text as the client wrote it (stored and
 /// shown back), parsed once. It has at least one requirement; a group without a selector has
 /// only explicit members.
@@ -108,6 +129,7 @@ pub struct NewClusterGroup {
     pub project_id: String,
     pub user_id: String,
     pub name: GroupName,
+    pub description: Option<GroupDescription>,
     pub selector: Option<GroupSelector>,
 }
 
@@ -119,6 +141,7 @@ pub struct ClusterGroup {
     pub project_id: String,
     pub user_id: String,
     pub name: GroupName,
+    pub description: Option<GroupDescription>,
     pub selector: Option<GroupSelector>,
     /// Optimistic-concurrency counter, bumped by every update.
     pub version: i64,
@@ -398,6 +421,7 @@ mod tests {
             project_id: project.into(),
             user_id: "u".into(),
             name: GroupName::parse("prod").expect("name"),
+            description: None,
             selector: selector.map(|s| GroupSelector::parse(s).expect("selector")),
             version: 0,
             created_at: Utc::now(),
@@ -423,6 +447,16 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn descriptions_are_at_most_255_characters() {
+        assert_eq!(
+            GroupDescription::parse("prod clusters").map(|d| d.as_str().to_string()),
+            Ok("prod clusters".to_string())
+        );
+        assert!(GroupDescription::parse(&"é".repeat(255)).is_ok());
+        assert!(GroupDescription::parse(&"a".repeat(256)).is_err());
     }
 
     #[test]

@@ -475,6 +475,80 @@ pub fn machine_event(
     )
 }
 
+// ---- Cluster groups and their bindings ----------------------------------------------------
+
+/// The `clustergroup_data` attachment: the group as its project wrote it.
+pub fn cluster_group_content(g: &crate::domain::cluster_group::ClusterGroup) -> Value {
+    json!({
+        "name": g.name.as_str(),
+        "description": g.description.as_ref().map(|d| d.as_str()),
+        "selector": g.selector.as_ref().map(|s| s.as_str()),
+        "project_id": g.project_id,
+        "user_id": g.user_id,
+        "created_at": attachment_timestamp(Some(g.created_at)),
+        "updated_at": attachment_timestamp(g.updated_at),
+    })
+}
+
+/// A cluster group event (`magnum.clustergroup.<action>`).
+pub fn cluster_group_event(
+    host: &str,
+    action: Action,
+    outcome: Outcome,
+    g: &crate::domain::cluster_group::ClusterGroup,
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    build(
+        host,
+        action,
+        outcome,
+        Target {
+            resource_type: "clustergroup",
+            uuid: g.uuid.to_string(),
+            name: g.name.as_str().to_string(),
+            content: cluster_group_content(g),
+        },
+        initiator,
+    )
+}
+
+/// The `clustergroupbinding_data` attachment: the group, the grantee and what it gets.
+pub fn cluster_group_binding_content(
+    b: &crate::domain::cluster_group::ClusterGroupBinding,
+) -> Value {
+    json!({
+        "clustergroup_id": b.group.to_string(),
+        "project_id": b.project_id,
+        "grantee_project_id": b.grantee_project_id,
+        "roles": b.roles,
+        "access": b.right.as_str(),
+        "created_at": attachment_timestamp(Some(b.created_at)),
+    })
+}
+
+/// A cluster group binding event (`magnum.clustergroupbinding.<action>`); its name is the
+/// grantee project.
+pub fn cluster_group_binding_event(
+    host: &str,
+    action: Action,
+    outcome: Outcome,
+    b: &crate::domain::cluster_group::ClusterGroupBinding,
+    initiator: Option<&Initiator>,
+) -> NewEvent {
+    build(
+        host,
+        action,
+        outcome,
+        Target {
+            resource_type: "clustergroupbinding",
+            uuid: b.uuid.to_string(),
+            name: b.grantee_project_id.clone(),
+            content: cluster_group_binding_content(b),
+        },
+        initiator,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,6 +561,50 @@ mod tests {
             request_id: Some("req-1".into()),
             ..Initiator::default()
         }
+    }
+
+    #[test]
+    fn group_and_binding_events_name_their_resource_and_carry_its_data() {
+        use crate::domain::cluster_group::{
+            ClusterGroup, ClusterGroupBinding, GroupName, GroupRight, GroupSelector,
+        };
+        use crate::domain::{ClusterGroupBindingId, ClusterGroupId};
+        let g = ClusterGroup {
+            id: 1,
+            uuid: ClusterGroupId::new(),
+            project_id: "p1".into(),
+            user_id: "u1".into(),
+            name: GroupName::parse("prod").expect("name"),
+            description: None,
+            selector: Some(GroupSelector::parse("env=prod").expect("selector")),
+            version: 0,
+            created_at: Utc::now(),
+            updated_at: None,
+        };
+        let e = cluster_group_event("h", Action::Create, Outcome::Success, &g, None);
+        assert_eq!(e.event_type, "magnum.clustergroup.create");
+        assert_eq!(e.resource_uuid, g.uuid.to_string());
+        let content = &e.message["payload"]["target"]["attachments"][0];
+        assert_eq!(content["name"], "clustergroup_data");
+        assert_eq!(content["content"]["selector"], "env=prod");
+        let b = ClusterGroupBinding {
+            id: 1,
+            uuid: ClusterGroupBindingId::new(),
+            group: g.uuid,
+            project_id: "p1".into(),
+            grantee_project_id: "p2".into(),
+            roles: Some(vec!["reader".into()]),
+            right: GroupRight::Write,
+            created_at: Utc::now(),
+        };
+        let e = cluster_group_binding_event("h", Action::Delete, Outcome::Success, &b, None);
+        assert_eq!(e.event_type, "magnum.clustergroupbinding.delete");
+        let target = &e.message["payload"]["target"];
+        assert_eq!(target["name"], "p2");
+        let content = &target["attachments"][0]["content"];
+        assert_eq!(content["access"], "write");
+        assert_eq!(content["roles"], json!(["reader"]));
+        assert_eq!(content["clustergroup_id"], g.uuid.to_string());
     }
 
     #[test]

@@ -28,9 +28,9 @@ use super::rows::uuid_of;
 use super::sql::{self, ByIdent};
 use super::{PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::cluster_group::{
-    binding_applies, ClusterGroup, ClusterGroupBinding, ClusterGroupMember, Grantee, GroupName,
-    GroupRight, GroupSelector, MemberState, NewClusterGroup, NewClusterGroupBinding,
-    NewClusterGroupMember,
+    binding_applies, ClusterGroup, ClusterGroupBinding, ClusterGroupMember, Grantee,
+    GroupDescription, GroupName, GroupRight, GroupSelector, MemberState, NewClusterGroup,
+    NewClusterGroupBinding, NewClusterGroupMember,
 };
 use crate::domain::{ClusterGroupBindingId, ClusterGroupId, ClusterId, Ident};
 
@@ -42,8 +42,8 @@ pub const CLUSTER_GROUP_SORT_KEYS: &[(&str, bool)] = &[
     ("updated_at", true),
 ];
 
-const GROUP_COLUMNS: &str =
-    "id, uuid, project_id, user_id, name, selector, version, created_at, updated_at";
+const GROUP_COLUMNS: &str = "id, uuid, project_id, user_id, name, description, selector, \
+     version, created_at, updated_at";
 const MEMBER_COLUMNS: &str =
     "group_id, cluster_id, cluster_project_id, state, proposed_by, consented_at, created_at";
 const BINDING_COLUMNS: &str =
@@ -56,6 +56,7 @@ struct GroupRow {
     project_id: String,
     user_id: String,
     name: String,
+    description: Option<String>,
     selector: Option<String>,
     version: i64,
     created_at: DateTime<Utc>,
@@ -72,6 +73,12 @@ impl GroupRow {
             project_id: self.project_id,
             user_id: self.user_id,
             name: GroupName::parse(&self.name).map_err(|e| corrupt("name", e))?,
+            description: self
+                .description
+                .as_deref()
+                .map(GroupDescription::parse)
+                .transpose()
+                .map_err(|e| corrupt("description", e))?,
             selector: self
                 .selector
                 .as_deref()
@@ -385,6 +392,42 @@ pub(super) async fn right_over(
     Ok(fold_rights(caller, rows)?.first().map(|(_, r)| *r))
 }
 
+/// Which of the groups `through` reach each of `clusters`, in (cluster, group) order: one
+/// statement of probes of `ix_cluster_group_member_cluster_id` and
+/// `ix_cluster_group_match_cluster_id` by cluster.
+#[tracing::instrument(level = "debug", skip_all, fields(clusters = clusters.len(), groups = through.len()))]
+pub(super) async fn links(
+    pool: &Pool,
+    clusters: &[ClusterId],
+    through: &[ClusterGroupId],
+) -> StoreResult<Vec<(ClusterId, ClusterGroupId)>> {
+    if clusters.is_empty() || through.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cs = sql::placeholders(1, clusters.len());
+    let gs = sql::placeholders(1 + clusters.len(), through.len());
+    let text = format!(
+        "SELECT cluster_id, group_id FROM cluster_group_member WHERE state = 'Accepted' \
+         AND cluster_id IN ({cs}) AND group_id IN ({gs}) \
+         UNION SELECT cluster_id, group_id FROM cluster_group_match \
+         WHERE cluster_id IN ({cs}) AND group_id IN ({gs}) ORDER BY 1, 2"
+    );
+    let rows: Vec<(String, String)> = pool
+        .sql(&text)
+        .bind_ids(clusters)
+        .bind_ids(through)
+        .fetch_all(pool)
+        .await?;
+    rows.iter()
+        .map(|(c, g)| {
+            Ok((
+                uuid_of("cluster_group_member", c)?,
+                uuid_of("cluster_group_member", g)?,
+            ))
+        })
+        .collect()
+}
+
 // ---- Writes --------------------------------------------------------------------------------
 
 #[tracing::instrument(level = "debug", skip_all, fields(group = %g.uuid))]
@@ -395,7 +438,7 @@ pub(super) async fn insert_group(
 ) -> StoreResult<()> {
     tx.sql(
         "INSERT INTO cluster_group (uuid, project_id, user_id, name, selector, version, \
-         created_at) VALUES ($1, $2, $3, $4, $5, 0, $6)",
+         created_at, description) VALUES ($1, $2, $3, $4, $5, 0, $6, $7)",
     )
     .bind_id(&g.uuid)
     .bind(&g.project_id)
@@ -403,12 +446,13 @@ pub(super) async fn insert_group(
     .bind(g.name.as_str())
     .bind(g.selector.as_ref().map(GroupSelector::as_str))
     .bind(now)
+    .bind(g.description.as_ref().map(GroupDescription::as_str))
     .execute(&mut *tx)
     .await?;
     rematch_group(tx, &g.uuid, &g.project_id, g.selector.as_ref()).await
 }
 
-/// Writes the group's selector if the row is still at `g.version` (else
+/// Writes the group's selector and description if the row is still at `g.version` (else
 /// [`StoreError::Stale`]), and rewrites its matches.
 #[tracing::instrument(level = "debug", skip_all, fields(group = %g.uuid, version = g.version))]
 pub(super) async fn update_group(
@@ -418,13 +462,14 @@ pub(super) async fn update_group(
 ) -> StoreResult<()> {
     let done = tx
         .sql(
-            "UPDATE cluster_group SET selector = $1, updated_at = $2, version = version + 1 \
-             WHERE id = $3 AND version = $4",
+            "UPDATE cluster_group SET selector = $1, updated_at = $2, version = version + 1, \
+             description = $5 WHERE id = $3 AND version = $4",
         )
         .bind(g.selector.as_ref().map(GroupSelector::as_str))
         .bind(now)
         .bind(g.id)
         .bind(g.version)
+        .bind(g.description.as_ref().map(GroupDescription::as_str))
         .execute(&mut *tx)
         .await?;
     if done == 0 {

@@ -561,6 +561,28 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         caller: Grantee<'_>,
         cluster: &ClusterId,
     ) -> StoreResult<Option<GroupRight>>;
+    /// A page of cluster summaries: the caller's project's clusters and those the groups
+    /// `through` reach (accepted members and selector matches). One statement.
+    async fn list_cluster_summaries_through(
+        &self,
+        scope: &Scope,
+        through: &[ClusterGroupId],
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterSummary>>;
+    /// [`Self::list_cluster_summaries_through`] with what the full representation needs.
+    async fn list_clusters_with_groups_through(
+        &self,
+        scope: &Scope,
+        through: &[ClusterGroupId],
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterWithGroups>>;
+    /// Which of the groups `through` reach each of `clusters` (as an accepted member or a
+    /// selector match), in (cluster, group) order. One statement.
+    async fn cluster_group_links(
+        &self,
+        clusters: &[ClusterId],
+        through: &[ClusterGroupId],
+    ) -> StoreResult<Vec<(ClusterId, ClusterGroupId)>>;
 }
 
 /// Pending jobs as `/metrics` shows them.

@@ -599,4 +599,30 @@ impl Store for SqlStore {
     ) -> StoreResult<Option<GroupRight>> {
         cluster_groups::right_over(&self.pool, caller, cluster).await
     }
+
+    async fn list_cluster_summaries_through(
+        &self,
+        scope: &Scope,
+        through: &[ClusterGroupId],
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterSummary>> {
+        clusters::list_summaries_through(&self.pool, scope, through, page).await
+    }
+
+    async fn list_clusters_with_groups_through(
+        &self,
+        scope: &Scope,
+        through: &[ClusterGroupId],
+        page: &PageRequest,
+    ) -> StoreResult<Vec<ClusterWithGroups>> {
+        clusters::list_with_groups_through(&self.pool, scope, through, page).await
+    }
+
+    async fn cluster_group_links(
+        &self,
+        clusters: &[ClusterId],
+        through: &[ClusterGroupId],
+    ) -> StoreResult<Vec<(ClusterId, ClusterGroupId)>> {
+        cluster_groups::links(&self.pool, clusters, through).await
+    }
 }

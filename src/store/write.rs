@@ -174,7 +174,7 @@ pub enum Write {
     /// [`super::StoreError::Conflict`] `uniq_cluster_group0project_id0name` for a name taken
     /// in the project.
     InsertClusterGroup(Box<NewClusterGroup>),
-    /// Writes the group's selector if it is still at `group.version` (else
+    /// Writes the group's selector and description if it is still at `group.version` (else
     /// [`super::StoreError::Stale`]) and rewrites its matches.
     UpdateClusterGroup(Box<ClusterGroup>),
     /// Deletes the group with its members, matches and bindings;

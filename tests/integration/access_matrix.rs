@@ -120,6 +120,8 @@ const FED: &str = "federation_ident";
 const MEMBER: &str = "member_ident";
 const UPGRADE: &str = "upgrade_template";
 const MC: &str = "machine_ident";
+const CG: &str = "clustergroup_ident";
+const BD: &str = "binding_id";
 
 /// Public: the same answer for every caller, with or without a token.
 const fn public(method: &'static str, path: &'static str) -> Row {
@@ -201,6 +203,11 @@ const MACHINE: &str = "/v1/clusters/{cluster_ident}/machines/{machine_ident}";
 const FEDERATION: &str = "/v1/federations/{federation_ident}";
 const CERTIFICATE: &str = "/v1/certificates/{cluster_ident}";
 const QUOTA: &str = "/v1/quotas/{project_id}/{resource}";
+const GROUP: &str = "/v1/clustergroups/{clustergroup_ident}";
+const GROUP_MEMBERS: &str = "/v1/clustergroups/{clustergroup_ident}/members";
+const GROUP_MEMBER: &str = "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}";
+const GROUP_BINDINGS: &str = "/v1/clustergroups/{clustergroup_ident}/bindings";
+const GROUP_BINDING: &str = "/v1/clustergroups/{clustergroup_ident}/bindings/{binding_id}";
 
 /// The access matrix. Owners' DELETEs act on spare objects so that later rows still find A's.
 static MATRIX: &[Row] = &[
@@ -478,6 +485,86 @@ static MATRIX: &[Row] = &[
                tests/integration/deletes.rs",
         ..row("DELETE", FEDERATION)
     },
+    // ---- Cluster groups (microversion 1.20) ----
+    list("/v1/clustergroups", CG),
+    Row {
+        body: Some(r#"{"name": "m-group", "selector": "env=matrix"}"#),
+        owner: Succeeds(201),
+        other: Own(201),
+        reader: Policy("clustergroup:create"),
+        note: "names no other object: B creates in its own project",
+        ..row("POST", "/v1/clustergroups")
+    },
+    read(GROUP, &[&[CG]]),
+    write(
+        "PATCH",
+        GROUP,
+        Some(r#"[{"op": "replace", "path": "/description", "value": "matrix"}]"#),
+        200,
+        "clustergroup:update",
+        &[&[CG]],
+    ),
+    spare(write(
+        "DELETE",
+        GROUP,
+        None,
+        204,
+        "clustergroup:delete",
+        &[&[CG]],
+    )),
+    read(GROUP_MEMBERS, &[&[CG]]),
+    Row {
+        note: "B naming A's cluster by uuid for its own group is a proposal that grants nothing \
+               until A accepts (tests/integration/cluster_groups.rs)",
+        ..write(
+            "POST",
+            GROUP_MEMBERS,
+            Some(r#"{"cluster": "{member_ident}"}"#),
+            201,
+            "clustergroup:member_add",
+            &[&[CG]],
+        )
+    },
+    write(
+        "POST",
+        "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}/actions/accept",
+        None,
+        200,
+        "clustergroup:member_consent",
+        &[&[CG, CL], &[CG], &[CL]],
+    ),
+    write(
+        "DELETE",
+        GROUP_MEMBER,
+        None,
+        204,
+        "clustergroup:member_delete",
+        &[&[CG, CL], &[CG], &[CL]],
+    ),
+    read(GROUP_BINDINGS, &[&[CG]]),
+    write(
+        "POST",
+        GROUP_BINDINGS,
+        Some(r#"{"project_id": "project-e", "access": "read"}"#),
+        201,
+        "clustergroup:binding_create",
+        &[&[CG]],
+    ),
+    Row {
+        names: false,
+        ..read(GROUP_BINDING, &[&[CG, BD], &[BD]])
+    },
+    spare(Row {
+        names: false,
+        ..write(
+            "DELETE",
+            GROUP_BINDING,
+            None,
+            204,
+            "clustergroup:binding_delete",
+            &[&[CG, BD], &[BD]],
+        )
+    }),
     // ---- Certificates and credentials ----
     write(
         "POST",
@@ -579,6 +666,12 @@ const MISSING: &[(&str, &str, &str)] = &[
         MC,
         "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b07",
         "no-such-machine",
+    ),
+    (CG, "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b08", "no-such-group"),
+    (
+        BD,
+        "0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b09",
+        "no-such-binding",
     ),
 ];
 
@@ -919,6 +1012,32 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
     )
     .await;
 
+    // A's cluster groups: the main one with A's cluster as a member, bound to two other
+    // projects (neither of them B, which must see nothing of A's), and a spare one; B's own.
+    let group_of = |h: &HeaderMap, name: &'static str, clusters: Vec<String>| {
+        let h = h.clone();
+        let body = json!({"name": name, "clusters": clusters});
+        async move { created(name, app.post_as("/v1/clustergroups", &body, &h).await, 201) }
+    };
+    let binding_of = |h: &HeaderMap, group: String, grantee: &'static str| {
+        let h = h.clone();
+        let body = json!({"project_id": grantee, "access": "read"});
+        async move {
+            created(
+                grantee,
+                app.post_as(&format!("/v1/clustergroups/{group}/bindings"), &body, &h)
+                    .await,
+                201,
+            )
+        }
+    };
+    let a_group = group_of(a, "a-group", vec![cl("a-cluster")]).await;
+    let a_group_spare = group_of(a, "a-group-spare", vec![]).await;
+    let a_binding = binding_of(a, a_group.clone(), "project-c").await;
+    let a_binding_spare = binding_of(a, a_group.clone(), "project-d").await;
+    let b_group = group_of(b, "b-group", vec![]).await;
+    let b_binding = binding_of(b, b_group.clone(), "project-c").await;
+
     let obj = |uuid: &str, name: &str| Obj {
         uuid: uuid.to_string(),
         name: name.to_string(),
@@ -931,8 +1050,12 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (MEMBER, obj(&cl("a-joiner"), "a-joiner")),
         (UPGRADE, obj(&t_next, "a-template-next")),
         (MC, obj(&a_machine.0, &a_machine.1)),
+        (CG, obj(&a_group, "a-group")),
+        (BD, obj(&a_binding, &a_binding)),
     ]);
     let spare = BTreeMap::from([
+        (CG, obj(&a_group_spare, "a-group-spare")),
+        (BD, obj(&a_binding_spare, &a_binding_spare)),
         (CT, obj(&t_spare, "a-template-spare")),
         (CL, obj(&cl("a-spare"), "a-spare")),
         (NG, obj(&ngs["a-ng-spare"], "a-ng-spare")),
@@ -947,6 +1070,8 @@ async fn build_world(pki: &Pki, c: &Callers) -> World {
         (MEMBER, bc),
         (UPGRADE, bt),
         (MC, b_machine.0),
+        (CG, b_group),
+        (BD, b_binding),
     ]);
     // What `openstack coe cluster config` and Horizon's Get Cluster Config send (CN=admin,
     // O=system:masters): the default policy signs it for the cluster's members, as Magnum does.
@@ -1202,7 +1327,7 @@ async fn assert_succeeded(s: &Scene<'_>, row: &Row, what: &str, r: &Resp, b: &Bi
         None => row
             .path
             .rsplit_once('{')
-            .map(|(_, last)| b[last.trim_end_matches('}')].clone()),
+            .map(|(_, last)| b[last.split('}').next().unwrap_or(last)].clone()),
     };
     if let Some(v) = named {
         assert!(

@@ -155,7 +155,8 @@ fn assert_matches(sample: &Value, actual: &Value, path: &str) {
             assert_eq!(sk, ak, "keys differ at {path}");
             for (k, v) in s {
                 let sub = format!("{path}/{k}");
-                if k == "created_at" || (k == "updated_at" && !v.is_null()) {
+                let stamp = matches!(k.as_str(), "updated_at" | "consented_at");
+                if k == "created_at" || (stamp && !v.is_null()) {
                     assert_eq!(v.is_string(), a[k].is_string(), "type differs at {sub}");
                 } else {
                     assert_matches(v, &a[k], &sub);
@@ -1258,5 +1259,133 @@ async fn the_forced_federation_delete_sample_matches_a_members_refusal() {
         &sample("error-federation-force-delete-resp.json"),
         &refused.body,
         "error-federation-force-delete-resp.json",
+    );
+}
+
+#[tokio::test]
+async fn the_cluster_group_samples_match_real_responses() {
+    let app = spawn_app().await;
+    // The samples were taken with the default no-auth identity (project `admin`), at 1.20.
+    let anon = crate::helpers::at(&HeaderMap::new(), "1.20");
+    let template = app
+        .make_template_as("k8s", serde_json::json!({}), &anon)
+        .await;
+    let template = template["uuid"].as_str().expect("uuid").to_string();
+    let mut clusters = Vec::new();
+    for name in ["k8s-edge", "k8s-core"] {
+        let r = app
+            .post_as(
+                "/v1/clusters",
+                &serde_json::json!({"name": name, "cluster_template_id": template}),
+                &anon,
+            )
+            .await;
+        assert_eq!(r.status, 202, "{}", r.text);
+        clusters.push(r.body["uuid"].as_str().expect("uuid").to_string());
+    }
+    // With FLEETYARD_SHOW_GROUP_SAMPLES set, the responses are printed instead (to refresh
+    // the samples).
+    let record = std::env::var("FLEETYARD_SHOW_GROUP_SAMPLES").is_ok();
+    let show = |name: &str, v: &Value| {
+        if record {
+            println!(
+                "=== {name}\n{}",
+                serde_json::to_string_pretty(v).expect("json")
+            );
+        }
+    };
+
+    let created = app
+        .post_as(
+            "/v1/clustergroups",
+            &sample("clustergroup-create-req.json"),
+            &anon,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    show("clustergroup-create-resp.json", &created.body);
+    let g = created.body["uuid"].as_str().expect("uuid").to_string();
+    let path = format!("/v1/clustergroups/{g}");
+    let updated = app
+        .patch_as(&path, &sample("clustergroup-update-req.json"), &anon)
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.text);
+    show("clustergroup-update-resp.json", &updated.body);
+    let listed = app.get_as("/v1/clustergroups", &anon).await;
+    show("clustergroups-list-resp.json", &listed.body);
+    let added = app
+        .post_as(
+            &format!("{path}/members"),
+            &sample("clustergroup-member-add-req.json"),
+            &anon,
+        )
+        .await;
+    assert_eq!(added.status, 201, "{}", added.text);
+    show("clustergroup-member-add-resp.json", &added.body);
+    let members = app.get_as(&format!("{path}/members"), &anon).await;
+    show("clustergroup-members-list-resp.json", &members.body);
+    let bound = app
+        .post_as(
+            &format!("{path}/bindings"),
+            &sample("clustergroup-binding-create-req.json"),
+            &anon,
+        )
+        .await;
+    assert_eq!(bound.status, 201, "{}", bound.text);
+    show("clustergroup-binding-create-resp.json", &bound.body);
+    let b = bound.body["uuid"].as_str().expect("uuid").to_string();
+    let bindings = app.get_as(&format!("{path}/bindings"), &anon).await;
+    show("clustergroup-bindings-list-resp.json", &bindings.body);
+    if record {
+        return;
+    }
+
+    let id = |v: &Value| v.as_str().expect("uuid").to_string();
+    let theirs = sample("clustergroup-members-list-resp.json");
+    // The sample's k8s-core is the member it added; its k8s-edge the other one.
+    let core = id(&sample("clustergroup-member-add-resp.json")["cluster_id"]);
+    let edge = theirs["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| id(&m["cluster_id"]))
+        .find(|c| *c != core)
+        .expect("two members");
+    let ids = vec![
+        (
+            g.clone(),
+            id(&sample("clustergroup-create-resp.json")["uuid"]),
+        ),
+        (
+            b,
+            id(&sample("clustergroup-binding-create-resp.json")["uuid"]),
+        ),
+        (clusters[0].clone(), edge),
+        (clusters[1].clone(), core),
+    ];
+    for (name, actual) in [
+        ("clustergroup-create-resp.json", &created.body),
+        ("clustergroup-update-resp.json", &updated.body),
+        ("clustergroups-list-resp.json", &listed.body),
+        ("clustergroup-member-add-resp.json", &added.body),
+        ("clustergroup-binding-create-resp.json", &bound.body),
+        ("clustergroup-bindings-list-resp.json", &bindings.body),
+    ] {
+        assert_sample(&app, &sample(name), actual, &ids, name);
+    }
+    // The members' order is the clusters' uuids'; the sample's pair may come either way.
+    let mut got = members.body.clone();
+    let mut want = in_this_run(&app.address, &theirs, &ids);
+    for v in [&mut got, &mut want] {
+        if let Some(items) = v["members"].as_array_mut() {
+            items.sort_by_key(|m| m["cluster_id"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    assert_sample(
+        &app,
+        &want,
+        &got,
+        &[],
+        "clustergroup-members-list-resp.json",
     );
 }

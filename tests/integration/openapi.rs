@@ -165,6 +165,48 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "clustergroup-create-resp.json",
+        "post",
+        "/v1/clustergroups",
+        201,
+    ),
+    (
+        "clustergroup-update-resp.json",
+        "patch",
+        "/v1/clustergroups/{clustergroup_ident}",
+        200,
+    ),
+    (
+        "clustergroups-list-resp.json",
+        "get",
+        "/v1/clustergroups",
+        200,
+    ),
+    (
+        "clustergroup-member-add-resp.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/members",
+        201,
+    ),
+    (
+        "clustergroup-members-list-resp.json",
+        "get",
+        "/v1/clustergroups/{clustergroup_ident}/members",
+        200,
+    ),
+    (
+        "clustergroup-binding-create-resp.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/bindings",
+        201,
+    ),
+    (
+        "clustergroup-bindings-list-resp.json",
+        "get",
+        "/v1/clustergroups/{clustergroup_ident}/bindings",
+        200,
+    ),
+    (
         "error-cluster-force-delete-resp.json",
         "delete",
         "/v1/clusters/{cluster_ident}",
@@ -263,6 +305,22 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
 
 /// Every api-ref request sample: the operation (method, path template) it is sent to.
 const REQUEST_SAMPLES: &[(&str, &str, &str)] = &[
+    ("clustergroup-create-req.json", "post", "/v1/clustergroups"),
+    (
+        "clustergroup-update-req.json",
+        "patch",
+        "/v1/clustergroups/{clustergroup_ident}",
+    ),
+    (
+        "clustergroup-member-add-req.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/members",
+    ),
+    (
+        "clustergroup-binding-create-req.json",
+        "post",
+        "/v1/clustergroups/{clustergroup_ident}/bindings",
+    ),
     (
         "clustertemplate-create-req.json",
         "post",
@@ -1304,6 +1362,121 @@ async fn a_real_response_of_every_operation_matches_the_document() {
         .expect("heartbeat");
     d.call(Method::GET, "/v1/mservices", "/v1/mservices", None, 200)
         .await;
+
+    // Cluster groups (1.20): a group with the cluster as a member, bound to another project.
+    let group = "/v1/clustergroups/{clustergroup_ident}";
+    let members = "/v1/clustergroups/{clustergroup_ident}/members";
+    let bindings = "/v1/clustergroups/{clustergroup_ident}/bindings";
+    let body = json!({"name": "prod", "description": "production", "selector": "env=prod"});
+    let g = id(&d
+        .call(
+            Method::POST,
+            "/v1/clustergroups",
+            "/v1/clustergroups",
+            Some(&body),
+            201,
+        )
+        .await);
+    d.call(
+        Method::GET,
+        "/v1/clustergroups",
+        "/v1/clustergroups",
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        group,
+        &format!("/v1/clustergroups/{g}"),
+        None,
+        200,
+    )
+    .await;
+    let patch = json!([{"op": "replace", "path": "/selector", "value": "env in (prod,staging)"}]);
+    d.call(
+        Method::PATCH,
+        group,
+        &format!("/v1/clustergroups/{g}"),
+        Some(&patch),
+        200,
+    )
+    .await;
+    d.call(
+        Method::POST,
+        members,
+        &format!("/v1/clustergroups/{g}/members"),
+        Some(&json!({"cluster": member})),
+        201,
+    )
+    .await;
+    d.call(
+        Method::GET,
+        members,
+        &format!("/v1/clustergroups/{g}/members"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::POST,
+        "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}/actions/accept",
+        &format!("/v1/clustergroups/{g}/members/{member}/actions/accept"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}",
+        &format!("/v1/clustergroups/{g}/members/{member}"),
+        None,
+        204,
+    )
+    .await;
+    let body = json!({"project_id": "project-q", "roles": ["reader"], "access": "read"});
+    let b = id(&d
+        .call(
+            Method::POST,
+            bindings,
+            &format!("/v1/clustergroups/{g}/bindings"),
+            Some(&body),
+            201,
+        )
+        .await);
+    d.call(
+        Method::GET,
+        bindings,
+        &format!("/v1/clustergroups/{g}/bindings"),
+        None,
+        200,
+    )
+    .await;
+    let binding = "/v1/clustergroups/{clustergroup_ident}/bindings/{binding_id}";
+    d.call(
+        Method::GET,
+        binding,
+        &format!("/v1/clustergroups/{g}/bindings/{b}"),
+        None,
+        200,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        binding,
+        &format!("/v1/clustergroups/{g}/bindings/{b}"),
+        None,
+        204,
+    )
+    .await;
+    d.call(
+        Method::DELETE,
+        group,
+        &format!("/v1/clustergroups/{g}"),
+        None,
+        204,
+    )
+    .await;
 
     // Clusters go.
     d.call(

@@ -90,6 +90,7 @@ async fn group(
             project_id: project.into(),
             user_id: "u".into(),
             name: GroupName::parse(name).expect("name"),
+            description: None,
             selector: selector.map(|s| GroupSelector::parse(s).expect("selector")),
         }))])
         .await
@@ -204,6 +205,7 @@ contract!(
                 project_id: "a".into(),
                 user_id: "u".into(),
                 name: GroupName::parse("prod").expect("name"),
+                description: None,
                 selector: None,
             }))])
             .await;

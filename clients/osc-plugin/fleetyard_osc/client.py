@@ -103,6 +103,8 @@ RETRY_VERSIONS = {"cluster": "1.16", "nodegroup": "1.17", "federation": "1.17"}
 MACHINES_VERSION = "1.19"
 # The microversion of a machine's create, changes, replacement and reboot (406 below it).
 MACHINE_WRITES_VERSION = "1.20"
+# Cluster groups and their bindings (/v1/clustergroups).
+CLUSTER_GROUPS_VERSION = "1.20"
 
 
 def in_progress(status):
@@ -273,6 +275,66 @@ class FederationClient:
         """The cluster's node groups (summaries), at the machine API's microversion."""
         body = self._machines_request("/clusters/%s/nodegroups" % self._ident(cluster)) or {}
         return body.get("nodegroups") or []
+
+    # -- cluster groups (microversion 1.20) --------------------------------
+
+    def groups_version(self):
+        """The microversion cluster group requests are sent at: 1.20 unless one was given."""
+        return CLUSTER_GROUPS_VERSION if self.api_version == "latest" else self.api_version
+
+    def _groups_request(self, method, path, body=None):
+        try:
+            return self.request(method, path, body, version=self.groups_version())
+        except ApiError as e:
+            if e.status_code != 406:
+                raise
+            raise ApiError(406, "Cluster groups need microversion %s or later; this request was "
+                                "sent at container-infra %s (see --os-container-infra-api-version)."
+                                % (CLUSTER_GROUPS_VERSION, self.groups_version()),
+                           title=e.title, request_id=e.request_id)
+
+    def _group_path(self, group, *rest):
+        return "/".join(["/clustergroups", self._ident(group)] + [self._ident(r) for r in rest])
+
+    def list_cluster_groups(self, limit=None, marker=None, sort_key=None, sort_dir=None):
+        """The project's cluster groups (following `next`), or at most `limit` of them."""
+        fetch = lambda path: self._groups_request("GET", path)  # noqa: E731
+        return self._pages("/clustergroups", "clustergroups", {}, limit, marker, sort_key,
+                           sort_dir, fetch=fetch)
+
+    def get_cluster_group(self, ident):
+        return self._groups_request("GET", self._group_path(ident))
+
+    def create_cluster_group(self, body):
+        return self._groups_request("POST", "/clustergroups", body)
+
+    def delete_cluster_group(self, ident):
+        self._groups_request("DELETE", self._group_path(ident))
+
+    def list_group_members(self, group):
+        return (self._groups_request("GET", self._group_path(group, "members")) or {}).get(
+            "members") or []
+
+    def add_group_member(self, group, cluster):
+        return self._groups_request("POST", self._group_path(group, "members"),
+                                    {"cluster": cluster})
+
+    def accept_group_member(self, group, cluster):
+        return self._groups_request(
+            "POST", self._group_path(group, "members", cluster, "actions", "accept"))
+
+    def remove_group_member(self, group, cluster):
+        self._groups_request("DELETE", self._group_path(group, "members", cluster))
+
+    def create_group_binding(self, group, body):
+        return self._groups_request("POST", self._group_path(group, "bindings"), body)
+
+    def list_group_bindings(self, group):
+        return (self._groups_request("GET", self._group_path(group, "bindings")) or {}).get(
+            "bindings") or []
+
+    def delete_group_binding(self, group, binding):
+        self._groups_request("DELETE", self._group_path(group, "bindings", binding))
 
     # -- federations -------------------------------------------------------
 

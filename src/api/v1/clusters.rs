@@ -10,6 +10,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
+use super::cluster_access;
 use super::cluster_actions::{not_in_state, resize, retry_create, upgrade, zero_not_supported};
 use super::cluster_delete::{self, delete_attempt, force_requested, forced_delete_attempt};
 use super::lookup::{self, cluster_target as target, driver_for, nodegroups_of, template_of};
@@ -30,10 +31,12 @@ use crate::api::RequestContext;
 use crate::domain::cluster::{
     check_counts, Cluster, ClusterRequest, NewCluster, NodeGroup, Owner, PlanError,
 };
+use crate::domain::cluster_group::ClusterAction;
 use crate::domain::job::JobPayload;
 use crate::domain::names::ClusterName;
 use crate::domain::status::{HealthStatus, Verb};
 use crate::domain::template::{ClusterTemplate, DEVICEMAPPER_VOLUME};
+use crate::domain::ClusterId;
 use crate::notify::events::{self, Action, Outcome};
 use crate::store::{StoreError, Write, CLUSTER_SORT_KEYS};
 
@@ -306,19 +309,33 @@ async fn list(
     let page = &query.page;
     let not_found =
         query.store_error(|m| ApiError::not_found(format!("Cluster {m} could not be found.")));
+    // From microversion 1.20 a page also holds the clusters of other projects that groups
+    // bound to the caller's project reach, each marked with where its right comes from.
+    let bound = cluster_access::bound_groups(&state, &ctx).await?;
+    let through = bound.ids();
     // One statement whatever the page size: the page with what its view needs from the node
     // groups (and, for the detail view, the templates) in correlated subqueries.
     let base = app_url(&req);
     if query.detail {
         let clusters = state
             .store
-            .list_clusters_with_groups(&ctx.scope(), page)
+            .list_clusters_with_groups_through(&ctx.scope(), &through, page)
             .await
             .map_err(not_found)?;
+        let owners: Vec<(ClusterId, &str)> = clusters
+            .iter()
+            .map(|c| (c.cluster.uuid, c.cluster.project_id.as_str()))
+            .collect();
+        let mut marks = cluster_access::markers(&state, &ctx, &bound, &owners).await?;
         let last = clusters.last().map(|c| c.cluster.uuid.to_string());
         let items: Vec<ClusterView> = clusters
             .into_iter()
-            .map(|c| ClusterView::new(&base, &ctx, c))
+            .map(|c| {
+                let access = marks.remove(&c.cluster.uuid);
+                let mut view = ClusterView::new(&base, &ctx, c);
+                view.base.access = access;
+                view
+            })
             .collect();
         let n = items.len();
         respond_page(
@@ -337,13 +354,23 @@ async fn list(
     } else {
         let clusters = state
             .store
-            .list_cluster_summaries(&ctx.scope(), page)
+            .list_cluster_summaries_through(&ctx.scope(), &through, page)
             .await
             .map_err(not_found)?;
+        let owners: Vec<(ClusterId, &str)> = clusters
+            .iter()
+            .map(|c| (c.uuid, c.project_id.as_str()))
+            .collect();
+        let mut marks = cluster_access::markers(&state, &ctx, &bound, &owners).await?;
         let last = clusters.last().map(|c| c.uuid.to_string());
         let items: Vec<ClusterSummaryView> = clusters
             .into_iter()
-            .map(|c| ClusterSummaryView::new(&base, &ctx, c))
+            .map(|c| {
+                let access = marks.remove(&c.uuid);
+                let mut view = ClusterSummaryView::new(&base, &ctx, c);
+                view.base.access = access;
+                view
+            })
             .collect();
         let n = items.len();
         respond_page(
@@ -383,9 +410,27 @@ async fn show(
         ctx.authorize_own("cluster:get_one_all_projects")?;
     }
     // One statement: the cluster, its node groups' facts and its template's labels.
-    let read = lookup::cluster_with_groups(&state, &ctx, &path).await?;
-    ctx.authorize("cluster:get", &target(&read.cluster))?;
-    Ok(HttpResponse::Ok().json(ClusterView::new(&app_url(&req), &ctx, read)))
+    let (read, access) = match lookup::cluster_with_groups(&state, &ctx, &path).await {
+        Ok(read) => {
+            ctx.authorize("cluster:get", &target(&read.cluster))?;
+            (read, None)
+        }
+        // From microversion 1.20, a cluster of another project a bound group reaches, by
+        // uuid; the caller's own rule decides whether it reads clusters at all.
+        Err(ApiError::NotFound(missing)) => {
+            match cluster_access::shared_cluster(&state, &ctx, &path).await? {
+                Some((read, access, _)) => {
+                    ctx.authorize_own("cluster:get")?;
+                    (read, Some(access))
+                }
+                None => return Err(ApiError::NotFound(missing)),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let mut view = ClusterView::new(&app_url(&req), &ctx, read);
+    view.base.access = access;
+    Ok(HttpResponse::Ok().json(view))
 }
 
 /// The PATCH-able document of a cluster.
@@ -451,8 +496,10 @@ async fn update(
         ctx.authorize_own("cluster:update_all_projects")?;
     }
     retry::until_committed(async || {
-        let c = lookup::cluster(&state, &ctx, &path, true).await?;
-        ctx.authorize("cluster:update", &target(&c))?;
+        let (c, shared) =
+            cluster_access::cluster_for(&state, &ctx, &path, ClusterAction::Update).await?;
+        let rule_target = if shared { ctx.own_target() } else { target(&c) };
+        ctx.authorize("cluster:update", &rule_target)?;
         ctx.authorize_own("cluster:update_health_status")?;
         let ngs = nodegroups_of(&state, &c).await?;
         let worker = ngs.iter().find(|n| n.is_default && !n.is_master()).cloned();
@@ -656,8 +703,10 @@ async fn delete(
         ctx.authorize_own("cluster:delete_all_projects")?;
     }
     retry::until_committed(async || {
-        let c = lookup::cluster(&state, &ctx, &path, true).await?;
-        ctx.authorize("cluster:delete", &target(&c))?;
+        let (c, shared) =
+            cluster_access::cluster_for(&state, &ctx, &path, ClusterAction::Delete).await?;
+        let rule_target = if shared { ctx.own_target() } else { target(&c) };
+        ctx.authorize("cluster:delete", &rule_target)?;
         let attempt = if force {
             ctx.authorize(cluster_delete::RULE, &target(&c))?;
             forced_delete_attempt(&state, &ctx, &c).await?

@@ -3,8 +3,12 @@
 //! the shared lookups, and the OpenAPI document of `/v1`.
 
 pub mod certificates;
+pub mod cluster_access;
 pub mod cluster_actions;
 pub mod cluster_delete;
+pub mod cluster_group_bindings;
+pub mod cluster_group_members;
+pub mod cluster_groups;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod credentials;
@@ -56,6 +60,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 ),
         )
         .service(web::scope("/clustertemplates").configure(cluster_templates::configure))
+        // Cluster groups (microversion 1.20): the groups, their members and bindings.
+        .service(
+            web::scope("/clustergroups")
+                .configure(cluster_groups::configure)
+                .configure(cluster_group_members::configure)
+                .configure(cluster_group_bindings::configure),
+        )
         .service(
             web::scope("/federations")
                 .configure(federations::configure)

@@ -28,6 +28,14 @@ const NODEGROUP_MACHINES: &str =
 const KUBE_MACHINES_ALL: &str = "/apis/cluster.k8s.io/v1alpha1/machines";
 const KUBE_MACHINES: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines";
 const KUBE_MACHINE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}";
+const GROUPS: &str = "/v1/clustergroups";
+const GROUP: &str = "/v1/clustergroups/{clustergroup_ident}";
+const GROUP_MEMBERS: &str = "/v1/clustergroups/{clustergroup_ident}/members";
+const GROUP_MEMBER: &str = "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}";
+const GROUP_MEMBER_ACCEPT: &str =
+    "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}/actions/accept";
+const GROUP_BINDINGS: &str = "/v1/clustergroups/{clustergroup_ident}/bindings";
+const GROUP_BINDING: &str = "/v1/clustergroups/{clustergroup_ident}/bindings/{binding_id}";
 const CERTIFICATES: &str = "/v1/certificates";
 const CERTIFICATE: &str = "/v1/certificates/{cluster_ident}";
 const QUOTAS: &str = "/v1/quotas";
@@ -223,6 +231,42 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
         [("GET", FEDERATIONS)];
     "federation:get_all_all_projects" => ADMIN,
         "Retrieve a list of federations across projects.", [("GET", FEDERATIONS)];
+
+    // ---- Cluster groups and their bindings (microversion 1.20, a Fleetyard addition) ----
+    "clustergroup:create" => ADMIN_OR_MEMBER, "Create a cluster group in the caller's project.",
+        [("POST", GROUPS)];
+    "clustergroup:get" => ADMIN_OR_READER,
+        "Retrieve a cluster group of the project, and its explicit members.",
+        [("GET", GROUP), ("GET", GROUP_MEMBERS)];
+    "clustergroup:get_all" => ADMIN_OR_READER, "Retrieve a list of the project's cluster groups.",
+        [("GET", GROUPS)];
+    "clustergroup:get_all_all_projects" => ADMIN,
+        "Retrieve a list of cluster groups across projects.", [("GET", GROUPS)];
+    "clustergroup:update" => ADMIN_OR_MEMBER,
+        "Change a cluster group's description or label selector.", [("PATCH", GROUP)];
+    "clustergroup:delete" => ADMIN_OR_MEMBER,
+        "Delete a cluster group with its memberships and bindings.", [("DELETE", GROUP)];
+    "clustergroup:member_add" => ADMIN_OR_MEMBER,
+        "Add a cluster to a cluster group (evaluated against the group): a cluster of another \
+         project is proposed and grants nothing until its project accepts.",
+        [("POST", GROUPS), ("POST", GROUP_MEMBERS)];
+    "clustergroup:member_consent" => ADMIN_OR_MEMBER,
+        "Consent to a cluster's membership in a cluster group (evaluated against the \
+         cluster's project): accepting a proposal, or adding one's own cluster.",
+        [("POST", GROUP_MEMBERS), ("POST", GROUP_MEMBER_ACCEPT)];
+    "clustergroup:member_delete" => ADMIN_OR_MEMBER,
+        "Remove a cluster from a cluster group (evaluated against the group for its \
+         project, against the cluster for the cluster's project).",
+        [("DELETE", GROUP_MEMBER)];
+    "clustergroup:binding_create" => ADMIN_OR_MEMBER,
+        "Bind a cluster group to a project: grant it read or write over the group's clusters.",
+        [("POST", GROUP_BINDINGS)];
+    "clustergroup:binding_get" => ADMIN_OR_READER,
+        "Retrieve the bindings of a cluster group.",
+        [("GET", GROUP_BINDINGS), ("GET", GROUP_BINDING)];
+    "clustergroup:binding_delete" => ADMIN_OR_MEMBER,
+        "Delete a binding of a cluster group (its grantee loses what it granted).",
+        [("DELETE", GROUP_BINDING)];
 
     // ---- Magnum services ----
     "magnum-service:get_all" => ADMIN, "Retrieve a list of magnum-services.",

@@ -77,6 +77,19 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         paths::delete_quota,
         paths::stats,
         paths::list_services,
+        paths::list_cluster_groups,
+        paths::create_cluster_group,
+        paths::show_cluster_group,
+        paths::update_cluster_group,
+        paths::delete_cluster_group,
+        paths::list_cluster_group_members,
+        paths::add_cluster_group_member,
+        paths::remove_cluster_group_member,
+        paths::accept_cluster_group_member,
+        paths::list_cluster_group_bindings,
+        paths::create_cluster_group_binding,
+        paths::show_cluster_group_binding,
+        paths::delete_cluster_group_binding,
     ),
     components(schemas(ErrorBody)),
     security(("token" = [])),
@@ -92,6 +105,7 @@ use crate::api::http::microversion::{MAX_VERSION, MIN_VERSION, SERVICE_TYPE};
         (name = "quotas", description = "Per-project quotas"),
         (name = "stats", description = "Cluster and node counts"),
         (name = "mservices", description = "Conductor services"),
+        (name = "clustergroups", description = "Cluster groups, their members and bindings (microversion 1.20)"),
     )
 )]
 pub struct ApiDoc;

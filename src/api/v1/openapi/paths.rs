@@ -8,13 +8,16 @@
 use utoipa::IntoParams;
 
 use super::requests::{
-    CertificateSignRequest, ClusterCreateRequest, ClusterResizeRequest,
+    CertificateSignRequest, ClusterCreateRequest, ClusterGroupBindingRequest,
+    ClusterGroupCreateRequest, ClusterGroupMemberRequest, ClusterResizeRequest,
     ClusterTemplateCreateRequest, ClusterUpgradeRequest, FederationCreateRequest,
     MachineActionRequest, MachineCreateRequest, NodeGroupCreateRequest, PatchOperation,
     QuotaRequest,
 };
 use crate::api::v1::views::{
     AcceptedView, CertificateView, ClusterCollection, ClusterDetailCollection,
+    ClusterGroupBindingCollection, ClusterGroupBindingView, ClusterGroupCollection,
+    ClusterGroupMemberCollection, ClusterGroupMemberView, ClusterGroupView,
     ClusterTemplateCollection, ClusterTemplateView, ClusterView, FederationCollection,
     FederationDetailCollection, FederationView, MachineCollection, MachineView, MserviceCollection,
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupView, QuotaCollection, QuotaShowView,
@@ -440,3 +443,98 @@ pub fn stats() {}
 #[utoipa::path(get, path = "/v1/mservices", tag = "mservices", operation_id = "listServices",
     responses((status = 200, description = "The conductors", body = MserviceCollection)))]
 pub fn list_services() {}
+
+// Cluster groups (microversion 1.20).
+
+#[utoipa::path(get, path = "/v1/clustergroups", tag = "clustergroups",
+    operation_id = "listClusterGroups", params(PageParams),
+    responses((status = 200, description = "The project's cluster groups",
+        body = ClusterGroupCollection)))]
+pub fn list_cluster_groups() {}
+
+#[utoipa::path(post, path = "/v1/clustergroups", tag = "clustergroups",
+    operation_id = "createClusterGroup", request_body = ClusterGroupCreateRequest,
+    responses((status = 201, description = "Created", body = ClusterGroupView)))]
+pub fn create_cluster_group() {}
+
+#[utoipa::path(get, path = "/v1/clustergroups/{clustergroup_ident}", tag = "clustergroups",
+    operation_id = "showClusterGroup",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 200, description = "The cluster group", body = ClusterGroupView)))]
+pub fn show_cluster_group() {}
+
+#[utoipa::path(patch, path = "/v1/clustergroups/{clustergroup_ident}", tag = "clustergroups",
+    operation_id = "updateClusterGroup",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    request_body = Vec<PatchOperation>,
+    responses((status = 200, description = "The changed group (description and selector \
+        only)", body = ClusterGroupView)))]
+pub fn update_cluster_group() {}
+
+#[utoipa::path(delete, path = "/v1/clustergroups/{clustergroup_ident}", tag = "clustergroups",
+    operation_id = "deleteClusterGroup",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 204, description = "Deleted, with its memberships and bindings")))]
+pub fn delete_cluster_group() {}
+
+#[utoipa::path(get, path = "/v1/clustergroups/{clustergroup_ident}/members",
+    tag = "clustergroups", operation_id = "listClusterGroupMembers",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 200, description = "The group's explicit members, proposed and \
+        accepted", body = ClusterGroupMemberCollection)))]
+pub fn list_cluster_group_members() {}
+
+#[utoipa::path(post, path = "/v1/clustergroups/{clustergroup_ident}/members",
+    tag = "clustergroups", operation_id = "addClusterGroupMember",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    request_body = ClusterGroupMemberRequest,
+    responses((status = 201, description = "The membership: Accepted for a cluster of the \
+        caller's project, Proposed for one of another project", body = ClusterGroupMemberView)))]
+pub fn add_cluster_group_member() {}
+
+#[utoipa::path(delete, path = "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}",
+    tag = "clustergroups", operation_id = "removeClusterGroupMember",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name (uuid from the \
+        cluster's side)"),
+        ("cluster_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 204, description = "Removed (by the group's or the cluster's project)")))]
+pub fn remove_cluster_group_member() {}
+
+#[utoipa::path(post,
+    path = "/v1/clustergroups/{clustergroup_ident}/members/{cluster_ident}/actions/accept",
+    tag = "clustergroups", operation_id = "acceptClusterGroupMember",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name (uuid from the \
+        cluster's side)"),
+        ("cluster_ident" = String, Path, description = "Uuid or name of a cluster of the \
+        caller's project")),
+    responses((status = 200, description = "The accepted membership",
+        body = ClusterGroupMemberView)))]
+pub fn accept_cluster_group_member() {}
+
+#[utoipa::path(get, path = "/v1/clustergroups/{clustergroup_ident}/bindings",
+    tag = "clustergroups", operation_id = "listClusterGroupBindings",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    responses((status = 200, description = "The group's bindings",
+        body = ClusterGroupBindingCollection)))]
+pub fn list_cluster_group_bindings() {}
+
+#[utoipa::path(post, path = "/v1/clustergroups/{clustergroup_ident}/bindings",
+    tag = "clustergroups", operation_id = "createClusterGroupBinding",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name")),
+    request_body = ClusterGroupBindingRequest,
+    responses((status = 201, description = "Created", body = ClusterGroupBindingView)))]
+pub fn create_cluster_group_binding() {}
+
+#[utoipa::path(get, path = "/v1/clustergroups/{clustergroup_ident}/bindings/{binding_id}",
+    tag = "clustergroups", operation_id = "showClusterGroupBinding",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name"),
+        ("binding_id" = String, Path, description = "Uuid")),
+    responses((status = 200, description = "The binding", body = ClusterGroupBindingView)))]
+pub fn show_cluster_group_binding() {}
+
+#[utoipa::path(delete, path = "/v1/clustergroups/{clustergroup_ident}/bindings/{binding_id}",
+    tag = "clustergroups", operation_id = "deleteClusterGroupBinding",
+    params(("clustergroup_ident" = String, Path, description = "Uuid or name"),
+        ("binding_id" = String, Path, description = "Uuid")),
+    responses((status = 204, description = "Deleted")))]
+pub fn delete_cluster_group_binding() {}

@@ -171,6 +171,39 @@ pub struct QuotaRequest {
     pub hard_limit: Option<i32>,
 }
 
+/// `POST /v1/clustergroups` (microversion 1.20).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterGroupCreateRequest {
+    /// A Kubernetes object name (DNS-1123 subdomain), unique in the project.
+    pub name: String,
+    /// At most 255 characters.
+    pub description: Option<String>,
+    /// A label selector over registry labels (`env=prod,tier in (a,b)`); it picks clusters of
+    /// the group's own project only.
+    pub selector: Option<String>,
+    /// Explicit members, by uuid or name: the project's own clusters join at once, a cluster of
+    /// another project (by uuid) is proposed.
+    pub clusters: Option<Vec<String>>,
+}
+
+/// `POST /v1/clustergroups/{clustergroup_ident}/members`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterGroupMemberRequest {
+    /// The cluster's uuid or name (a cluster of another project by uuid).
+    pub cluster: String,
+}
+
+/// `POST /v1/clustergroups/{clustergroup_ident}/bindings`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterGroupBindingRequest {
+    /// The grantee project.
+    pub project_id: String,
+    /// Only the grantee's members holding one of these roles; every member when absent.
+    pub roles: Option<Vec<String>>,
+    /// `read` or `write`.
+    pub access: String,
+}
+
 /// One JSON-Patch operation in Magnum's dialect (`add`, `replace`, `remove`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PatchOperation {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::cluster_groups::AccessView;
 use super::Link;
 use crate::api::http::microversion::{CLUSTER_ID_FIELD, REGISTRY_METADATA};
 use crate::api::timestamp;
@@ -88,6 +89,10 @@ pub struct ClusterBase {
     /// The orchestration handle, from microversion 1.13 (may be `null`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_id: Option<Option<String>>,
+    /// From microversion 1.20, on a cluster of another project only: the bound cluster
+    /// groups the caller's right over it comes through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessView>,
 }
 
 /// The summary representation (`GET /v1/clusters`).
@@ -135,6 +140,7 @@ impl ClusterBase {
             merge_labels: false,
             stack_id: if at_cluster_id { None } else { handle.clone() },
             cluster_id: if at_cluster_id { handle } else { None },
+            access: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! `None`; fields that Magnum always sends, `null` included, are always serialised.
 
 pub mod certificates;
+pub mod cluster_groups;
 pub mod cluster_templates;
 pub mod clusters;
 pub mod federations;
@@ -20,6 +21,10 @@ use utoipa::ToSchema;
 pub use crate::api::http::error_body::{ErrorBody, ErrorEntry, MicroversionError, StandardError};
 pub use crate::api::http::links::Link;
 pub use certificates::{CertificateView, SignedCertificateView};
+pub use cluster_groups::{
+    AccessView, ClusterGroupBindingCollection, ClusterGroupBindingView, ClusterGroupCollection,
+    ClusterGroupMemberCollection, ClusterGroupMemberView, ClusterGroupView,
+};
 pub use cluster_templates::{ClusterTemplateCollection, ClusterTemplateView};
 pub use clusters::{ClusterCollection, ClusterDetailCollection, ClusterSummaryView, ClusterView};
 pub use federations::{
