@@ -282,8 +282,9 @@ class CreateMachine(common.FederationMixin, command.ShowOne):
 
 def wait_running(client, cluster, machine, timeout, interval=2.0, clock=time.monotonic,
                  sleep=time.sleep):
-    """Polls until the machine is Running (its body), or raises: Failed, gone (the change
-    failed and the group got its count back), or still not Running after `timeout` seconds."""
+    """Polls until the machine is Running (its body, as last shown), or raises: Failed, gone
+    (a create failed and the group got its count back), or still not Running after `timeout`
+    seconds. Used by create and by set, replace and reboot."""
     deadline = clock() + timeout
     while True:
         try:
@@ -291,18 +292,18 @@ def wait_running(client, cluster, machine, timeout, interval=2.0, clock=time.mon
         except fclient.ApiError as e:
             if e.status_code != 404:
                 raise
-            raise osc_exceptions.CommandError(
+            raise fclient.WaitFailed(
                 "Machine %s is gone: its node group's change failed (see the cluster's "
                 "status_reason)." % machine)
         phase = _status(body).get("phase")
         if phase == "Running":
             return body
         if phase == "Failed":
-            raise osc_exceptions.CommandError(
+            raise fclient.WaitFailed(
                 "Machine %s failed: %s" % (machine, _status(body).get("error_message")
                                            or _status(body).get("error_reason") or "no reason given"))
         if clock() >= deadline:
-            raise osc_exceptions.CommandError(
+            raise fclient.WaitFailed(
                 "Machine %s is still %s after %s seconds" % (machine, phase, timeout))
         sleep(interval)
 
@@ -378,26 +379,6 @@ def set_ops(parsed_args):
         if value is not None:
             ops.append({"op": "replace", "path": path, "value": value})
     return ops
-
-
-def wait_running(client, cluster, machine, timeout, interval=2.0, clock=time.monotonic,
-                 sleep=time.sleep):
-    """Polls until the machine is no longer Provisioning; raises when it Failed or time ran out.
-
-    Returns the machine as last shown.
-    """
-    deadline = clock() + timeout
-    while True:
-        shown = client.get_machine(cluster, machine)
-        phase = _status(shown).get("phase")
-        if phase == "Failed":
-            raise fclient.WaitFailed("Machine %s failed: %s" % (
-                machine, _status(shown).get("error_message") or _status(shown).get("error_reason")))
-        if phase not in ("Pending", "Provisioning"):
-            return shown
-        if clock() >= deadline:
-            raise fclient.WaitFailed("Machine %s is still %s after %s seconds" % (machine, phase, timeout))
-        sleep(interval)
 
 
 class _MachineWrite(common.FederationMixin, command.ShowOne):
