@@ -734,3 +734,76 @@ both!(
         assert_eq!(shown.body["node_count"], 1, "{}", shown.text);
     }
 );
+
+both!(
+    a_federation_joins_another_projects_cluster_only_through_a_write_binding,
+    |pki: Pki| async move {
+        let app = &pki.app;
+        let w = who(app);
+        let a1 = cluster(&pki, &w.a, "a-one").await;
+        let b1 = cluster(&pki, &w.b, "b-one").await;
+        let c1 = cluster(&pki, &w.c, "c-one").await;
+        let federation = |name: &str, members: &[&str]| {
+            json!({"name": name, "hostcluster_id": b1, "member_ids": members,
+                   "properties": {"dns-zone": "example.com."}})
+        };
+        // Before any binding, A's cluster is not there for B.
+        app.post_as("/v1/federations", &federation("f0", &[&a1]), &w.b)
+            .await
+            .assert_error(404, &format!("Cluster {a1} could not be found."));
+
+        let g = created(
+            app.post_as(GROUPS, &json!({"name": "fed", "clusters": [a1]}), &w.a)
+                .await,
+            201,
+        )
+        .await;
+        let bind = |access: &str| json!({"project_id": "project-b", "access": access});
+        let read = created(
+            app.post_as(&format!("{GROUPS}/{g}/bindings"), &bind("read"), &w.a)
+                .await,
+            201,
+        )
+        .await;
+        // A read binding shows the cluster but does not let it join.
+        app.post_as("/v1/federations", &federation("f1", &[&a1]), &w.b)
+            .await
+            .assert_error(
+                403,
+                &format!(
+                    "The cluster groups bound to project project-b grant read access to \
+                     cluster {a1}, not write access."
+                ),
+            );
+        let r = app
+            .delete_as(&format!("{GROUPS}/{g}/bindings/{read}"), &w.a)
+            .await;
+        assert_eq!(r.status, 204, "{}", r.text);
+        created(
+            app.post_as(&format!("{GROUPS}/{g}/bindings"), &bind("write"), &w.a)
+                .await,
+            201,
+        )
+        .await;
+        // A write binding lets B's federation take A's cluster; C's stays out of reach.
+        app.post_as("/v1/federations", &federation("f2", &[&a1, &c1]), &w.b)
+            .await
+            .assert_error(404, &format!("Cluster {c1} could not be found."));
+        let r = app
+            .post_as("/v1/federations", &federation("f3", &[&a1]), &w.b)
+            .await;
+        assert_eq!(r.status, 202, "{}", r.text);
+        let f = uuid_of(&r.body);
+        let shown = app.get_as(&format!("/v1/federations/{f}"), &w.b).await;
+        assert_eq!(shown.status, 200, "{}", shown.text);
+        assert_eq!(shown.body["member_ids"], json!([a1]));
+        // Below 1.20 the binding grants nothing.
+        app.post_as(
+            "/v1/federations",
+            &federation("f4", &[&a1]),
+            &at(&w.b, "1.19"),
+        )
+        .await
+        .assert_error(404, &format!("Cluster {a1} could not be found."));
+    }
+);

@@ -11,6 +11,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
+use super::cluster_access;
 use super::cluster_delete::force_requested;
 use super::federation_delete;
 use super::lookup::{self, cluster_target, driver_for, federation_target, job_driver};
@@ -22,12 +23,14 @@ use super::views::{
 use crate::api::http::body::{invalid, json_body, json_object, parse_bool, query_params, Fields};
 use crate::api::http::error::ApiError;
 use crate::api::http::links::app_url;
+use crate::api::http::microversion::CLUSTER_GROUPS;
 use crate::api::http::pagination::{respond_page, ListQuery, ListRules, PageBody, PAGE_PARAMS};
 use crate::api::http::retry::{self, Attempt};
 use crate::api::initiator;
 use crate::api::AppState;
 use crate::api::RequestContext;
 use crate::domain::cluster::Cluster;
+use crate::domain::cluster_group::ClusterAction;
 use crate::domain::federation::{
     dedup_members, member_diff, Federation, NewFederation, CREATE_TIMEOUT_MINUTES, DNS_ZONE,
 };
@@ -176,9 +179,22 @@ impl Membership {
         federation: &Map<String, Value>,
         ident: &str,
     ) -> Result<Cluster, ApiError> {
-        let c = visible_cluster(state, ctx, ident).await?;
+        let (c, shared) = match visible_cluster(state, ctx, ident).await {
+            Ok(c) => (c, false),
+            // From 1.20, a cluster of another project joins through a write binding.
+            Err(ApiError::NotFound(_)) if ctx.version >= CLUSTER_GROUPS => {
+                cluster_access::cluster_for(state, ctx, ident, ClusterAction::FederationJoin)
+                    .await?
+            }
+            Err(e) => return Err(e),
+        };
         ctx.authorize("federation:join", federation)?;
-        ctx.authorize("federation:join", &cluster_target(&c))?;
+        if shared {
+            // The binding is the owner's consent; the caller's own rule decides the rest.
+            ctx.authorize_own("federation:join")?;
+        } else {
+            ctx.authorize("federation:join", &cluster_target(&c))?;
+        }
         if c.status == ClusterStatus::DeleteInProgress {
             return Err(ApiError::conflict(format!(
                 "Cluster {} is being deleted and cannot join a federation.",
