@@ -230,9 +230,5 @@ async fn delete(
             Some(&initiator(&ctx)),
         )),
     ];
-    match state.store.commit(&writes).await {
-        Ok(()) => Ok(HttpResponse::NoContent().finish()),
-        Err(StoreError::NotFound) => Err(binding_not_found(&binding_ident)),
-        Err(e) => Err(e.into()),
-    }
+    super::commit_deleted(&state, &writes, || binding_not_found(&binding_ident)).await
 }

@@ -275,16 +275,9 @@ async fn remove(
             (g, m.cluster)
         }
     };
-    match state
-        .store
-        .commit(&[Write::DeleteClusterGroupMember {
-            group: g.uuid,
-            cluster,
-        }])
-        .await
-    {
-        Ok(()) => Ok(HttpResponse::NoContent().finish()),
-        Err(StoreError::NotFound) => Err(not_a_member(&cluster_ident, &g)),
-        Err(e) => Err(e.into()),
-    }
+    let writes = [Write::DeleteClusterGroupMember {
+        group: g.uuid,
+        cluster,
+    }];
+    super::commit_deleted(&state, &writes, || not_a_member(&cluster_ident, &g)).await
 }

@@ -474,11 +474,7 @@ async fn delete(
             Some(&initiator(&ctx)),
         )),
     ];
-    match state.store.commit(&writes).await {
-        Ok(()) => Ok(HttpResponse::NoContent().finish()),
-        Err(StoreError::NotFound) => Err(group_not_found(&path)),
-        Err(e) => Err(e.into()),
-    }
+    super::commit_deleted(&state, &writes, || group_not_found(&path)).await
 }
 
 #[cfg(test)]

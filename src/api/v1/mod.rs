@@ -88,6 +88,20 @@ pub async fn method_not_allowed() -> HttpResponse {
     ApiError::Framework(StatusCode::METHOD_NOT_ALLOWED).error_response()
 }
 
+/// Commits a delete that needs no driver work and answers 204; a row already gone (a
+/// concurrent delete) is `gone`'s 404.
+pub(crate) async fn commit_deleted(
+    state: &AppState,
+    writes: &[Write],
+    gone: impl FnOnce() -> ApiError,
+) -> Result<HttpResponse, ApiError> {
+    match state.store.commit(writes).await {
+        Ok(()) => Ok(HttpResponse::NoContent().finish()),
+        Err(StoreError::NotFound) => Err(gone()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Commits a change whose driver work was queued with it, and answers 202 with the resource's
 /// uuid; a write that lost against a concurrent one (stale) is tried again from a fresh read.
 pub(crate) async fn commit_accepted(
