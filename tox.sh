@@ -135,8 +135,12 @@ envs:
           machines, the first machine page on /v1 (1.19) and `kubectl get machines -n -l
           cluster.k8s.io/cluster-name=<c>` (Table and JSON), and GET cluster and the cluster
           lists before and after the machines exist, figures as JSON to MACHINE_BENCH_JSON
-          (target/machine-bench.json); args go to the example (--keep-database keeps its
-          database for EXPLAIN)
+          (target/machine-bench.json); BENCH_ONLY=groups runs only examples/group_bench.rs
+          (release): GROUP_BENCH_CLUSTERS (100,000) clusters, 1,000 groups and 10,000
+          bindings, a bound member's /v1 list (1.20) and `kubectl get clusters -A` first page,
+          and owner-change-to-event latency on its group-filtered watch, figures as JSON to
+          GROUP_BENCH_JSON (target/group-bench.json); args go to the example
+          (--keep-database keeps its database for EXPLAIN)
   help    this text
 
 environment:
@@ -685,6 +689,13 @@ bench)
     [[ "${FLEETYARD_SKIP_ENSURE_SERVICES:-}" == 1 ]] || tools/ensure_services.sh >&2
     step "cargo run --release --example machine_bench${*:+ -- $*}"
     exec cargo run -q --release --example machine_bench -- \
+      --pg-url "${FLEETYARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}" "$@"
+  fi
+  if [[ "${BENCH_ONLY:-}" == groups ]]; then
+    # Cluster groups at fleet size (its own database beside FLEETYARD_BENCH_PG_URL).
+    [[ "${FLEETYARD_SKIP_ENSURE_SERVICES:-}" == 1 ]] || tools/ensure_services.sh >&2
+    step "cargo run --release --example group_bench${*:+ -- $*}"
+    exec cargo run -q --release --example group_bench -- \
       --pg-url "${FLEETYARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}" "$@"
   fi
   if [[ -f tools/bench.sh ]]; then

@@ -12,8 +12,10 @@
 #   BENCH_ONLY=health_probe           only the health prober: one full round over
 #                                     BENCH_PROBE_CLUSTERS (100,000) clusters, a tenth behind
 #                                     hanging listeners, at BENCH_PROBE_CONCURRENCY (2048)
-#   BENCH_ONLY=registry / machines    run by tox.sh itself: examples/registry_bench.rs and
-#                                     examples/machine_bench.rs (see docs/performance.rst)
+#   BENCH_ONLY=registry / machines / groups
+#                                     run by tox.sh itself: examples/registry_bench.rs,
+#                                     examples/machine_bench.rs and examples/group_bench.rs
+#                                     (see docs/performance.rst)
 #
 # It ends with one table of goals: each figure beside its anchor measured in the same run
 # (pgbench running the same statements, raw lapin publishing) and the ratio, written as JSON
