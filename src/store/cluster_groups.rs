@@ -428,6 +428,34 @@ pub(super) async fn links(
         .collect()
 }
 
+/// The clusters named `name` that the groups `through` reach, in uuid order: the name's rows
+/// of `ix_cluster_name_id`, each probed in the groups' members and matches.
+#[tracing::instrument(level = "debug", skip_all, fields(groups = through.len()))]
+pub(super) async fn named_through(
+    pool: &Pool,
+    name: &str,
+    through: &[ClusterGroupId],
+) -> StoreResult<Vec<ClusterId>> {
+    if through.is_empty() {
+        return Ok(Vec::new());
+    }
+    let gs = sql::placeholders(2, through.len());
+    let text = format!(
+        "SELECT c.uuid FROM cluster c WHERE c.name = $1 AND (\
+         EXISTS (SELECT 1 FROM cluster_group_member m WHERE m.cluster_id = c.uuid \
+             AND m.state = 'Accepted' AND m.group_id IN ({gs})) \
+         OR EXISTS (SELECT 1 FROM cluster_group_match m WHERE m.cluster_id = c.uuid \
+             AND m.group_id IN ({gs}))) ORDER BY c.uuid"
+    );
+    let rows: Vec<(String,)> = pool
+        .sql(&text)
+        .bind(name)
+        .bind_ids(through)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(|(c,)| uuid_of("cluster", c)).collect()
+}
+
 // ---- Writes --------------------------------------------------------------------------------
 
 #[tracing::instrument(level = "debug", skip_all, fields(group = %g.uuid))]

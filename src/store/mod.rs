@@ -576,6 +576,13 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         through: &[ClusterGroupId],
         page: &PageRequest,
     ) -> StoreResult<Vec<ClusterWithGroups>>;
+    /// The clusters named `name` that the groups `through` reach (as an accepted member or a
+    /// selector match), in uuid order. One statement of probes of `ix_cluster_name_id`.
+    async fn clusters_named_through(
+        &self,
+        name: &str,
+        through: &[ClusterGroupId],
+    ) -> StoreResult<Vec<ClusterId>>;
     /// Which of the groups `through` reach each of `clusters` (as an accepted member or a
     /// selector match), in (cluster, group) order. One statement.
     async fn cluster_group_links(

@@ -618,6 +618,14 @@ impl Store for SqlStore {
         clusters::list_with_groups_through(&self.pool, scope, through, page).await
     }
 
+    async fn clusters_named_through(
+        &self,
+        name: &str,
+        through: &[ClusterGroupId],
+    ) -> StoreResult<Vec<ClusterId>> {
+        cluster_groups::named_through(&self.pool, name, through).await
+    }
+
     async fn cluster_group_links(
         &self,
         clusters: &[ClusterId],

@@ -193,9 +193,27 @@ both!(
         assert!(own.body.get("access").is_none(), "{}", own.text);
         let other = app.get_as(&format!("/v1/clusters/{a2}"), &w.b).await;
         other.assert_error(404, &format!("Cluster {a2} could not be found."));
-        // By name, another project's cluster stays unknown.
+        // By name too, where the caller's project has no cluster of that name; A's unbound
+        // cluster stays unknown by name as by uuid.
         let by_name = app.get_as("/v1/clusters/a-one", &w.b).await;
-        by_name.assert_error(404, "Cluster a-one could not be found.");
+        assert_eq!(by_name.status, 200, "{}", by_name.text);
+        assert_eq!(by_name.body["uuid"], a1.as_str());
+        assert_eq!(by_name.body["access"], marker(&g, "read"));
+        app.get_as("/v1/clusters/a-two", &w.b)
+            .await
+            .assert_error(404, "Cluster a-two could not be found.");
+        // A read binding refuses a change by name as by uuid.
+        app.patch_as(
+            "/v1/clusters/a-one",
+            &json!([{"op": "replace", "path": "/node_count", "value": 2}]),
+            &w.b,
+        )
+        .await
+        .assert_error(
+            403,
+            "The cluster groups bound to project project-b grant read access to cluster a-one, \
+             not write access.",
+        );
         b_sees(app, &w.b, &b1, &[(&a1, marker(&g, "read"))]).await;
         // Pages of one item, through `next`, with a shared cluster as the marker.
         for path in [
@@ -692,10 +710,14 @@ both!(
         drain(&pki.conductor).await;
         let shown = app.get_as(&format!("/v1/clusters/{a2}"), &w.a).await;
         assert_eq!(shown.body["node_count"], 2, "{}", shown.text);
-        // By name, another project's cluster stays unknown.
-        app.patch_as("/v1/clusters/a-two", &resize, &w.b)
-            .await
-            .assert_error(404, "Cluster a-two could not be found.");
+        // By name as by uuid.
+        let three = json!([{"op": "replace", "path": "/node_count", "value": 3}]);
+        let r = app.patch_as("/v1/clusters/a-two", &three, &w.b).await;
+        assert_eq!(r.status, 202, "{}", r.text);
+        assert_eq!(r.body["uuid"], a2.as_str());
+        drain(&pki.conductor).await;
+        let shown = app.get_as(&format!("/v1/clusters/{a2}"), &w.a).await;
+        assert_eq!(shown.body["node_count"], 3, "{}", shown.text);
 
         // Read: a 403 that says why; nothing changes.
         for r in [
@@ -805,5 +827,56 @@ both!(
         )
         .await
         .assert_error(404, &format!("Cluster {a1} could not be found."));
+    }
+);
+
+both!(
+    a_shared_cluster_is_named_by_name_unless_two_bound_clusters_share_it,
+    |pki: Pki| async move {
+        let app = &pki.app;
+        let w = who(app);
+        let a_dup = cluster(&pki, &w.a, "dup").await;
+        let c_dup = cluster(&pki, &w.c, "dup").await;
+        let a_only = cluster(&pki, &w.a, "a-only").await;
+        // A and C each share their `dup` with B (read).
+        for (h, name, member) in [(&w.a, "a-share", &a_dup), (&w.c, "c-share", &c_dup)] {
+            let g = created(
+                app.post_as(GROUPS, &json!({"name": name, "clusters": [member]}), h)
+                    .await,
+                201,
+            )
+            .await;
+            created(
+                app.post_as(
+                    &format!("{GROUPS}/{g}/bindings"),
+                    &json!({"project_id": "project-b", "access": "read"}),
+                    h,
+                )
+                .await,
+                201,
+            )
+            .await;
+        }
+        // Two bound clusters named `dup`: Magnum's 409 asks for the uuid, which still works.
+        app.get_as("/v1/clusters/dup", &w.b).await.assert_error(
+            409,
+            "Multiple clusters exist with same name. Please use the cluster uuid instead.",
+        );
+        for uuid in [&a_dup, &c_dup] {
+            let r = app.get_as(&format!("/v1/clusters/{uuid}"), &w.b).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            assert_eq!(r.body["name"], "dup");
+        }
+        // A's cluster that no bound group reaches stays unknown by name.
+        app.get_as("/v1/clusters/a-only", &w.b)
+            .await
+            .assert_error(404, "Cluster a-only could not be found.");
+        assert!(!a_only.is_empty());
+        // A name of the caller's own project is its own cluster, whatever groups reach.
+        let b_dup = cluster(&pki, &w.b, "dup").await;
+        let r = app.get_as("/v1/clusters/dup", &w.b).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["uuid"], b_dup.as_str());
+        assert!(r.body.get("access").is_none(), "{}", r.text);
     }
 );

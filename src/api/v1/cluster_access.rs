@@ -2,7 +2,7 @@
 //!
 //! A binding grants the caller's project (and, when it names roles, only callers holding one)
 //! `read` or `write` over a group's clusters: its accepted explicit members and its selector
-//! matches. `GET /v1/clusters/{c}` then shows such a cluster by uuid, and the lists show them
+//! matches. `GET /v1/clusters/{c}` then shows such a cluster by uuid or name, and the lists show them
 //! among the project's own, each marked with the groups its right comes through (`access`).
 //!
 //! The cost is index reads whatever the number of clusters: the caller's bindings
@@ -109,21 +109,40 @@ pub async fn markers(
         .collect())
 }
 
-/// A cluster of another project the caller reaches through a bound group, named by uuid, with
+/// The cluster of another project `ident` names among those the bound groups reach: a uuid
+/// as it is, a name when exactly one of them has it (Magnum's 409 when several do).
+async fn reached(
+    state: &AppState,
+    bound: &BoundGroups,
+    ident: &str,
+) -> Result<Option<ClusterId>, ApiError> {
+    if let Some(uuid) = parse_uuid_like(ident) {
+        return Ok(Some(ClusterId(uuid)));
+    }
+    let mut named = state
+        .store
+        .clusters_named_through(ident, &bound.ids())
+        .await?;
+    match named.len() {
+        0 | 1 => Ok(named.pop()),
+        _ => Err(lookup::cluster_error(ident, StoreError::Ambiguous)),
+    }
+}
+
+/// A cluster of another project the caller reaches through a bound group, by uuid or name, with
 /// its marker and the greatest right; `None` when there is none (the caller's 404 stands).
 pub async fn shared_cluster(
     state: &AppState,
     ctx: &RequestContext,
     ident: &str,
 ) -> Result<Option<(ClusterWithGroups, AccessView, GroupRight)>, ApiError> {
-    let Some(uuid) = parse_uuid_like(ident) else {
-        return Ok(None);
-    };
     let bound = bound_groups(state, ctx).await?;
     if bound.is_empty() {
         return Ok(None);
     }
-    let cluster = ClusterId(uuid);
+    let Some(cluster) = reached(state, &bound, ident).await? else {
+        return Ok(None);
+    };
     let via: Vec<ClusterGroupId> = state
         .store
         .cluster_group_links(&[cluster], &bound.ids())
@@ -140,7 +159,7 @@ pub async fn shared_cluster(
     };
     match state
         .store
-        .get_cluster_with_groups(&every_project, &Ident::Uuid(uuid))
+        .get_cluster_with_groups(&every_project, &Ident::Uuid(cluster.0))
         .await
     {
         Ok(read) => Ok(Some((read, bound.marker(&via), right))),
@@ -151,7 +170,7 @@ pub async fn shared_cluster(
 
 /// The cluster a change (`action`) names: one the caller sees as before (its project's, any
 /// for an administrator), or, from microversion 1.20, one of another project that a bound
-/// group reaches, by uuid, when the bindings grant a right that allows the action (a 403 when
+/// group reaches, by uuid or name, when the bindings grant a right that allows the action (a 403 when
 /// they grant only `read`). The flag says the cluster came through a group: the caller's own
 /// rule then decides, not the cluster's project's.
 pub async fn cluster_for(
@@ -165,14 +184,13 @@ pub async fn cluster_for(
         Err(ApiError::NotFound(m)) => m,
         Err(e) => return Err(e),
     };
-    let Some(uuid) = parse_uuid_like(ident) else {
-        return Err(ApiError::NotFound(missing));
-    };
     let bound = bound_groups(state, ctx).await?;
     if bound.is_empty() {
         return Err(ApiError::NotFound(missing));
     }
-    let cluster = ClusterId(uuid);
+    let Some(cluster) = reached(state, &bound, ident).await? else {
+        return Err(ApiError::NotFound(missing));
+    };
     let via: Vec<ClusterGroupId> = state
         .store
         .cluster_group_links(&[cluster], &bound.ids())

@@ -416,7 +416,7 @@ async fn show(
             (read, None)
         }
         // From microversion 1.20, a cluster of another project a bound group reaches, by
-        // uuid; the caller's own rule decides whether it reads clusters at all.
+        // uuid or name; the caller's own rule decides whether it reads clusters at all.
         Err(ApiError::NotFound(missing)) => {
             match cluster_access::shared_cluster(&state, &ctx, &path).await? {
                 Some((read, access, _)) => {
