@@ -222,7 +222,8 @@ mod tests {
         );
         assert_eq!(out["spec"]["rollout"]["strategy"]["type"], "RollingUpdate");
         assert_eq!(
-            out["spec"]["kubeadmConfigSpec"]["initConfiguration"]["nodeRegistration"]["kubeletExtraArgs"],
+            out["spec"]["kubeadmConfigSpec"]["initConfiguration"]["nodeRegistration"]
+                ["kubeletExtraArgs"],
             json!([{"name": "cloud-provider", "value": "external"}, {"name": "provider-id", "value": "p"}])
         );
         let secret = json!({"apiVersion": "v1", "kind": "Secret", "data": {}});

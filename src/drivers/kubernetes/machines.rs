@@ -131,7 +131,11 @@ fn replicas_for(node_count: i32, machines: &[Value]) -> i64 {
 
 impl KubernetesDriver {
     /// Replaces a worker machine, new first; one step per call (see the module's text).
-    pub(super) async fn replace(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+    pub(super) async fn replace(
+        &self,
+        ctx: &ClusterContext,
+        m: &Machine,
+    ) -> DriverResult<Progress> {
         check_action(m, MachineAction::Replace).map_err(DriverError::Permanent)?;
         let ng = ctx
             .nodegroups
@@ -162,9 +166,8 @@ impl KubernetesDriver {
                 ng.name
             )));
         };
-        let selector = format!(
-            "{CAPI_CLUSTER_NAME_LABEL}={cluster},{CAPI_DEPLOYMENT_NAME_LABEL}={md_name}"
-        );
+        let selector =
+            format!("{CAPI_CLUSTER_NAME_LABEL}={cluster},{CAPI_DEPLOYMENT_NAME_LABEL}={md_name}");
         let mut machines = mgmt
             .list(self.capi.core(), "Machine", ns, &selector)
             .await?;
@@ -206,11 +209,13 @@ impl KubernetesDriver {
                     let patch = json!({"metadata": {"annotations": {DELETE_MACHINE: "yes"}}});
                     machines[old] = self.patch_machine(name_of(&machines[old]), &patch).await?;
                 }
-                self.set_replicas(&md, replicas_for(ng.node_count, &machines)).await?;
+                self.set_replicas(&md, replicas_for(ng.node_count, &machines))
+                    .await?;
                 return Ok(self.replaced(m, &machines[n]));
             }
         }
-        self.set_replicas(&md, replicas_for(ng.node_count, &machines)).await?;
+        self.set_replicas(&md, replicas_for(ng.node_count, &machines))
+            .await?;
         let mut obs = ClusterObservation::phase(Phase::InProgress);
         obs.stack_id = Some(cluster);
         Ok(Progress::Started(obs))
@@ -257,7 +262,7 @@ impl KubernetesDriver {
                         name_of(m).to_string(),
                     )
                 };
-                key(*a).cmp(&key(*b))
+                key(a).cmp(&key(b))
             })
             .map(|(i, _)| i);
         let Some(i) = candidate else {
@@ -281,7 +286,8 @@ impl KubernetesDriver {
         machines[new] = self.patch_machine(name_of(&machines[new]), &patch).await?;
         let patch = json!({"metadata": {"annotations": {SURGE_FOR: null}}});
         machines[old] = self.patch_machine(name_of(&machines[old]), &patch).await?;
-        self.set_replicas(md, replicas_for(ng.node_count, machines)).await
+        self.set_replicas(md, replicas_for(ng.node_count, machines))
+            .await
     }
 
     async fn patch_machine(&self, name: &str, patch: &Value) -> DriverResult<Value> {
@@ -405,7 +411,7 @@ mod tests {
         let plain = json!({"metadata": {"name": "a"}});
         let surging = json!({"metadata": {"name": "b", "annotations": {SURGE_FOR: "x"}}});
         let done = json!({"metadata": {"name": "c", "annotations": {SURGE_FOR: "y", DELETE_MACHINE: "yes"}}});
-        assert_eq!(replicas_for(2, &[plain.clone()]), 2);
+        assert_eq!(replicas_for(2, std::slice::from_ref(&plain)), 2);
         assert_eq!(replicas_for(2, &[plain, surging, done]), 3);
     }
 }

@@ -121,7 +121,9 @@ pub fn failure(obj: &Value, what: &str) -> Option<String> {
             }
         }
     }
-    out.push('.');
+    if !out.ends_with('.') {
+        out.push('.');
+    }
     Some(out)
 }
 

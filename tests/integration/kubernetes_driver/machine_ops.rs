@@ -292,12 +292,17 @@ async fn per_machine_versions_reboots_and_lone_masters_are_refused_with_the_reas
 
     let reboot = "Cluster API has no reboot (neither Cluster API nor its OpenStack provider offers one): replace the machine instead.";
     assert_eq!(
-        env.driver.check_machine_action(worker, MachineAction::Reboot),
+        env.driver
+            .check_machine_action(worker, MachineAction::Reboot),
         Err(reboot.to_string())
     );
-    assert_eq!(permanent(env.driver.reboot_machine(&c, worker).await), reboot);
     assert_eq!(
-        env.driver.check_machine_action(worker, MachineAction::Replace),
+        permanent(env.driver.reboot_machine(&c, worker).await),
+        reboot
+    );
+    assert_eq!(
+        env.driver
+            .check_machine_action(worker, MachineAction::Replace),
         Ok(())
     );
     let lone_master = env

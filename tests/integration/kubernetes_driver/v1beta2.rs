@@ -324,8 +324,7 @@ async fn writes_of_a_whole_flow(version: &str) -> Vec<Recorded> {
 }
 
 #[tokio::test]
-async fn every_cluster_api_object_the_driver_writes_fits_the_published_types_of_either_version()
-{
+async fn every_cluster_api_object_the_driver_writes_fits_the_published_types_of_either_version() {
     for version in ["v1beta1", "v1beta2"] {
         let requests = writes_of_a_whole_flow(version).await;
         let (checked, findings) = type_findings(&requests);
@@ -334,13 +333,20 @@ async fn every_cluster_api_object_the_driver_writes_fits_the_published_types_of_
             "{version}: only {checked} Cluster API writes were checked"
         );
         assert!(findings.is_empty(), "{version}:\n{}", findings.join("\n"));
-        let other = if version == "v1beta1" { "v1beta2" } else { "v1beta1" };
+        let other = if version == "v1beta1" {
+            "v1beta2"
+        } else {
+            "v1beta1"
+        };
         let strays: Vec<&str> = requests
             .iter()
             .filter(|r| r.path.contains("cluster.x-k8s.io/") && !r.path.contains("infrastructure."))
             .map(|r| r.path.as_str())
             .filter(|p| p.contains(&format!("/{other}/")))
             .collect();
-        assert!(strays.is_empty(), "{version} driver used {other}: {strays:?}");
+        assert!(
+            strays.is_empty(),
+            "{version} driver used {other}: {strays:?}"
+        );
     }
 }
