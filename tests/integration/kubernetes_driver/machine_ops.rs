@@ -327,3 +327,63 @@ async fn per_machine_versions_reboots_and_lone_masters_are_refused_with_the_reas
     );
     assert!(env.mgmt.requests().is_empty(), "nothing sent");
 }
+
+/// A replacement cut off between its steps (the management cluster failing the scale, as a
+/// conductor killed there would leave it) resumes from what the management cluster holds: one
+/// surge, exactly the old Machine marked, the group back to its size.
+#[tokio::test]
+async fn a_replacement_cut_off_between_its_steps_resumes_without_a_second_surge() {
+    let (env, c, m) = replace_env("v1beta1").await;
+    let md_path = format!("{CAPI}/namespaces/{NS}/machinedeployments/{WORKER_MD}");
+    let replicas = || env.mgmt.get(&md_path).expect("md")["spec"]["replicas"].clone();
+    env.mgmt.fail_next(
+        "PATCH",
+        "/machinedeployments/",
+        503,
+        "ServiceUnavailable",
+        "etcd leader changed",
+    );
+    let text = transient(env.driver.replace_machine(&c, &m).await);
+    assert!(text.contains("answered 503"), "{text}");
+    assert_eq!(replicas(), 2, "tagged, not grown yet");
+    for _ in 0..3 {
+        env.driver.replace_machine(&c, &m).await.expect("resumed");
+        assert_eq!(replicas(), 3, "one surge, however often it is asked");
+    }
+
+    env.mgmt.put(
+        &format!("{CAPI}/namespaces/{NS}/machines/{WORKER_MD}-w2"),
+        json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": C1_NAME, "cluster.x-k8s.io/deployment-name": WORKER_MD}},
+            "spec": {"clusterName": C1_NAME, "providerID": "openstack:///server-new"},
+            "status": {"phase": "Running", "nodeRef": {"name": "node-new"}},
+        }),
+    );
+    // Claimed, running, the old one marked: then the scale-down fails.
+    env.mgmt.fail_next(
+        "PATCH",
+        "/machinedeployments/",
+        503,
+        "ServiceUnavailable",
+        "etcd leader changed",
+    );
+    transient(env.driver.replace_machine(&c, &m).await);
+    assert_eq!(replicas(), 3, "marked, not shrunk yet");
+    let Progress::Done(obs) = env.driver.replace_machine(&c, &m).await.expect("done") else {
+        panic!("the replacement is done")
+    };
+    assert_eq!(replicas(), 2);
+    assert_eq!(
+        obs.machines[&m.uuid].provider_id.as_deref(),
+        Some("openstack:///server-new")
+    );
+    let marked: Vec<String> = env
+        .mgmt
+        .objects()
+        .into_iter()
+        .filter(|(_, o)| o["metadata"]["annotations"][DELETE_MACHINE_ANNOTATION].is_string())
+        .map(|(p, _)| p.rsplit('/').next().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(marked, [format!("{WORKER_MD}-w1")]);
+}
