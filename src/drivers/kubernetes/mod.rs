@@ -9,6 +9,11 @@
 //!   template's `kube_tag` and image and lets Cluster API roll the machines (in place or by
 //!   replacement is its choice, KEP-3's principle); delete removes the `Cluster` and reports
 //!   the cluster gone only once the management cluster answers 404.
+//! * one machine's operations ([`machines`]): a worker is replaced new-first through its
+//!   MachineDeployment; what Cluster API only does per group (versions, images, flavors) or
+//!   not at all (a reboot, a lone master replaced) is refused with that reason;
+//! * `[kubernetes_driver] cluster_api_version` chooses `v1beta1` or `v1beta2` objects
+//!   ([`capi`]);
 //! * federations run on the host cluster through a [`federation::FederationEngine`]; members'
 //!   and host's credentials are the `<cluster>-kubeconfig` Secrets Cluster API keeps.
 //!
