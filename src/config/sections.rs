@@ -408,6 +408,9 @@ pub struct KubernetesDriverSection {
     pub infrastructure_cluster_kind: String,
     /// Kind of the infrastructure machine template (OpenStackMachineTemplate for CAPO).
     pub infrastructure_machine_template_kind: String,
+    /// The Cluster API version the driver writes and reads: `v1beta1` or `v1beta2` (Cluster
+    /// API 1.11 and later).
+    pub cluster_api_version: String,
     /// Secret (in `namespace`) holding the clouds.yaml CAPO uses, and the cloud's name in it.
     pub cloud_credentials_secret: String,
     pub cloud_name: String,
@@ -431,6 +434,7 @@ impl Default for KubernetesDriverSection {
             infrastructure_api_version: "infrastructure.cluster.x-k8s.io/v1beta1".into(),
             infrastructure_cluster_kind: "OpenStackCluster".into(),
             infrastructure_machine_template_kind: "OpenStackMachineTemplate".into(),
+            cluster_api_version: "v1beta1".into(),
             cloud_credentials_secret: "openstack-cloud-credentials".into(),
             cloud_name: "openstack".into(),
             request_timeout: 30,

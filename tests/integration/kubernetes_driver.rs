@@ -5,6 +5,8 @@
 
 mod capi_types;
 mod fake_kube;
+mod machine_ops;
+mod v1beta2;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -2025,45 +2027,4 @@ async fn every_cluster_api_object_the_driver_writes_fits_the_published_v1beta1_t
         "only {checked} Cluster API writes were checked"
     );
     assert!(findings.is_empty(), "{}", findings.join("\n"));
-}
-
-/// One machine's changes are not the kubernetes driver's yet: each is refused with its name
-/// before anything is sent to the management cluster.
-#[tokio::test]
-async fn machine_changes_are_refused_with_the_drivers_reason() {
-    use fleetyard::domain::machine::ChangeMode;
-    use fleetyard::drivers::MachineAction;
-
-    let env = env().await;
-    let c = ctx(ClusterStatus::CreateComplete);
-    let m = Machine {
-        id: 1,
-        uuid: uuid("6c0a4a1e-2b3d-4e5f-8a9b-0c1d2e3f4a51"),
-        name: MachineName::parse("default-worker-1").expect("name"),
-        role: MachineRole::Worker,
-        project_id: c.cluster.project_id.clone(),
-        cluster_id: c.cluster.uuid,
-        nodegroup_id: c.nodegroups[0].uuid,
-        spec: MachineSpec::default(),
-        status: MachineStatus::pending(),
-        created_at: Utc::now(),
-        updated_at: None,
-    };
-    assert_eq!(
-        env.driver.plan_machine_change(&m, &m.spec),
-        Err("The kubernetes driver cannot change machines.".to_string())
-    );
-    assert_eq!(
-        env.driver.check_machine_action(&m, MachineAction::Replace),
-        Err("The kubernetes driver cannot replace machines.".to_string())
-    );
-    assert_eq!(
-        permanent(env.driver.update_machine(&c, &m, ChangeMode::InPlace).await),
-        "The kubernetes driver cannot change machines."
-    );
-    assert_eq!(
-        permanent(env.driver.reboot_machine(&c, &m).await),
-        "The kubernetes driver cannot reboot machines."
-    );
-    assert!(env.mgmt.requests().is_empty(), "nothing sent");
 }

@@ -9,6 +9,11 @@
 //!   template's `kube_tag` and image and lets Cluster API roll the machines (in place or by
 //!   replacement is its choice, KEP-3's principle); delete removes the `Cluster` and reports
 //!   the cluster gone only once the management cluster answers 404.
+//! * one machine's operations ([`machines`]): a worker is replaced new-first through its
+//!   MachineDeployment; what Cluster API only does per group (versions, images, flavors) or
+//!   not at all (a reboot, a lone master replaced) is refused with that reason;
+//! * `[kubernetes_driver] cluster_api_version` chooses `v1beta1` or `v1beta2` objects
+//!   ([`capi`]);
 //! * federations run on the host cluster through a [`federation::FederationEngine`]; members'
 //!   and host's credentials are the `<cluster>-kubeconfig` Secrets Cluster API keeps.
 //!
@@ -20,8 +25,10 @@
 //! tolerate 404. Unreachable servers, conflicts and 5xx answers are transient (the conductor
 //! retries); refusals are permanent with the server's message.
 
+pub mod capi;
 pub mod client;
 pub mod federation;
+pub mod machines;
 pub mod render;
 mod scaling;
 pub mod status;
@@ -41,15 +48,16 @@ use crate::domain::template::ClusterTemplate;
 
 use super::{
     Capabilities, ClusterContext, ClusterObservation, Driver, DriverError, DriverResult,
-    FederationContext, FederationProgress, HealthObservation, MemberChange, Phase, Progress,
-    Provides, Resize,
+    FederationContext, FederationProgress, HealthObservation, MachineAction, MemberChange, Phase,
+    Progress, Provides, Resize,
 };
+use crate::domain::machine::{ChangeMode, Machine, MachineSpec};
+use capi::CapiVersion;
 use client::Kube;
 use federation::{access_from_kubeconfig, ClusterAccess, FederationEngine, Karmada};
 use render::{
     cluster_name, control_plane_name, deployment_name, kubeconfig_secret_name, normalize_version,
-    Overrides, Renderer, CAPI_API_VERSION, CAPI_CLUSTER_NAME_LABEL, CONTROL_PLANE_API_VERSION,
-    LABEL_CLUSTER_UUID,
+    Overrides, Renderer, CAPI_CLUSTER_NAME_LABEL, LABEL_CLUSTER_UUID,
 };
 use status::Observed;
 
@@ -78,6 +86,8 @@ pub struct KubernetesDriver {
     engine: Box<dyn FederationEngine>,
     /// The most nodes one group may have (`[cluster] max_node_count`).
     node_limit: i32,
+    /// The Cluster API version written and read (`cluster_api_version`).
+    capi: CapiVersion,
 }
 
 impl std::fmt::Debug for KubernetesDriver {
@@ -109,6 +119,7 @@ impl KubernetesDriver {
         if settings.namespace.trim().is_empty() {
             return Err("[kubernetes_driver] namespace: must not be empty".into());
         }
+        let capi = CapiVersion::parse(&settings.cluster_api_version)?;
         let engine: Box<dyn FederationEngine> = match settings.federation_engine.as_str() {
             "karmada" => Box::new(Karmada::new(
                 &settings.karmada_namespace,
@@ -127,6 +138,7 @@ impl KubernetesDriver {
             management: OnceCell::new(),
             engine,
             node_limit: crate::config::ClusterSection::default().max_node_count,
+            capi,
         })
     }
 
@@ -241,7 +253,7 @@ impl KubernetesDriver {
             .management()
             .await?
             .get(
-                CONTROL_PLANE_API_VERSION,
+                self.capi.control_plane(),
                 "KubeadmControlPlane",
                 Some(self.ns()),
                 &name,
@@ -254,13 +266,13 @@ impl KubernetesDriver {
         let mgmt = self.management().await?;
         let name = cluster_name(&ctx.cluster.uuid);
         let ns = Some(self.ns());
-        let cluster = mgmt.get(CAPI_API_VERSION, "Cluster", ns, &name).await?;
+        let cluster = mgmt.get(self.capi.core(), "Cluster", ns, &name).await?;
         if cluster.is_none() {
             return Ok(Observed::default());
         }
         let control_plane = mgmt
             .get(
-                CONTROL_PLANE_API_VERSION,
+                self.capi.control_plane(),
                 "KubeadmControlPlane",
                 ns,
                 &control_plane_name(&name),
@@ -268,7 +280,7 @@ impl KubernetesDriver {
             .await?;
         let selector = format!("{LABEL_CLUSTER_UUID}={}", ctx.cluster.uuid);
         let deployments: BTreeMap<String, Value> = mgmt
-            .list(CAPI_API_VERSION, "MachineDeployment", ns, &selector)
+            .list(self.capi.core(), "MachineDeployment", ns, &selector)
             .await?
             .into_iter()
             .filter_map(|d| {
@@ -280,7 +292,7 @@ impl KubernetesDriver {
             .collect();
         let machines = mgmt
             .list(
-                CAPI_API_VERSION,
+                self.capi.core(),
                 "Machine",
                 ns,
                 &format!("{CAPI_CLUSTER_NAME_LABEL}={name}"),
@@ -468,7 +480,7 @@ impl Driver for KubernetesDriver {
         let cluster_object = || vec![Leftover::new("Cluster.cluster.x-k8s.io", name.clone())];
         let deleted = match self.management().await {
             Ok(mgmt) => {
-                mgmt.delete(CAPI_API_VERSION, "Cluster", Some(self.ns()), &name)
+                mgmt.delete(self.capi.core(), "Cluster", Some(self.ns()), &name)
                     .await
             }
             Err(e) => Err(e),
@@ -526,7 +538,7 @@ impl Driver for KubernetesDriver {
         self.management()
             .await?
             .delete(
-                CAPI_API_VERSION,
+                self.capi.core(),
                 "MachineDeployment",
                 Some(self.ns()),
                 &name,
@@ -561,6 +573,37 @@ impl Driver for KubernetesDriver {
     async fn rotate_ca(&self, _ctx: &ClusterContext) -> DriverResult<Progress> {
         Err(DriverError::Permanent(
             "The kubernetes driver cannot rotate cluster CAs yet: Cluster API keeps the CA in the <cluster>-ca Secret and has no rotation of its own.".into(),
+        ))
+    }
+
+    fn plan_machine_change(&self, m: &Machine, next: &MachineSpec) -> Result<ChangeMode, String> {
+        machines::plan_change(m, next)
+    }
+
+    fn check_machine_action(&self, m: &Machine, action: MachineAction) -> Result<(), String> {
+        machines::check_action(m, action)
+    }
+
+    async fn update_machine(
+        &self,
+        ctx: &ClusterContext,
+        m: &Machine,
+        mode: ChangeMode,
+    ) -> DriverResult<Progress> {
+        match mode {
+            ChangeMode::Replace => self.replace(ctx, m).await,
+            ChangeMode::InPlace => Err(machines::in_place_refused()),
+        }
+    }
+
+    async fn replace_machine(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+        self.replace(ctx, m).await
+    }
+
+    async fn reboot_machine(&self, _ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+        machines::check_action(m, MachineAction::Reboot).map_err(DriverError::Permanent)?;
+        Err(DriverError::Permanent(
+            "The kubernetes driver cannot reboot machines.".into(),
         ))
     }
 

@@ -20,6 +20,9 @@ use crate::domain::ClusterId;
 
 use crate::drivers::{CaMaterial, ClusterContext};
 
+use super::capi::CapiVersion;
+
+// The shape objects are built in; `[kubernetes_driver] cluster_api_version` converts them.
 pub const CAPI_API_VERSION: &str = "cluster.x-k8s.io/v1beta1";
 pub const CONTROL_PLANE_API_VERSION: &str = "controlplane.cluster.x-k8s.io/v1beta1";
 pub const BOOTSTRAP_API_VERSION: &str = "bootstrap.cluster.x-k8s.io/v1beta1";
@@ -170,6 +173,16 @@ impl<'a> Renderer<'a> {
         cluster_name(&self.ctx.cluster.uuid)
     }
 
+    /// The Cluster API version the objects are written in.
+    pub fn capi(&self) -> CapiVersion {
+        CapiVersion::parse(&self.settings.cluster_api_version).unwrap_or_default()
+    }
+
+    fn converted(&self, objects: Vec<Object>) -> Vec<Object> {
+        let capi = self.capi();
+        objects.into_iter().map(|o| capi.convert(o)).collect()
+    }
+
     fn label(&self, key: &str) -> Option<&'a str> {
         self.ctx
             .cluster
@@ -234,7 +247,7 @@ impl<'a> Renderer<'a> {
             out.extend(self.worker(ng, &Overrides::default(), None)?);
         }
         out.push(self.cluster());
-        Ok(out)
+        Ok(self.converted(out))
     }
 
     pub fn master_group(&self) -> Result<&'a NodeGroup, String> {
@@ -282,6 +295,10 @@ impl<'a> Renderer<'a> {
 
     /// The Cluster API `Cluster`.
     pub fn cluster(&self) -> Object {
+        self.capi().convert(self.cluster_v1beta1())
+    }
+
+    fn cluster_v1beta1(&self) -> Object {
         let name = self.name();
         let mut meta = self.metadata(&name, None);
         if let Some(driver) = self.template.spec.network_driver.as_deref() {
@@ -521,7 +538,7 @@ impl<'a> Renderer<'a> {
                 },
             },
         });
-        Ok(vec![template, kcp])
+        Ok(self.converted(vec![template, kcp]))
     }
 
     /// A worker node group: bootstrap template, machine template and `MachineDeployment`.
@@ -600,7 +617,7 @@ impl<'a> Renderer<'a> {
                 },
             },
         });
-        Ok(vec![bootstrap, template, md])
+        Ok(self.converted(vec![bootstrap, template, md]))
     }
 }
 

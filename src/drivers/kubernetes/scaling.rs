@@ -8,8 +8,7 @@ use crate::domain::machine::count;
 
 use super::render::{
     cluster_name, control_plane_name, deployment_name, Overrides, Renderer, AUTOSCALER_MAX,
-    AUTOSCALER_MIN, BOOTSTRAP_API_VERSION, CAPI_API_VERSION, CAPI_CLUSTER_NAME_LABEL,
-    CONTROL_PLANE_API_VERSION, DELETE_MACHINE, LABEL_CLUSTER_UUID,
+    AUTOSCALER_MIN, CAPI_CLUSTER_NAME_LABEL, DELETE_MACHINE, LABEL_CLUSTER_UUID,
 };
 use super::status::{self};
 use crate::drivers::{ClusterContext, Driver, DriverError, DriverResult, Resize};
@@ -31,7 +30,7 @@ impl KubernetesDriver {
             self.validate_master_size(count)
                 .map_err(DriverError::Permanent)?;
             (
-                CONTROL_PLANE_API_VERSION,
+                self.capi.control_plane(),
                 "KubeadmControlPlane",
                 control_plane_name(&cluster),
                 json!({"spec": {"replicas": count}}),
@@ -40,7 +39,7 @@ impl KubernetesDriver {
             let max = ng.max_node_count.unwrap_or(count).max(count);
             let min = ng.min_node_count.min(count);
             (
-                CAPI_API_VERSION,
+                self.capi.core(),
                 "MachineDeployment",
                 deployment_name(&cluster, ng),
                 json!({
@@ -84,7 +83,7 @@ impl KubernetesDriver {
         let cluster = cluster_name(&ctx.cluster.uuid);
         let selector = format!("{CAPI_CLUSTER_NAME_LABEL}={cluster}");
         let machines = mgmt
-            .list(CAPI_API_VERSION, "Machine", Some(self.ns()), &selector)
+            .list(self.capi.core(), "Machine", Some(self.ns()), &selector)
             .await?;
         let deployment = deployment_name(&cluster, ng);
         let group = status::capi_machines_of(&cluster, ng, &machines);
@@ -111,7 +110,7 @@ impl KubernetesDriver {
                 continue;
             }
             let patch = json!({"metadata": {"annotations": {DELETE_MACHINE: "yes"}}});
-            mgmt.merge_patch(CAPI_API_VERSION, "Machine", Some(self.ns()), name, &patch)
+            mgmt.merge_patch(self.capi.core(), "Machine", Some(self.ns()), name, &patch)
                 .await?;
         }
         if unmatched.is_empty() {
@@ -120,12 +119,12 @@ impl KubernetesDriver {
         // A retry after the scale-down went through finds the removed machines gone.
         let (api, kind, name) = if ng.is_master() {
             (
-                CONTROL_PLANE_API_VERSION,
+                self.capi.control_plane(),
                 "KubeadmControlPlane",
                 control_plane_name(&cluster),
             )
         } else {
-            (CAPI_API_VERSION, "MachineDeployment", deployment)
+            (self.capi.core(), "MachineDeployment", deployment)
         };
         let live = mgmt.get(api, kind, Some(self.ns()), &name).await?;
         if live.and_then(|o| o["spec"]["replicas"].as_i64()) == Some(i64::from(resize.node_count)) {
@@ -160,9 +159,9 @@ impl KubernetesDriver {
         let selector = format!("{LABEL_CLUSTER_UUID}={}", ctx.cluster.uuid);
         let s = &self.settings;
         let kinds = [
-            (CAPI_API_VERSION, "MachineDeployment"),
-            (CONTROL_PLANE_API_VERSION, "KubeadmControlPlane"),
-            (BOOTSTRAP_API_VERSION, "KubeadmConfigTemplate"),
+            (self.capi.core(), "MachineDeployment"),
+            (self.capi.control_plane(), "KubeadmControlPlane"),
+            (self.capi.bootstrap(), "KubeadmConfigTemplate"),
             (
                 s.infrastructure_api_version.as_str(),
                 s.infrastructure_machine_template_kind.as_str(),

@@ -57,6 +57,12 @@ fn condition_true(obj: &Value, kind: &str) -> Option<bool> {
     condition(obj, kind).map(|c| c["status"].as_str() == Some("True"))
 }
 
+/// A status field Cluster API `v1beta2` moved under `status.deprecated.v1beta1`
+/// (`failureReason`, `failureMessage`): read where either version keeps it.
+fn status_text<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    text(&obj["status"][field]).or_else(|| text(&obj["status"]["deprecated"]["v1beta1"][field]))
+}
+
 /// `https://host:port` from the Cluster's `spec.controlPlaneEndpoint`.
 pub fn api_address(cluster: &Value) -> Option<String> {
     let endpoint = &cluster["spec"]["controlPlaneEndpoint"];
@@ -79,13 +85,18 @@ fn settled(obj: &Value) -> bool {
     observed >= generation
         && int(&status["replicas"]).unwrap_or(0) == desired
         && int(&status["readyReplicas"]).unwrap_or(0) == desired
-        && int(&status["updatedReplicas"]).unwrap_or(0) == desired
+        // `v1beta2` counts the machines of the latest spec as `upToDateReplicas`.
+        && int(&status["updatedReplicas"])
+            .or_else(|| int(&status["upToDateReplicas"]))
+            .unwrap_or(0)
+            == desired
 }
 
-fn failure(obj: &Value, what: &str) -> Option<String> {
+/// Cluster API's words for a terminal failure of `obj`, when it reports one.
+pub fn failure(obj: &Value, what: &str) -> Option<String> {
     let status = &obj["status"];
-    let message = text(&status["failureMessage"]);
-    let reason = text(&status["failureReason"]);
+    let message = status_text(obj, "failureMessage");
+    let reason = status_text(obj, "failureReason");
     if message.is_none() && reason.is_none() && status["phase"].as_str() != Some("Failed") {
         return None;
     }
@@ -110,7 +121,9 @@ fn failure(obj: &Value, what: &str) -> Option<String> {
             }
         }
     }
-    out.push('.');
+    if !out.ends_with('.') {
+        out.push('.');
+    }
     Some(out)
 }
 
@@ -195,7 +208,9 @@ pub fn observe(ctx: &ClusterContext, observed: &Observed) -> ClusterObservation 
 
     let api_address = api_address(cluster);
     let provisioned = cluster["status"]["phase"].as_str() == Some("Provisioned")
-        && condition_true(cluster, "Ready").unwrap_or(true)
+        && condition_true(cluster, "Ready")
+            .or_else(|| condition_true(cluster, "Available"))
+            .unwrap_or(true)
         && api_address.is_some();
     let phase = if deleting {
         Phase::InProgress
@@ -347,8 +362,8 @@ pub fn read_back(
                 .filter(|_| row.role == MachineRole::Master)
                 .cloned(),
         },
-        error_reason: text(&capi["status"]["failureReason"]).map(str::to_string),
-        error_message: text(&capi["status"]["failureMessage"]).map(str::to_string),
+        error_reason: status_text(capi, "failureReason").map(str::to_string),
+        error_message: status_text(capi, "failureMessage").map(str::to_string),
     }
 }
 
@@ -430,14 +445,19 @@ pub fn health(cluster: Option<&Value>, machines: &[Value]) -> HealthObservation 
             reason,
         };
     };
+    // `v1beta1` says ControlPlaneReady and Ready, `v1beta2` ControlPlaneAvailable and Available.
     let api_ok = condition_true(cluster, "ControlPlaneReady")
+        .or_else(|| condition_true(cluster, "ControlPlaneAvailable"))
         .or_else(|| condition_true(cluster, "Ready"))
+        .or_else(|| condition_true(cluster, "Available"))
         .unwrap_or(false);
     let api = if api_ok {
         "ok".to_string()
     } else {
         condition(cluster, "ControlPlaneReady")
+            .or_else(|| condition(cluster, "ControlPlaneAvailable"))
             .or_else(|| condition(cluster, "Ready"))
+            .or_else(|| condition(cluster, "Available"))
             .and_then(|c| text(&c["message"]).or_else(|| text(&c["reason"])))
             .unwrap_or("the control plane is not ready")
             .to_string()

@@ -1,6 +1,7 @@
 //! Cluster API's published types, held against the objects the kubernetes driver writes: the
-//! `v1beta1` schemas of `tests/fixtures/capi-v1beta1-types.json` (the CustomResourceDefinitions'
-//! `openAPIV3Schema`, descriptions and status left out). A field the type does not have, a
+//! `v1beta1` and `v1beta2` schemas of `tests/fixtures/capi-v1beta1-types.json` and
+//! `capi-v1beta2-types.json` (the CustomResourceDefinitions' `openAPIV3Schema`, descriptions and
+//! status left out; `tools/capi_types.py` writes them from a Cluster API commit). A field the type does not have, a
 //! required field missing, or a value of the wrong type is a finding, as the API server's
 //! pruning and validation would make it one.
 
@@ -12,13 +13,22 @@ static SCHEMAS: OnceLock<Value> = OnceLock::new();
 
 fn schemas() -> &'static Value {
     SCHEMAS.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/capi-v1beta1-types.json"
-        );
-        let text = std::fs::read_to_string(path).expect("the Cluster API types fixture");
-        let doc: Value = serde_json::from_str(&text).expect("the fixture is JSON");
-        doc["schemas"].clone()
+        let mut all = Map::new();
+        for version in ["v1beta1", "v1beta2"] {
+            let path = format!(
+                "{}/tests/fixtures/capi-{version}-types.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).expect("the Cluster API types fixture");
+            let doc: Value = serde_json::from_str(&text).expect("the fixture is JSON");
+            let schemas = doc["schemas"].as_object().expect("schemas by kind");
+            assert!(
+                schemas.keys().all(|k| k.contains(&format!("/{version}/"))),
+                "{path} holds only {version} types"
+            );
+            all.extend(schemas.clone());
+        }
+        Value::Object(all)
     })
 }
 

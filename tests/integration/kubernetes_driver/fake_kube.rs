@@ -1,6 +1,7 @@
 //! A fake Kubernetes API server for the kubernetes driver's tests: it records every request
 //! and answers as an API server would, for any resource path (`/api/v1/...`,
-//! `/apis/<group>/<version>/...`, namespaced or cluster-scoped):
+//! `/apis/<group>/<version>/...`, namespaced or cluster-scoped; Cluster API's `v1beta1` and
+//! `v1beta2` alike, each version's objects kept apart, without conversion):
 //! * `PATCH` with `application/apply-patch+yaml` (server-side apply) creates the object (201)
 //!   or merges into it (200) and returns it; it requires `fieldManager` and the URL's name;
 //! * `PATCH` with `application/merge-patch+json` merges into an existing object (404 if none);
