@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use fleetyard::conductor::{Conductor, Outcome};
-use fleetyard::config::FakeDriverSection;
+use fleetyard::config::{ConductorSection, DriversSection, FakeDriverSection, Settings};
+use fleetyard::drivers::DriverRegistry;
 use reqwest::header::HeaderMap;
 use rstest::rstest;
 use serde_json::{json, Value};
@@ -30,7 +31,11 @@ const WORKERS: usize = 5;
 
 impl Env {
     async fn new(backend: Backend) -> Env {
-        let (app, settings) = spawn_keeping(backend, crate::helpers::instant_settings).await;
+        Env::with(backend, crate::helpers::instant_settings).await
+    }
+
+    async fn with(backend: Backend, tweak: fn(&mut Settings)) -> Env {
+        let (app, settings) = spawn_keeping(backend, tweak).await;
         let conductor = conductor_from(&app, &settings);
         let h = at(&app.headers, "latest");
         let t = template_as(&app, "roll-tpl", json!({}), &h).await;
@@ -405,4 +410,69 @@ async fn bad_rolls_are_400s_and_change_nothing(
     );
     drain(&env.conductor).await;
     assert_eq!(env.replaced("m1.large").await, WORKERS);
+}
+
+/// A conductor whose retries come at once, with the fake driver as given.
+fn quick(app: &TestApp, fake: FakeDriverSection) -> Conductor {
+    Conductor::new(
+        app.store.clone(),
+        DriverRegistry::build(&DriversSection::default(), &fake).expect("drivers"),
+        "test-host",
+        ConductorSection {
+            retry_delay: 0.01,
+            retry_max_delay: 0.01,
+            ..ConductorSection::default()
+        },
+    )
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_transient_refusal_holds_the_roll_and_the_next_attempt_goes_on(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    // Jobs get two attempts; a roll's claims are steps, not attempts.
+    let env = Env::with(backend, |s| {
+        crate::helpers::instant_settings(s);
+        s.conductor.max_attempts = 2;
+    })
+    .await;
+    assert_eq!(env.patch(flavor("m1.large")).await.status, 202);
+    // Two steps, each a machine replaced: the next claim is the job's third.
+    let good = quick(&env.app, instant());
+    for _ in 0..2 {
+        good.try_execute_one().await.expect("a step");
+    }
+    assert_eq!(env.replaced("m1.large").await, 2);
+    let unreachable = quick(
+        &env.app,
+        FakeDriverSection {
+            transient_operations: "machine_replace".into(),
+            ..instant()
+        },
+    );
+    // The step that starts the third replacement goes on at once; the next is refused.
+    let started = unreachable.try_execute_one().await.expect("a step");
+    assert!(matches!(started, Outcome::Started { .. }), "{started:?}");
+    let refused = unreachable.try_execute_one().await.expect("a step");
+    assert!(matches!(refused, Outcome::Retried { .. }), "{refused:?}");
+    let group = env.group().await;
+    assert_eq!(group["status"], "UPDATE_IN_PROGRESS", "{group}");
+    let in_flight: Vec<Value> = env
+        .workers()
+        .await
+        .into_values()
+        .filter(|m| m["status"]["phase"] == "Provisioning")
+        .collect();
+    assert_eq!(
+        in_flight.len(),
+        1,
+        "the refused replacement stays under way"
+    );
+    assert_eq!(in_flight[0]["spec"]["flavor"], "m1.large");
+
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    drain(&good).await;
+    assert_eq!(env.replaced("m1.large").await, WORKERS);
+    assert_eq!(env.group().await["status"], "UPDATE_COMPLETE");
 }

@@ -678,10 +678,14 @@ async fn start_roll(
         nodegroup: ng.uuid,
         max_batch_size: roll.max_batch_size,
     };
+    // Each claim of a roll's job is a step of the roll, not a refused attempt: `[conductor]
+    // max_attempts` does not bound it (a refusal is bounded by `operation_timeout`).
+    let mut roll_job = state.job(payload, c.uuid, driver.name());
+    roll_job.max_attempts = 0;
     let writes = vec![
         Write::update_cluster(&next),
         Write::update_nodegroup(&next_ng),
-        job(state, payload, c, driver.name()),
+        Write::job(roll_job),
         Write::event(events::nodegroup_event(
             &state.settings.default.host,
             Action::Update,
