@@ -257,6 +257,8 @@ impl Conductor {
         let renewer = super::AbortOnDrop(vec![renewer]);
         let result = if job.operation.resource_type() == "federation" {
             self.execute_federation(&job).await
+        } else if matches!(job.payload, JobPayload::NodegroupRoll { .. }) {
+            self.execute_roll(&job).await
         } else if job.payload.machine().is_some() {
             self.execute_machine(&job).await
         } else {
@@ -435,7 +437,8 @@ impl Conductor {
             | JobPayload::FederationDelete { .. }
             | JobPayload::MachineUpdate { .. }
             | JobPayload::MachineReplace { .. }
-            | JobPayload::MachineReboot { .. }) => Err(DriverError::Permanent(format!(
+            | JobPayload::MachineReboot { .. }
+            | JobPayload::NodegroupRoll { .. }) => Err(DriverError::Permanent(format!(
                 "{} is not a cluster operation.",
                 other.operation().as_str()
             ))),

@@ -13,6 +13,7 @@ mod federation;
 mod forced;
 mod machine_ops;
 mod probe;
+mod roll;
 mod sync;
 
 use std::sync::Arc;

@@ -372,6 +372,9 @@ pub struct FakeDriverSection {
     /// Operations this process's simulator fails transiently, for every cluster and every
     /// attempt: an infrastructure API that stays unreachable.
     pub transient_operations: String,
+    /// The `n`-th machine this process's simulator is asked to replace fails permanently
+    /// (asked again, it fails again); 0 fails none. A rolling replacement that stops part way.
+    pub fail_replacement: u32,
 }
 
 impl Default for FakeDriverSection {
@@ -384,6 +387,7 @@ impl Default for FakeDriverSection {
             latency_ms: 0,
             fail_operations: String::new(),
             transient_operations: String::new(),
+            fail_replacement: 0,
         }
     }
 }

@@ -19,7 +19,8 @@
 //! replacement, reported as a new server `fake://<machine uuid>/<n>` behind the same node
 //! name). They take `update_seconds` from the machine's last change, and fail as the
 //! operations `machine_update`, `machine_replace` and `machine_reboot` of the labels and
-//! settings above.
+//! settings above. `[fake_driver] fail_replacement = N` fails the replacement of the `N`-th
+//! machine the process is asked to replace (a rolling replacement that stops part way).
 //!
 //! Nothing it builds grows with a count a client chose: a group lists the addresses (and the
 //! health reports) of its first [`LISTED_NODES`] nodes, whatever its node count.
@@ -70,11 +71,44 @@ const PROVIDES: &[Provides] = &[
 
 pub struct FakeDriver {
     settings: FakeDriverSection,
+    /// The machines this process was asked to replace, in the order it was first asked.
+    replacing: std::sync::Mutex<Vec<MachineId>>,
 }
 
 impl FakeDriver {
     pub fn new(settings: FakeDriverSection) -> FakeDriver {
-        FakeDriver { settings }
+        FakeDriver {
+            settings,
+            replacing: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Refuses the replacement of the machine when it is the `[fake_driver] fail_replacement`-th
+    /// this process was asked to replace.
+    fn check_replacement(&self, m: &Machine) -> DriverResult<()> {
+        let nth = self.settings.fail_replacement;
+        if nth == 0 {
+            return Ok(());
+        }
+        let mut asked = self
+            .replacing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let position = match asked.iter().position(|u| *u == m.uuid) {
+            Some(i) => i,
+            None => {
+                asked.push(m.uuid);
+                asked.len() - 1
+            }
+        };
+        if u32::try_from(position).is_ok_and(|p| p.saturating_add(1) == nth) {
+            return Err(DriverError::Permanent(format!(
+                "The fake driver simulated a failure of the replacement of machine {} (the \
+                 replacement number {nth} of this process: [fake_driver] fail_replacement = {nth}).",
+                m.name
+            )));
+        }
+        Ok(())
     }
 
     /// Waits the configured latency, then applies the failure-injection labels.
@@ -516,6 +550,7 @@ impl Driver for FakeDriver {
     }
 
     async fn replace_machine(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+        self.check_replacement(m)?;
         self.machine_operation(ctx, m, "machine_replace", next_server(m))
             .await
     }
@@ -716,6 +751,24 @@ mod tests {
         assert_eq!(next_server(&m), format!("{first}/3"));
         m.status.provider_id = Some("openstack:///other".into());
         assert_eq!(server_of(&m), first, "a server the simulator never made");
+    }
+
+    #[test]
+    fn the_configured_replacement_fails_each_time_it_is_asked_and_only_it() {
+        let fake = FakeDriver::new(FakeDriverSection {
+            fail_replacement: 2,
+            ..FakeDriverSection::default()
+        });
+        let (a, b, c) = (machine("v1.31.4"), machine("v1.31.4"), machine("v1.31.4"));
+        assert_eq!(fake.check_replacement(&a), Ok(()));
+        let err = fake.check_replacement(&b).expect_err("the second");
+        assert!(err.to_string().contains("fail_replacement = 2"), "{err}");
+        assert!(!err.is_transient());
+        assert_eq!(fake.check_replacement(&a), Ok(()), "asked again");
+        assert!(fake.check_replacement(&b).is_err(), "and again");
+        assert_eq!(fake.check_replacement(&c), Ok(()));
+        let none = FakeDriver::new(FakeDriverSection::default());
+        assert_eq!(none.check_replacement(&b), Ok(()));
     }
 
     #[test]

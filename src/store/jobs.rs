@@ -336,6 +336,33 @@ pub(super) async fn retry(
     Ok(())
 }
 
+/// Releases a job `owner` holds, to run again at `run_after`, as work still under way: no
+/// error, not blocked. [`StoreError::Stale`] when the lease was lost.
+pub(super) async fn requeue(
+    tx: &mut Tx,
+    id: i64,
+    owner: &str,
+    run_after: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    let done = tx
+        .sql(
+            "UPDATE job SET run_after = $1, last_error = NULL, lease_owner = NULL, \
+             lease_expires_at = NULL, updated_at = $2, blocked_since = NULL WHERE id = $3 \
+             AND lease_owner = $4 AND state = 'pending'",
+        )
+        .bind(run_after)
+        .bind(now)
+        .bind(id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+    if done == 0 {
+        return Err(StoreError::Stale);
+    }
+    Ok(())
+}
+
 /// Pending jobs: due and unleased (with the oldest due time, in the same statement), under
 /// a live lease, and blocked (refused transiently) by operation. Both read the pending rows only (the `ix_job_due` partial index), however many
 /// jobs are done.

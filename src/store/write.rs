@@ -146,6 +146,13 @@ pub enum Write {
         error: String,
         blocked_since: DateTime<Utc>,
     },
+    /// Releases a job the caller holds the lease of, to run again after `run_after`, as work
+    /// still under way rather than a refusal: its last error and `blocked_since` are cleared.
+    RequeueJob {
+        id: i64,
+        owner: String,
+        run_after: DateTime<Utc>,
+    },
     Event(Box<NewEvent>),
     /// Inserts a cluster's key pair (its private key already sealed).
     InsertKeypair(Box<NewKeyPair>),
@@ -341,6 +348,11 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             error,
             blocked_since,
         } => jobs::retry(tx, *id, owner, (*run_after, *blocked_since), error, now).await?,
+        Write::RequeueJob {
+            id,
+            owner,
+            run_after,
+        } => jobs::requeue(tx, *id, owner, *run_after, now).await?,
         Write::SupersedeJobs { resource, error } => {
             jobs::supersede(tx, resource, error, now).await?
         }

@@ -364,6 +364,25 @@ async fn the_nodegroup_samples_match_real_responses() {
         "",
     );
 
+    // From 1.20 the flavor changes by a rolling replacement of the group's machines.
+    drain().await;
+    let rolled = app
+        .patch_as(
+            &format!("/v1/clusters/{cluster}/nodegroups/{uuid}"),
+            &sample("nodegroup-roll-req.json"),
+            &h,
+        )
+        .await;
+    assert_eq!(rolled.status, 202, "{}", rolled.text);
+    assert_sample(
+        &app,
+        &sample("nodegroup-roll-resp.json"),
+        &rolled.body,
+        &ids,
+        "",
+    );
+    drain().await;
+
     let refused = app
         .delete_as(
             &format!("/v1/clusters/{cluster}/nodegroups/default-worker"),

@@ -12,4 +12,5 @@ mod db;
 mod db_under_load;
 mod graceful_stop;
 mod process;
+mod rolling_kill;
 mod scale_out;

@@ -34,6 +34,7 @@ mod machines;
 mod metrics;
 mod noauth_identity;
 mod node_limit;
+mod nodegroup_roll;
 mod nodegroups;
 mod notify;
 mod notify_wakeup;

@@ -1120,8 +1120,6 @@ async fn patch_refuses_internal_paths_bad_values_and_invalid_results() {
         "/node_count",
         "/labels",
         "/role",
-        "/flavor_id",
-        "/image_id",
         "/is_default",
         "/status",
         "/version",
@@ -1137,6 +1135,29 @@ async fn patch_refuses_internal_paths_bad_values_and_invalid_results() {
                 400,
                 &format!("'{path}' is an internal attribute and can not be updated"),
             );
+    }
+    // The flavor and image change from 1.20 (a rolling replacement); internal before.
+    for path in ["/flavor_id", "/image_id", "/max_batch_size"] {
+        let at_1_19 = at(&e.app.headers, "1.19");
+        let r = e
+            .app
+            .patch_as(
+                &w,
+                &json!([{"op": "add", "path": path, "value": "x"}]),
+                &at_1_19,
+            )
+            .await;
+        if path == "/max_batch_size" {
+            r.assert_error(
+                400,
+                "Adding a new attribute /max_batch_size to the root of the resource is not allowed.",
+            );
+        } else {
+            r.assert_error(
+                400,
+                &format!("'{path}' is an internal attribute and can not be updated"),
+            );
+        }
     }
     let cases: Vec<(Value, u16, &str)> = vec![
         (json!([{"op": "add", "path": "/bogus", "value": 1}]), 400,

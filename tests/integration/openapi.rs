@@ -129,6 +129,12 @@ const SAMPLE_OPERATIONS: &[(&str, &str, &str, u16)] = &[
         202,
     ),
     (
+        "nodegroup-roll-resp.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+        202,
+    ),
+    (
         "machines-list-resp.json",
         "get",
         "/v1/clusters/{cluster_ident}/machines",
@@ -359,6 +365,11 @@ const REQUEST_SAMPLES: &[(&str, &str, &str)] = &[
     ),
     (
         "nodegroup-update-req.json",
+        "patch",
+        "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
+    ),
+    (
+        "nodegroup-roll-req.json",
         "patch",
         "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
     ),

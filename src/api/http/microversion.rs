@@ -63,6 +63,10 @@ pub const MACHINES: Version = Version::new(1, 19);
 /// `PATCH /v1/clusters/{c}/machines/{m}` and `POST …/machines/{m}/actions/replace|reboot`
 /// (406 before; reading and deleting machines needs only 1.19).
 pub const MACHINE_WRITES: Version = Version::new(1, 20);
+/// A node group's flavor and image change by `PATCH /v1/clusters/{c}/nodegroups/{ng}`
+/// (`/flavor_id`, `/image_id`, `/max_batch_size`): a rolling replacement of its machines (the
+/// paths are internal, a 400, before).
+pub const NODEGROUP_ROLL: Version = Version::new(1, 20);
 /// Cluster groups and their bindings: `/v1/clustergroups` (406 before).
 pub const CLUSTER_GROUPS: Version = Version::new(1, 20);
 /// The service type written in response headers.

@@ -21,6 +21,7 @@ pub mod machine_ops;
 pub mod machines;
 pub mod mservices;
 pub mod nodegroup_delete;
+pub mod nodegroup_roll;
 pub mod nodegroups;
 pub mod openapi;
 pub mod patch;

@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 use super::cluster_delete::force_requested;
 use super::lookup::{self, cluster_target as target, driver_for, owner_target, template_of};
 use super::nodegroup_delete;
+use super::nodegroup_roll::{self, RollRequest};
 use super::patch::{self, PatchRules};
 use super::views::{
     NodeGroupCollection, NodeGroupDetailCollection, NodeGroupSummaryView, NodeGroupView, TaintView,
@@ -20,7 +21,7 @@ use super::views::{
 use crate::api::http::body::{invalid, json_body, json_object, labels_value, query_params, Fields};
 use crate::api::http::error::ApiError;
 use crate::api::http::links::app_url;
-use crate::api::http::microversion::NODEGROUPS;
+use crate::api::http::microversion::{NODEGROUPS, NODEGROUP_ROLL};
 use crate::api::http::pagination::{respond_page, ListQuery, ListRules, PageBody};
 use crate::api::http::pyliteral::parse_request_literal;
 use crate::api::http::retry::{self, Attempt};
@@ -542,7 +543,14 @@ async fn update(
     require_version(&ctx)?;
     query_params(&req, &[])?;
     let (cluster_ident, ng_ident) = path.into_inner();
-    let ops = patch::parse_patch(json_body(&req, &body)?, &PATCH_RULES)?;
+    // From 1.20 the flavor and image change too, by a rolling replacement.
+    let rolls = ctx.version >= NODEGROUP_ROLL;
+    let rules = if rolls {
+        &nodegroup_roll::PATCH_RULES
+    } else {
+        &PATCH_RULES
+    };
+    let ops = patch::parse_patch(json_body(&req, &body)?, rules)?;
     if ctx.is_admin {
         ctx.authorize_own("nodegroup:update_all_projects")?;
     }
@@ -550,12 +558,21 @@ async fn update(
         let c = lookup::cluster(&state, &ctx, &cluster_ident, ctx.is_admin).await?;
         ctx.authorize("nodegroup:update", &target(&c))?;
         let ng = lookup::nodegroup(&state, &ctx, &c, &ng_ident).await?;
-        let mut after = patch::apply(&patch_document(&ng), &ops, &PATCH_RULES)?;
+        let mut document = patch_document(&ng);
+        if rolls {
+            nodegroup_roll::extend_document(&mut document, &ng);
+        }
+        let mut after = patch::apply(&document, &ops, rules)?;
         let raw_labels = after.remove("node_labels").unwrap_or(Value::Null);
         let raw_taints = after.remove("node_taints").unwrap_or(Value::Null);
         let mut f = Fields::new("nodegroup", after).with_node_limit(state.node_limit());
         let min_node_count = f.nodes("min_node_count", 0)?.unwrap_or(0);
         let max_node_count = f.nodes("max_node_count", 0)?;
+        let roll = if rolls {
+            Some(RollRequest::parse(&mut f, &ng, &ops)?)
+        } else {
+            None
+        };
         f.finish()?;
         let node_labels = node_labels_value(&raw_labels)?;
         let taints = taint_items(&raw_taints)?;
@@ -567,6 +584,11 @@ async fn update(
             .map_err(ApiError::Conflict)?;
         next_ng.node_taints = check_node_metadata(&ng.name, &ng.role, &node_labels, &taints)?;
         next_ng.node_labels = node_labels;
+        if let Some(roll) = roll.filter(|r| r.named) {
+            next_ng.flavor_id = roll.flavor_id.clone();
+            next_ng.image_id = roll.image_id.clone();
+            return start_roll(&state, &ctx, &req, (&c, &ng), next_ng, &roll).await;
+        }
         // The same change again is a no-op, except from UPDATE_FAILED, where it is the way
         // forward: the update runs again (the driver resumes from where it stopped).
         if next_ng == ng && ng.status != ClusterStatus::UpdateFailed {
@@ -615,6 +637,73 @@ async fn update(
         }
     })
     .await
+}
+
+/// A flavor or image change (or the same one again, after a roll stopped): 202 with the group
+/// `UPDATE_IN_PROGRESS` and a `nodegroup.roll` job, or 202 with nothing changed when every
+/// machine is already on the group's flavor and image.
+async fn start_roll(
+    state: &AppState,
+    ctx: &RequestContext,
+    req: &HttpRequest,
+    (c, ng): (&Cluster, &NodeGroup),
+    mut next_ng: NodeGroup,
+    roll: &RollRequest,
+) -> Result<Attempt<HttpResponse>, ApiError> {
+    nodegroup_roll::alone(ng, &next_ng)?;
+    let machines = state.store.nodegroup_machines(&ng.uuid).await?;
+    if !roll.changes(ng) && !nodegroup_roll::machines_left(&next_ng, &machines) {
+        return Ok(Attempt::Done(
+            HttpResponse::Accepted().json(NodeGroupView::new(&app_url(req), ng, &c.labels)),
+        ));
+    }
+    if !nodegroup_change_allowed(ng.status) || ng.status == ClusterStatus::UpdateInProgress {
+        return Err(ApiError::conflict(format!(
+            "Updating a nodegroup when status is \"{}\" is not supported.",
+            ng.status
+        )));
+    }
+    cluster_accepts(c, false)?;
+    let template = template_of(state, c).await?;
+    let driver = driver_for(state, &template)?;
+    if let Some(m) = machines.first() {
+        driver
+            .check_machine_action(m, crate::drivers::MachineAction::Replace)
+            .map_err(ApiError::bad_request)?;
+    }
+    next_ng.begin(Verb::Update);
+    let mut next = c.clone();
+    next.begin(Verb::Update);
+    let payload = JobPayload::NodegroupRoll {
+        nodegroup: ng.uuid,
+        max_batch_size: roll.max_batch_size,
+    };
+    // Each claim of a roll's job is a step of the roll, not a refused attempt: `[conductor]
+    // max_attempts` does not bound it (a refusal is bounded by `operation_timeout`).
+    let mut roll_job = state.job(payload, c.uuid, driver.name());
+    roll_job.max_attempts = 0;
+    let writes = vec![
+        Write::update_cluster(&next),
+        Write::update_nodegroup(&next_ng),
+        Write::job(roll_job),
+        Write::event(events::nodegroup_event(
+            &state.settings.default.host,
+            Action::Update,
+            Outcome::Pending,
+            &next_ng,
+            Some(&initiator(ctx)),
+        )),
+    ];
+    match state.store.commit(&writes).await {
+        Ok(()) => {
+            let stored = lookup::nodegroup(state, ctx, c, &ng.uuid.to_string()).await?;
+            Ok(Attempt::Done(HttpResponse::Accepted().json(
+                NodeGroupView::new(&app_url(req), &stored, &c.labels),
+            )))
+        }
+        Err(StoreError::Stale) => Ok(Attempt::Retry),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[tracing::instrument(name = "nodegroups.delete", skip_all, fields(project = %ctx.project_id, cluster = %path.0, nodegroup = %path.1))]

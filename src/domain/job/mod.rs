@@ -37,6 +37,7 @@ operations! {
     NodegroupCreate = "nodegroup.create",
     NodegroupUpdate = "nodegroup.update",
     NodegroupDelete = "nodegroup.delete",
+    NodegroupRoll = "nodegroup.roll",
     FederationCreate = "federation.create",
     FederationUpdate = "federation.update",
     FederationDelete = "federation.delete",
@@ -162,6 +163,14 @@ pub enum JobPayload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         forced: Option<ForcedBy>,
     },
+    /// A node group's machines replaced, at most `max_batch_size` at a time, each by one on
+    /// the group's flavor and image (already written), the new one first.
+    #[serde(rename = "nodegroup.roll")]
+    NodegroupRoll {
+        nodegroup: NodeGroupId,
+        #[serde(default = "one")]
+        max_batch_size: i32,
+    },
     #[serde(rename = "federation.create")]
     FederationCreate {},
     #[serde(rename = "federation.update")]
@@ -228,6 +237,7 @@ impl JobPayload {
             JobPayload::NodegroupCreate { .. } => Operation::NodegroupCreate,
             JobPayload::NodegroupUpdate { .. } => Operation::NodegroupUpdate,
             JobPayload::NodegroupDelete { .. } => Operation::NodegroupDelete,
+            JobPayload::NodegroupRoll { .. } => Operation::NodegroupRoll,
             JobPayload::FederationCreate {} => Operation::FederationCreate,
             JobPayload::FederationUpdate { .. } => Operation::FederationUpdate,
             JobPayload::FederationDelete { .. } => Operation::FederationDelete,
@@ -246,7 +256,8 @@ impl JobPayload {
             | JobPayload::ClusterResize { nodegroup, .. }
             | JobPayload::NodegroupCreate { nodegroup }
             | JobPayload::NodegroupUpdate { nodegroup }
-            | JobPayload::NodegroupDelete { nodegroup, .. } => Some(*nodegroup),
+            | JobPayload::NodegroupDelete { nodegroup, .. }
+            | JobPayload::NodegroupRoll { nodegroup, .. } => Some(*nodegroup),
             JobPayload::ClusterUpgrade { nodegroup, .. } => *nodegroup,
             _ => None,
         }
@@ -373,6 +384,10 @@ mod tests {
             (Operation::NodegroupCreate, json!({"nodegroup": ng})),
             (Operation::NodegroupUpdate, json!({"nodegroup": ng})),
             (Operation::NodegroupDelete, json!({"nodegroup": ng})),
+            (
+                Operation::NodegroupRoll,
+                json!({"nodegroup": ng, "max_batch_size": 2}),
+            ),
             (Operation::FederationCreate, json!({})),
             (
                 Operation::FederationUpdate,

@@ -254,6 +254,9 @@ pub fn create_nodegroup() {}
     responses((status = 200, description = "The node group", body = NodeGroupView)))]
 pub fn show_nodegroup() {}
 
+/// Magnum's JSON-patch dialect over `min_node_count`, `max_node_count`, `node_labels` and
+/// `node_taints`; from microversion 1.20 also `flavor_id` and `image_id` (with
+/// `max_batch_size`), a rolling replacement of the group's machines.
 #[utoipa::path(patch, path = "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}",
     tag = "nodegroups", operation_id = "updateNodeGroup",
     params(("cluster_ident" = String, Path, description = "Uuid or name"),
