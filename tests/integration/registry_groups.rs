@@ -3,7 +3,7 @@
 //! is in no group; project U is bound nothing. Every registry endpoint is walked as the owner,
 //! the bound reader, the bound writer and the unbound project (the matrix below), with the
 //! status and the body each gets; a watch sees clusters enter and leave as labels, members,
-//! bindings and groups change; `SelfSubjectAccessReview` answers from the same rules.
+//! bindings, selectors and groups change; `SelfSubjectAccessReview` answers from the same rules.
 
 use std::time::Duration;
 
@@ -681,6 +681,42 @@ both!(
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
         expect(&mut streams, ev("ADDED", "shared")).await;
+
+        // The selector changes: `shared` leaves and `private` enters, in one commit.
+        let r = app
+            .patch_as(
+                &format!("{GROUPS}/{g}"),
+                &json!([{"op": "replace", "path": "/selector", "value": "share=no"}]),
+                &w.owner,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        for (i, s) in streams.iter_mut().enumerate() {
+            let mut got = vec![s.next_change().await, s.next_change().await];
+            got.sort();
+            assert_eq!(
+                got,
+                [ev("ADDED", "private"), ev("DELETED", "shared")],
+                "stream {i}"
+            );
+        }
+        let r = app
+            .patch_as(
+                &format!("{GROUPS}/{g}"),
+                &json!([{"op": "replace", "path": "/selector", "value": "share=yes"}]),
+                &w.owner,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        for (i, s) in streams.iter_mut().enumerate() {
+            let mut got = vec![s.next_change().await, s.next_change().await];
+            got.sort();
+            assert_eq!(
+                got,
+                [ev("ADDED", "shared"), ev("DELETED", "private")],
+                "stream {i}"
+            );
+        }
 
         // The group goes.
         let r = app.delete_as(&format!("{GROUPS}/{g}"), &w.owner).await;
