@@ -521,6 +521,43 @@ both!(
                 false
             );
         }
+        // The rules of A's namespace: list and watch of clusters and ClusterProfiles for a
+        // bound project, marked incomplete (the named clusters' rights are not listed);
+        // nothing for the unbound project.
+        for (h, shared) in [(&w.reader, true), (&w.unbound, false)] {
+            let r = app
+                .post_as(
+                    "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                    &json!({"apiVersion": "authorization.k8s.io/v1",
+                        "kind": "SelfSubjectRulesReview", "spec": {"namespace": "project-a"}}),
+                    h,
+                )
+                .await;
+            assert_eq!(r.status, 201, "{}", r.text);
+            assert_eq!(r.body["status"]["incomplete"], shared, "{}", r.text);
+            let rules: Vec<(Value, Value)> = r.body["status"]["resourceRules"]
+                .as_array()
+                .expect("resourceRules")
+                .iter()
+                .filter(|r| {
+                    r["resources"] != json!(["selfsubjectaccessreviews"])
+                        && r["resources"] != json!(["selfsubjectrulesreviews"])
+                        && r["resources"] != json!(["selfsubjectreviews"])
+                        && r["resources"] != json!(["namespaces"])
+                })
+                .map(|r| (r["resources"].clone(), r["verbs"].clone()))
+                .collect();
+            let want: Vec<(Value, Value)> = if shared {
+                vec![
+                    (json!(["clusters"]), json!(["list", "watch"])),
+                    (json!(["clusterprofiles"]), json!(["list", "watch"])),
+                ]
+            } else {
+                vec![]
+            };
+            assert_eq!(rules, want, "{}", r.text);
+        }
+
         let s = can_i(app, &w.reader, "delete", "clusters", "shared").await;
         assert!(
             s["reason"]

@@ -452,6 +452,30 @@ pub fn decide_through(ctx: &RequestContext, ask: &Ask<'_>, reach: Reach) -> Deci
     }
 }
 
+/// What bound cluster groups grant in another project's namespace without naming a cluster:
+/// `list` and `watch` of the resources groups grant reads of, where the caller's own
+/// project's rule allows them (a named cluster's rights are [`decide_through`]'s).
+pub fn through_rules(ctx: &RequestContext) -> Vec<(&'static str, String, Vec<String>)> {
+    let mut out: Vec<(&'static str, String, Vec<String>)> = Vec::new();
+    for g in GRANTS {
+        if through_groups(g).is_none()
+            || !matches!(g.access.verb, "list" | "watch")
+            || !ctx.allowed(g.access.rule, &ctx.own_target())
+        {
+            continue;
+        }
+        let resource = g.resource.plural.to_string();
+        match out
+            .iter_mut()
+            .find(|(group, r, _)| *group == g.resource.group && *r == resource)
+        {
+            Some((_, _, verbs)) => verbs.push(g.access.verb.to_string()),
+            None => out.push((g.resource.group, resource, vec![g.access.verb.to_string()])),
+        }
+    }
+    out
+}
+
 /// Whether a `GET` (the only verb) of `path` is allowed: the discovery, OpenAPI, version and
 /// health paths to any authenticated caller.
 pub fn decide_path(verb: &str, path: &str) -> Decision {

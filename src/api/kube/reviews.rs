@@ -214,12 +214,26 @@ async fn through_groups(
 async fn rules_review(
     req: HttpRequest,
     ctx: Result<RequestContext, ApiError>,
+    state: web::Data<AppState>,
     body: Bytes,
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let mut review = decode(&req, &body, &RULES_REVIEWS, protobuf::rules_review)?;
     let namespace = review.spec.namespace.clone().unwrap_or_default();
-    let resource_rules = access::rules(&ctx, namespace.trim())
+    let namespace = namespace.trim();
+    let mut rules = access::rules(&ctx, namespace);
+    // In another project's namespace, what bound groups grant without naming a cluster (the
+    // named clusters' rights are not listed: the answer says it is incomplete).
+    let shared = !namespace.is_empty()
+        && !ctx.is_admin
+        && namespace != ctx.project_id
+        && !cluster_access::caller_groups(&state, &ctx)
+            .await?
+            .is_empty();
+    if shared {
+        rules.extend(access::through_rules(&ctx));
+    }
+    let resource_rules = rules
         .into_iter()
         .map(|(group, resource, verbs)| ResourceRule {
             api_groups: Some(vec![group.to_string()]),
@@ -230,7 +244,7 @@ async fn rules_review(
         .collect();
     review.status = Some(SubjectRulesReviewStatus {
         evaluation_error: None,
-        incomplete: false,
+        incomplete: shared,
         non_resource_rules: vec![NonResourceRule {
             non_resource_urls: Some(
                 access::NON_RESOURCE_URLS
