@@ -11,6 +11,13 @@
 //! `ix_cluster_group_match_cluster_id`) and their bindings to the grantee. No request evaluates
 //! a selector, and none reads the `cluster` table to decide a right.
 //!
+//! A write that changes who reaches a cluster through a bound group (a binding created or
+//! deleted, a membership accepted or removed, a selector match started or ended, a bound group
+//! deleted) touches the cluster row in the same transaction: it takes the next resourceVersion
+//! and writes a `MODIFIED` line to the change log, which is how a registry watch learns that a
+//! cluster entered or left what a caller sees ([`touch`]). A group nobody is bound to touches
+//! nothing.
+//!
 //! At the scale the issue names (100,000 clusters, 1,000 groups, 10,000 bindings, so a grantee
 //! bound to about 100 groups reaches about 10,000 clusters), the one-cluster right is two
 //! index probes per side (well under a millisecond on PostgreSQL); the whole set of a grantee
@@ -510,6 +517,7 @@ pub(super) async fn update_group(
 /// is gone.
 #[tracing::instrument(level = "debug", skip_all, fields(group = %uuid))]
 pub(super) async fn delete_group(tx: &mut Tx, uuid: &ClusterGroupId) -> StoreResult<()> {
+    touch_group(tx, uuid).await?;
     let changed = tx
         .sql("DELETE FROM cluster_group WHERE uuid = $1")
         .bind_id(uuid)
@@ -518,33 +526,111 @@ pub(super) async fn delete_group(tx: &mut Tx, uuid: &ClusterGroupId) -> StoreRes
     found(changed)
 }
 
-/// Rewrites a group's selector matches: one index read of its project's clusters.
+/// Rewrites a group's selector matches: one index read of its project's clusters. When the
+/// group is bound, the clusters whose match started or ended are touched.
 async fn rematch_group(
     tx: &mut Tx,
     group: &ClusterGroupId,
     project: &str,
     selector: Option<&GroupSelector>,
 ) -> StoreResult<()> {
+    let bound = is_bound(tx, group).await?;
+    let had: BTreeSet<String> = if bound {
+        let rows: Vec<(String,)> = tx
+            .sql("SELECT cluster_id FROM cluster_group_match WHERE group_id = $1")
+            .bind_id(group)
+            .fetch_all(&mut *tx)
+            .await?;
+        rows.into_iter().map(|(c,)| c).collect()
+    } else {
+        BTreeSet::new()
+    };
     tx.sql("DELETE FROM cluster_group_match WHERE group_id = $1")
         .bind_id(group)
         .execute(&mut *tx)
         .await?;
-    let Some(selector) = selector else {
-        return Ok(());
-    };
-    let clusters: Vec<(String, Json<BTreeMap<String, String>>)> = tx
-        .sql("SELECT uuid, registry_labels FROM cluster WHERE project_id = $1")
-        .bind(project)
+    let mut now = BTreeSet::new();
+    if let Some(selector) = selector {
+        let clusters: Vec<(String, Json<BTreeMap<String, String>>)> = tx
+            .sql("SELECT uuid, registry_labels FROM cluster WHERE project_id = $1")
+            .bind(project)
+            .fetch_all(&mut *tx)
+            .await?;
+        for (cluster, labels) in clusters {
+            if selector.matches(&labels.0) {
+                tx.sql("INSERT INTO cluster_group_match (group_id, cluster_id) VALUES ($1, $2)")
+                    .bind_id(group)
+                    .bind(cluster.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                now.insert(cluster);
+            }
+        }
+    }
+    if bound {
+        let changed: Vec<String> = had.symmetric_difference(&now).cloned().collect();
+        touch(tx, &changed).await?;
+    }
+    Ok(())
+}
+
+/// Whether a binding names the group.
+async fn is_bound(tx: &mut Tx, group: &ClusterGroupId) -> StoreResult<bool> {
+    let rows: Vec<(i64,)> = tx
+        .sql("SELECT id FROM cluster_group_binding WHERE group_id = $1 LIMIT 1")
+        .bind_id(group)
         .fetch_all(&mut *tx)
         .await?;
-    for (cluster, labels) in clusters {
-        if selector.matches(&labels.0) {
-            tx.sql("INSERT INTO cluster_group_match (group_id, cluster_id) VALUES ($1, $2)")
-                .bind_id(group)
-                .bind(cluster)
-                .execute(&mut *tx)
-                .await?;
-        }
+    Ok(!rows.is_empty())
+}
+
+/// The clusters a group reaches: its accepted members and its selector matches.
+async fn reached_by(tx: &mut Tx, group: &ClusterGroupId) -> StoreResult<Vec<String>> {
+    let rows: Vec<(String,)> = tx
+        .sql(
+            "SELECT cluster_id FROM cluster_group_member WHERE group_id = $1 \
+             AND state = 'Accepted' UNION SELECT cluster_id FROM cluster_group_match \
+             WHERE group_id = $1",
+        )
+        .bind_id(group)
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok(rows.into_iter().map(|(c,)| c).collect())
+}
+
+/// How many clusters one touch statement names.
+const TOUCH_CHUNK: usize = 500;
+
+/// Gives each of `clusters` the next resourceVersion and a `MODIFIED` change-log line (the
+/// cluster triggers write it), without changing anything else of the row: who reaches the
+/// cluster through a group changed. The caller holds the cluster writes' lock.
+async fn touch(tx: &mut Tx, clusters: &[String]) -> StoreResult<()> {
+    for chunk in clusters.chunks(TOUCH_CHUNK) {
+        let text = format!(
+            "UPDATE cluster SET updated_at = updated_at WHERE uuid IN ({})",
+            sql::placeholders(1, chunk.len())
+        );
+        tx.sql(&text)
+            .bind_all(chunk.iter().map(String::as_str))
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Touches the clusters of `group` when it is bound.
+async fn touch_group(tx: &mut Tx, group: &ClusterGroupId) -> StoreResult<()> {
+    if is_bound(tx, group).await? {
+        let reached = reached_by(tx, group).await?;
+        touch(tx, &reached).await?;
+    }
+    Ok(())
+}
+
+/// Touches one cluster when `group` is bound.
+async fn touch_member(tx: &mut Tx, group: &ClusterGroupId, cluster: &ClusterId) -> StoreResult<()> {
+    if is_bound(tx, group).await? {
+        touch(tx, &[cluster.to_string()]).await?;
     }
     Ok(())
 }
@@ -624,7 +710,11 @@ pub(super) async fn insert_member(
         .bind(now)
         .execute(&mut *tx)
         .await?;
-    found(changed)
+    found(changed)?;
+    if m.state == MemberState::Accepted {
+        touch_member(tx, &m.group, &m.cluster).await?;
+    }
+    Ok(())
 }
 
 /// The cluster's project accepts a proposed membership (an accepted one stays as it is);
@@ -646,7 +736,8 @@ pub(super) async fn accept_member(
         .bind(now)
         .execute(&mut *tx)
         .await?;
-    found(changed)
+    found(changed)?;
+    touch_member(tx, group, cluster).await
 }
 
 /// Removes an explicit membership (proposed or accepted); [`StoreError::NotFound`] when there
@@ -663,7 +754,8 @@ pub(super) async fn delete_member(
         .bind_id(cluster)
         .execute(&mut *tx)
         .await?;
-    found(changed)
+    found(changed)?;
+    touch_member(tx, group, cluster).await
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(binding = %b.uuid, group = %b.group))]
@@ -685,18 +777,30 @@ pub(super) async fn insert_binding(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    Ok(())
+    let reached = reached_by(tx, &b.group).await?;
+    touch(tx, &reached).await
 }
 
 /// Deletes a binding; [`StoreError::NotFound`] when it is gone.
 #[tracing::instrument(level = "debug", skip_all, fields(binding = %uuid))]
 pub(super) async fn delete_binding(tx: &mut Tx, uuid: &ClusterGroupBindingId) -> StoreResult<()> {
+    let group: Vec<(String,)> = tx
+        .sql("SELECT group_id FROM cluster_group_binding WHERE uuid = $1")
+        .bind_id(uuid)
+        .fetch_all(&mut *tx)
+        .await?;
     let changed = tx
         .sql("DELETE FROM cluster_group_binding WHERE uuid = $1")
         .bind_id(uuid)
         .execute(&mut *tx)
         .await?;
-    found(changed)
+    found(changed)?;
+    if let Some((g,)) = group.first() {
+        let group: ClusterGroupId = uuid_of("cluster_group_binding", g)?;
+        let reached = reached_by(tx, &group).await?;
+        touch(tx, &reached).await?;
+    }
+    Ok(())
 }
 
 /// A write that names one row: [`StoreError::NotFound`] when it changed none.

@@ -9,7 +9,7 @@ use super::db::{Pool, Tx};
 use super::rows::{ClusterRow, CLUSTER_COLUMNS};
 use super::{Dialect, StoreResult};
 use crate::domain::cluster::Cluster;
-use crate::domain::ClusterId;
+use crate::domain::{ClusterGroupId, ClusterId};
 
 /// The channel the `cluster_changed` trigger notifies and registry watches listen on.
 pub(crate) const REGISTRY_CHANNEL: &str = "fleetyard_registry";
@@ -67,6 +67,10 @@ pub struct RegistryPage {
     /// The (project, registry name) the previous page ended at.
     pub after: Option<(String, String)>,
     pub limit: u32,
+    /// A caller's view through cluster groups: its own project's clusters (named first) and
+    /// those the groups reach (accepted members and selector matches), probed by cluster on
+    /// `ix_cluster_group_member_cluster_id` and `ix_cluster_group_match_cluster_id`.
+    pub shared: Option<(String, Vec<ClusterGroupId>)>,
 }
 
 /// What a line of the change log records (the triggers of the registry migration write it).
@@ -202,6 +206,23 @@ pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<Re
         let (p, m) = (next(), next());
         conds.push(format!("(c.project_id, c.registry_name) > ({p}, {m})"));
     }
+    if let Some((_, groups)) = &page.shared {
+        let own = next();
+        if groups.is_empty() {
+            conds.push(format!("c.project_id = {own}"));
+        } else {
+            let list = (0..groups.len())
+                .map(|_| next())
+                .collect::<Vec<_>>()
+                .join(", ");
+            conds.push(format!(
+                "(c.project_id = {own} OR EXISTS (SELECT 1 FROM cluster_group_member gm \
+                 WHERE gm.cluster_id = c.uuid AND gm.state = 'Accepted' AND gm.group_id IN \
+                 ({list})) OR EXISTS (SELECT 1 FROM cluster_group_match gx \
+                 WHERE gx.cluster_id = c.uuid AND gx.group_id IN ({list})))"
+            ));
+        }
+    }
     if !conds.is_empty() {
         text.push_str(" WHERE ");
         text.push_str(&conds.join(" AND "));
@@ -216,6 +237,9 @@ pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<Re
     }
     if let Some((p, m)) = &page.after {
         q = q.bind(p.as_str()).bind(m.as_str());
+    }
+    if let Some((own, groups)) = &page.shared {
+        q = q.bind(own.as_str()).bind_ids(groups);
     }
     let rows = q.bind(i64::from(page.limit)).fetch_all(pool).await?;
     entries(rows)

@@ -259,12 +259,22 @@ pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<
 }
 
 /// Whether the set inserts, updates or deletes a cluster row (and so moves the registry's
-/// resourceVersion counter).
+/// resourceVersion counter): a cluster write, or a group, membership or binding write, which
+/// touches the clusters whose readers it changes.
 pub(super) fn touches_clusters(writes: &[Write]) -> bool {
     writes.iter().any(|w| {
         matches!(
             w,
-            Write::InsertCluster(_) | Write::UpdateCluster(_) | Write::DeleteCluster { .. }
+            Write::InsertCluster(_)
+                | Write::UpdateCluster(_)
+                | Write::DeleteCluster { .. }
+                | Write::UpdateClusterGroup(_)
+                | Write::DeleteClusterGroup { .. }
+                | Write::InsertClusterGroupMember(_)
+                | Write::AcceptClusterGroupMember { .. }
+                | Write::DeleteClusterGroupMember { .. }
+                | Write::InsertClusterGroupBinding(_)
+                | Write::DeleteClusterGroupBinding { .. }
         )
     })
 }

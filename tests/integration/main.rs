@@ -41,6 +41,8 @@ mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
 mod registry_apply;
+mod registry_groups;
+mod registry_groups_kubectl;
 mod registry_kubectl;
 mod registry_kubectl_versions;
 mod registry_machines;

@@ -8,12 +8,15 @@
 //! namespace is its own project, and the rule passes for that project (the handlers'
 //! `authorize_namespace`). Without a namespace (`-A`), a list or watch is allowed when the rule
 //! passes for the caller's own project (an admin then sees every project, anyone else their
-//! own); any other verb across namespaces only for an admin.
+//! own); any other verb across namespaces only for an admin. In another project's namespace, a
+//! caller some cluster group is bound to reads (and, with `write`, changes) the clusters the
+//! groups reach ([`decide_through`]).
 
 use serde_json::{Map, Value};
 
 use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
 use crate::api::RequestContext;
+use crate::domain::cluster_group::{ClusterAction, GroupRight};
 
 /// A verb and the policy rule that decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -344,6 +347,133 @@ pub fn decide(ctx: &RequestContext, ask: &Ask<'_>) -> Decision {
         denied: false,
         reason: format!("all {} matching operations are allowed", matched.len()),
     }
+}
+
+/// What a cluster group's binding answers for in another project's namespace: a read or a
+/// change of clusters, a read of their ClusterProfiles, the kubeconfig export. Nothing else
+/// (status, create, deletecollection, machines) is granted through groups.
+fn through_groups(g: &Grant) -> Option<ClusterAction> {
+    match (g.resource.plural, g.subresource, g.access.verb) {
+        ("clusters", "", "get") => Some(ClusterAction::Get),
+        ("clusters", "", "list") => Some(ClusterAction::List),
+        ("clusters", "", "watch") => Some(ClusterAction::Watch),
+        ("clusters", "", "update" | "patch") => Some(ClusterAction::Update),
+        ("clusters", "", "delete") => Some(ClusterAction::Delete),
+        ("clusterprofiles", "", "get" | "list" | "watch") => Some(ClusterAction::ClusterProfile),
+        ("kubeconfig", "", "get") => Some(ClusterAction::Export),
+        _ => None,
+    }
+}
+
+/// What the groups bound to a caller's project reach in a namespace not its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// No cluster was named: a list or watch there shows what the groups reach.
+    Namespace,
+    /// The named cluster, and the greatest right over it (None: no group reaches it, or it
+    /// does not exist).
+    Named(Option<GroupRight>),
+}
+
+/// The answer to `ask` in another project's namespace for a caller some group is bound to:
+/// allowed when every served (resource, verb) it matches is one a group grants, the caller's
+/// own project's rule allows it, and `reach` gives the right (a list or watch without a name
+/// is allowed: it shows what the groups reach; any other verb needs a name).
+pub fn decide_through(ctx: &RequestContext, ask: &Ask<'_>, reach: Reach) -> Decision {
+    let asked_resource = if ask.subresource.is_empty() {
+        ask.resource.to_string()
+    } else {
+        format!("{}/{}", ask.resource, ask.subresource)
+    };
+    let refused = |reason: String| Decision {
+        allowed: false,
+        denied: true,
+        reason,
+    };
+    let mut matched = 0;
+    for g in GRANTS {
+        let resource = if g.subresource.is_empty() {
+            g.resource.plural.to_string()
+        } else {
+            format!("{}/{}", g.resource.plural, g.subresource)
+        };
+        if !(matches(ask.group, g.resource.group)
+            && matches(ask.verb, g.access.verb)
+            && (ask.resource == "*" || asked_resource == resource))
+        {
+            continue;
+        }
+        matched += 1;
+        let Some(action) = through_groups(g) else {
+            return refused(format!(
+                "{} {resource:?} in namespace {:?} is not granted through cluster groups",
+                g.access.verb, ask.namespace
+            ));
+        };
+        if !ctx.allowed(g.access.rule, &ctx.own_target()) {
+            return refused(format!(
+                "policy rule {:?} does not allow it in project {:?}",
+                g.access.rule, ctx.project_id
+            ));
+        }
+        let granted = match reach {
+            Reach::Namespace => matches!(g.access.verb, "list" | "watch"),
+            Reach::Named(right) => right.is_some_and(|r| r.allows(action)),
+        };
+        if !granted {
+            return refused(match reach {
+                Reach::Named(Some(r)) => format!(
+                    "the cluster groups bound to project {:?} grant {} access to {:?}",
+                    ctx.project_id,
+                    r.as_str(),
+                    ask.name
+                ),
+                Reach::Named(None) => format!(
+                    "no cluster group bound to project {:?} reaches {:?} in namespace {:?}",
+                    ctx.project_id, ask.name, ask.namespace
+                ),
+                Reach::Namespace => format!(
+                    "only the clusters the groups bound to project {:?} reach, by name",
+                    ctx.project_id
+                ),
+            });
+        }
+    }
+    if matched == 0 {
+        return decide(ctx, ask);
+    }
+    Decision {
+        allowed: true,
+        denied: false,
+        reason: format!(
+            "a cluster group bound to project {:?} grants it in namespace {:?}",
+            ctx.project_id, ask.namespace
+        ),
+    }
+}
+
+/// What bound cluster groups grant in another project's namespace without naming a cluster:
+/// `list` and `watch` of the resources groups grant reads of, where the caller's own
+/// project's rule allows them (a named cluster's rights are [`decide_through`]'s).
+pub fn through_rules(ctx: &RequestContext) -> Vec<(&'static str, String, Vec<String>)> {
+    let mut out: Vec<(&'static str, String, Vec<String>)> = Vec::new();
+    for g in GRANTS {
+        if through_groups(g).is_none()
+            || !matches!(g.access.verb, "list" | "watch")
+            || !ctx.allowed(g.access.rule, &ctx.own_target())
+        {
+            continue;
+        }
+        let resource = g.resource.plural.to_string();
+        match out
+            .iter_mut()
+            .find(|(group, r, _)| *group == g.resource.group && *r == resource)
+        {
+            Some((_, _, verbs)) => verbs.push(g.access.verb.to_string()),
+            None => out.push((g.resource.group, resource, vec![g.access.verb.to_string()])),
+        }
+    }
+    out
 }
 
 /// Whether a `GET` (the only verb) of `path` is allowed: the discovery, OpenAPI, version and

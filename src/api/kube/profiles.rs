@@ -15,8 +15,7 @@ use super::objects::{
 };
 use super::profile_view::{profile, MANAGER, MANAGER_LABEL};
 use super::request::{
-    accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response, list_rule,
-    params, Visible,
+    accept, authorize_visible, authorized_entry, caller, json_response, list_rule, params, Visible,
 };
 use super::scan::{list_entries, page_limit, Selectors, MAX_PAGE};
 use super::status::{KubeError, CLUSTERS, PROFILES};
@@ -132,7 +131,7 @@ async fn list_all(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let (rule, verb) = list_rule(&p);
-    let visible = authorize_all(&ctx, rule, verb, &PROFILES)?;
+    let visible = authorize_visible(&ctx, &state, (rule, verb), &PROFILES, None).await?;
     list_answer(&req, &state, visible).await
 }
 
@@ -146,8 +145,8 @@ async fn list_namespace(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let (rule, verb) = list_rule(&p);
-    authorize_namespace(&ctx, rule, verb, &PROFILES, &path)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner())).await
+    let visible = authorize_visible(&ctx, &state, (rule, verb), &PROFILES, Some(&path)).await?;
+    list_answer(&req, &state, visible).await
 }
 
 #[tracing::instrument(name = "profiles.get", skip_all, fields(namespace = %path.0, name = %path.1))]
@@ -328,7 +327,7 @@ async fn kubeconfig_all(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
-    let visible = authorize_all(&ctx, EXPORT.rule, EXPORT.verb, &CLUSTERS)?;
+    let visible = authorize_visible(&ctx, &state, EXPORT.pair(), &CLUSTERS, None).await?;
     export(&req, &state, visible).await
 }
 
@@ -340,6 +339,6 @@ async fn kubeconfig_namespace(
     path: web::Path<String>,
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
-    authorize_namespace(&ctx, EXPORT.rule, EXPORT.verb, &CLUSTERS, &path)?;
-    export(&req, &state, Visible::Namespace(path.into_inner())).await
+    let visible = authorize_visible(&ctx, &state, EXPORT.pair(), &CLUSTERS, Some(&path)).await?;
+    export(&req, &state, visible).await
 }

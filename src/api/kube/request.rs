@@ -7,13 +7,17 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 use super::access::{self, namespace_target};
 use super::list;
 use super::status::{Cause, KubeError, Resource};
 use crate::api::http::error::ApiError;
+use crate::api::v1::cluster_access::{self, BoundGroups};
 use crate::api::v1::lookup::cluster_target;
 use crate::api::{AppState, RequestContext};
+use crate::domain::cluster_group::ClusterAction;
+use crate::domain::ClusterGroupId;
 use crate::store::RegistryEntry;
 
 /// The caller, with authentication failures as Kubernetes Status bodies.
@@ -73,21 +77,163 @@ pub(super) enum Visible {
     Namespace(String),
     /// Every project (an admin's all-namespaces list).
     All,
+    /// A caller's view through the cluster groups bound to its project: one namespace (every
+    /// namespace when None), of its own project's clusters (`own`) and those the groups reach.
+    Shared {
+        namespace: Option<String>,
+        own: String,
+        /// The caller's roles (a binding may name some).
+        roles: Vec<String>,
+        groups: Arc<BoundGroups>,
+    },
 }
 
 impl Visible {
+    /// The one project the view is of, if it is of one.
     pub fn project(&self) -> Option<String> {
         match self {
             Visible::Namespace(p) => Some(p.clone()),
             Visible::All => None,
+            Visible::Shared { namespace, .. } => namespace.clone(),
         }
     }
+    /// Whether every cluster of `project` is in view (a shared view: only its own project's;
+    /// another project's clusters there are decided one by one through the groups).
     pub fn admits(&self, project: &str) -> bool {
         match self {
             Visible::Namespace(p) => p == project,
             Visible::All => true,
+            Visible::Shared { namespace, own, .. } => {
+                own == project && namespace.as_ref().is_none_or(|n| n == project)
+            }
         }
     }
+    /// Whether `project` is in the view's namespace (every one when it has none).
+    pub fn in_namespace(&self, project: &str) -> bool {
+        match self {
+            Visible::Namespace(p) => p == project,
+            Visible::All => true,
+            Visible::Shared { namespace, .. } => namespace.as_ref().is_none_or(|n| n == project),
+        }
+    }
+    /// The (own project, bound groups) of a shared view, as a registry page reads it.
+    pub fn shared(&self) -> Option<(String, Vec<ClusterGroupId>)> {
+        match self {
+            Visible::Shared { own, groups, .. } => Some((own.clone(), groups.ids())),
+            _ => None,
+        }
+    }
+}
+
+/// What a verb does to a cluster, as a group's right decides it: a read for `get`, `list` and
+/// `watch` (the kubeconfig export is a `get`), a change for any other.
+fn action_of(verb: &str) -> ClusterAction {
+    match verb {
+        "get" => ClusterAction::Get,
+        "list" => ClusterAction::List,
+        "watch" => ClusterAction::Watch,
+        "delete" | "deletecollection" => ClusterAction::Delete,
+        _ => ClusterAction::Update,
+    }
+}
+
+/// The groups bound to the caller's project, for a `verb` in `namespace`, another project's:
+/// the caller's own project's rule decides the verb (as for a cluster of its own), and a
+/// caller nothing is bound to gets the 403 of a namespace not its own.
+pub(super) async fn shared_groups(
+    ctx: &RequestContext,
+    state: &AppState,
+    (rule, verb): (&str, &str),
+    resource: &'static Resource,
+    namespace: &str,
+) -> Result<BoundGroups, KubeError> {
+    let refused = || KubeError::forbidden(verb, resource, Some(namespace), &ctx.user_id);
+    if ctx.is_admin || !ctx.allowed(rule, &ctx.own_target()) {
+        return Err(refused());
+    }
+    let groups = cluster_access::caller_groups(state, ctx).await?;
+    if groups.is_empty() {
+        return Err(refused());
+    }
+    Ok(groups)
+}
+
+/// The view of a list or watch in `namespace` (None: every namespace): the caller's own
+/// project (every project for an admin) as [`authorize_namespace`] and [`authorize_all`]
+/// decide it, widened by the clusters the groups bound to its project reach. In another
+/// project's namespace only those (403 when nothing is bound). A watch across namespaces is
+/// always a shared view, so that a binding made while it runs shows its clusters.
+pub(super) async fn authorize_visible(
+    ctx: &RequestContext,
+    state: &AppState,
+    (rule, verb): (&str, &str),
+    resource: &'static Resource,
+    namespace: Option<&str>,
+) -> Result<Visible, KubeError> {
+    let own = |groups: BoundGroups, namespace: Option<&str>| Visible::Shared {
+        namespace: namespace.map(str::to_string),
+        own: ctx.project_id.clone(),
+        roles: ctx.roles.clone(),
+        groups: Arc::new(groups),
+    };
+    match namespace {
+        Some(ns) if !(ctx.is_admin || ctx.project_id == ns) => {
+            let groups = shared_groups(ctx, state, (rule, verb), resource, ns).await?;
+            Ok(own(groups, Some(ns)))
+        }
+        Some(ns) => {
+            authorize_namespace(ctx, rule, verb, resource, ns)?;
+            Ok(Visible::Namespace(ns.to_string()))
+        }
+        None => {
+            let visible = authorize_all(ctx, rule, verb, resource)?;
+            if ctx.is_admin || ctx.project_id.is_empty() {
+                return Ok(visible);
+            }
+            let groups = cluster_access::caller_groups(state, ctx).await?;
+            if groups.is_empty() && verb != access::WATCH.verb {
+                return Ok(visible);
+            }
+            Ok(own(groups, None))
+        }
+    }
+}
+
+/// The cluster `name` of `namespace`, another project's, that a bound group reaches: 404 in
+/// Kubernetes' words when there is none or no group reaches it (as for a cluster that does
+/// not exist), 403 naming it when the groups grant only `read` and `verb` changes it.
+pub(super) async fn shared_entry(
+    ctx: &RequestContext,
+    state: &AppState,
+    groups: &BoundGroups,
+    (namespace, name): (&str, &str),
+    verb: &str,
+    resource: &'static Resource,
+) -> Result<RegistryEntry, KubeError> {
+    let missing = || KubeError::not_found(resource, name);
+    let e = state
+        .store
+        .registry_get(namespace, name)
+        .await?
+        .ok_or_else(missing)?;
+    let via: Vec<ClusterGroupId> = state
+        .store
+        .cluster_group_links(&[e.cluster.uuid], &groups.ids())
+        .await?
+        .into_iter()
+        .map(|(_, g)| g)
+        .collect();
+    let right = groups.right(&via).ok_or_else(missing)?;
+    if !right.allows(action_of(verb)) {
+        return Err(KubeError::Forbidden {
+            resource,
+            verb: verb.to_string(),
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            user: ctx.user_id.clone(),
+        });
+    }
+    Ok(e)
 }
 
 /// 403 unless the caller may `verb` in `namespace`: its own project, or any as an admin, and
@@ -131,7 +277,8 @@ pub(super) fn authorize_all(
 }
 
 /// The entry `name` names in `namespace` for a caller that may `verb` it under `rule`: 403 for
-/// a namespace (or object) the caller may not touch, 404 in Kubernetes' words for none.
+/// a namespace (or object) the caller may not touch, 404 in Kubernetes' words for none. In
+/// another project's namespace, a cluster a bound group reaches ([`shared_entry`]).
 pub(super) async fn authorized_entry(
     ctx: &RequestContext,
     state: &AppState,
@@ -139,6 +286,10 @@ pub(super) async fn authorized_entry(
     (rule, verb): (&str, &str),
     resource: &'static Resource,
 ) -> Result<RegistryEntry, KubeError> {
+    if !(ctx.is_admin || ctx.project_id == namespace) {
+        let groups = shared_groups(ctx, state, (rule, verb), resource, namespace).await?;
+        return shared_entry(ctx, state, &groups, (namespace, name), verb, resource).await;
+    }
     authorize_namespace(ctx, rule, verb, resource, namespace)?;
     let e = state
         .store

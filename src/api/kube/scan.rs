@@ -125,6 +125,7 @@ pub(super) async fn list_entries(
             project: visible.project(),
             after: after.clone(),
             limit: chunk,
+            shared: visible.shared(),
         };
         let rows = state.store.registry_page(&page).await?;
         let exhausted = rows.len() < chunk as usize;
@@ -142,7 +143,9 @@ pub(super) async fn list_entries(
                         last.cluster.project_id.clone(),
                         last.cluster.registry.name.clone(),
                     );
-                    let remaining = if unfiltered {
+                    // A shared view's later items are not counted: they are its own
+                    // project's and what the groups reach, which no range counts.
+                    let remaining = if unfiltered && visible.shared().is_none() {
                         let project = visible.project();
                         Some(
                             state

@@ -16,7 +16,8 @@
 //! - `timeoutSeconds` ends the stream cleanly (at most [`MAX_WATCH`]; [`DEFAULT_WATCH`]
 //!   without it); a client that goes away ends it at once.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use actix_web::web::Bytes;
@@ -33,7 +34,8 @@ use super::status::KubeError;
 use super::table::{self, table_row, TableRow};
 use super::view;
 use crate::api::AppState;
-use crate::domain::ClusterId;
+use crate::domain::cluster_group::Grantee;
+use crate::domain::{ClusterGroupId, ClusterId};
 use crate::store::{ChangeKind, ClusterChange, RegistryEntry};
 
 pub const DEFAULT_WATCH: Duration = Duration::from_secs(1800);
@@ -195,6 +197,7 @@ pub(super) async fn start(
     let watch = Watch {
         store: state.store.clone(),
         feed: state.registry_feed.subscribe(),
+        shown: HashSet::new(),
         visible,
         selectors,
         shape,
@@ -247,6 +250,9 @@ pub(super) struct ListState {
 struct Watch {
     store: std::sync::Arc<dyn crate::store::Store>,
     feed: tokio::sync::watch::Receiver<i64>,
+    /// A shared view's clusters of other projects that the bound groups reached when the
+    /// watch last looked (what it has shown as present, selectors aside).
+    shown: HashSet<ClusterId>,
     visible: Visible,
     selectors: Selectors,
     shape: Shape,
@@ -278,6 +284,10 @@ impl Watch {
 
     #[tracing::instrument(name = "registry.watch", skip_all, fields(from = ?from))]
     async fn run(mut self, from: Start, list: ListState) {
+        match self.reached_now().await {
+            Ok(reached) => self.shown = reached,
+            Err(e) => return self.fail(e).await,
+        }
         let mut last = match from {
             Start::After(n) => n,
             Start::Initial => match self.initial(&list).await {
@@ -463,6 +473,109 @@ impl Watch {
         }
     }
 
+    /// The clusters of other projects in a shared view's namespace that the groups bound to
+    /// the caller reach now (none for any other view): one statement of index reads.
+    async fn reached_now(&self) -> Result<HashSet<ClusterId>, KubeError> {
+        let Visible::Shared { own, roles, .. } = &self.visible else {
+            return Ok(HashSet::new());
+        };
+        let caller = Grantee {
+            project_id: own,
+            roles,
+        };
+        Ok(self
+            .store
+            .clusters_through_groups(caller)
+            .await?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect())
+    }
+
+    /// Which of the clusters of other projects that `changes` name the bound groups reach
+    /// now: the caller's bindings read again (a binding may have come or gone), then one
+    /// statement of probes by cluster. Nothing is read when no line is of another project.
+    async fn reached(&self, changes: &[ClusterChange]) -> Result<HashSet<ClusterId>, KubeError> {
+        let Visible::Shared { own, roles, .. } = &self.visible else {
+            return Ok(HashSet::new());
+        };
+        let foreign: Vec<ClusterId> = changes
+            .iter()
+            .filter(|c| {
+                self.visible.in_namespace(&c.project_id) && !self.visible.admits(&c.project_id)
+            })
+            .map(|c| c.cluster_uuid)
+            .collect();
+        if foreign.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let caller = Grantee {
+            project_id: own,
+            roles,
+        };
+        let mut groups: Vec<ClusterGroupId> = self
+            .store
+            .cluster_group_bindings_to(own)
+            .await?
+            .into_iter()
+            .filter(|b| b.applies_to(caller))
+            .map(|b| b.group)
+            .collect();
+        groups.sort();
+        groups.dedup();
+        Ok(self
+            .store
+            .cluster_group_links(&foreign, &groups)
+            .await?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect())
+    }
+
+    /// A change-log line as this watch sees it: as it is for a cluster in view; for a cluster
+    /// of another project in a shared view, as the cluster's entering (`ADDED`) when a bound
+    /// group reaches it now and did not before, its leaving (`DELETED`, with the labels it
+    /// had) when one did and none does now, as it is while one does, and nothing while none
+    /// does. The clusters shown are updated as the lines go.
+    fn through_groups<'c>(
+        &mut self,
+        ch: &'c ClusterChange,
+        reached: &HashSet<ClusterId>,
+    ) -> Option<Cow<'c, ClusterChange>> {
+        if self.visible.admits(&ch.project_id) {
+            return Some(Cow::Borrowed(ch));
+        }
+        if !matches!(self.visible, Visible::Shared { .. })
+            || !self.visible.in_namespace(&ch.project_id)
+        {
+            return None;
+        }
+        let now = reached.contains(&ch.cluster_uuid) && ch.change != ChangeKind::Deleted;
+        let was = if now {
+            !self.shown.insert(ch.cluster_uuid)
+        } else {
+            self.shown.remove(&ch.cluster_uuid)
+        };
+        match (was, now) {
+            (true, _) if ch.change == ChangeKind::Deleted => Some(Cow::Borrowed(ch)),
+            (true, true) => Some(Cow::Borrowed(ch)),
+            (false, true) => {
+                let mut entered = ch.clone();
+                entered.change = ChangeKind::Added;
+                Some(Cow::Owned(entered))
+            }
+            (true, false) => {
+                let mut left = ch.clone();
+                left.change = ChangeKind::Deleted;
+                if let Some(before) = left.prev_registry_labels.clone() {
+                    left.registry_labels = before;
+                }
+                Some(Cow::Owned(left))
+            }
+            (false, false) => None,
+        }
+    }
+
     /// Sends every change after `last` that this watch sees; the new position.
     async fn catch_up(&mut self, mut last: i64) -> Result<Option<i64>, KubeError> {
         loop {
@@ -471,9 +584,10 @@ impl Watch {
                 return Ok(Some(last));
             };
             let full = changes.len() == CHANGE_BATCH as usize;
-            let seen: Vec<&ClusterChange> = changes
+            let reached = self.reached(&changes).await?;
+            let seen: Vec<Cow<'_, ClusterChange>> = changes
                 .iter()
-                .filter(|c| self.visible.admits(&c.project_id))
+                .filter_map(|c| self.through_groups(c, &reached))
                 .collect();
             let wanted: Vec<ClusterId> = seen
                 .iter()
@@ -487,7 +601,7 @@ impl Watch {
                 .into_iter()
                 .map(|e| (e.cluster.uuid.to_string(), e))
                 .collect();
-            for ch in seen {
+            for ch in &seen {
                 let Some(line) = self.change_line(ch, current.get(&ch.cluster_uuid.to_string()))
                 else {
                     continue;

@@ -13,7 +13,7 @@ use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::managed::{self, Part};
 use crate::api::kube::request::{
     authorize_namespace, caller, content_type, dry_run, json_of, json_response, params,
-    with_warnings, Params,
+    shared_entry, shared_groups, with_warnings, Params,
 };
 use crate::api::kube::status::{
     Cause, KubeError, CLUSTERS, CREATE_OPTIONS, PATCH_OPTIONS, UPDATE_OPTIONS,
@@ -169,7 +169,13 @@ pub(super) async fn modify(
     how: Modify,
 ) -> Result<HttpResponse, KubeError> {
     let (rule, verb) = access::UPDATE.pair();
-    authorize_namespace(ctx, rule, verb, &CLUSTERS, namespace)?;
+    // Another project's cluster is changed only through a group bound with `write`.
+    let shared = if ctx.is_admin || ctx.project_id == namespace {
+        authorize_namespace(ctx, rule, verb, &CLUSTERS, namespace)?;
+        None
+    } else {
+        Some(shared_groups(ctx, state, (rule, verb), &CLUSTERS, namespace).await?)
+    };
     let dry = dry_run(
         p,
         if how == Modify::Replace {
@@ -209,7 +215,13 @@ pub(super) async fn modify(
     // The body's keys, for the duplicate-key check: a JSON patch has none of the object's.
     let raw = validation::raw_object(content_type(req), body);
     let outcome = retry::until_committed(async || {
-        let found = state.store.registry_get(namespace, name).await?;
+        let found = match &shared {
+            // Never created there: a cluster no group reaches is a 404.
+            Some(groups) => {
+                Some(shared_entry(ctx, state, groups, (namespace, name), verb, &CLUSTERS).await?)
+            }
+            None => state.store.registry_get(namespace, name).await?,
+        };
         let e = match found {
             Some(e) => e,
             None if how == Modify::Apply => {
@@ -247,7 +259,12 @@ pub(super) async fn modify(
             }
             None => return Err(KubeError::not_found(&CLUSTERS, name)),
         };
-        if !ctx.allowed(access::UPDATE.rule, &cluster_target(&e.cluster)) {
+        let target = if shared.is_some() {
+            ctx.own_target()
+        } else {
+            cluster_target(&e.cluster)
+        };
+        if !ctx.allowed(access::UPDATE.rule, &target) {
             return Err(KubeError::forbidden(
                 "update",
                 &CLUSTERS,

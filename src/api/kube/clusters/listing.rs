@@ -5,8 +5,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::api::http::error::ApiError;
 use crate::api::kube::objects::{list_meta, Cluster, ClusterList, API_VERSION, LIST_KIND};
 use crate::api::kube::request::{
-    accept, authorize_all, authorize_namespace, authorized_entry, caller, json_response, list_rule,
-    params, Params, Visible,
+    accept, authorize_visible, authorized_entry, caller, json_response, list_rule, params, Params,
+    Visible,
 };
 use crate::api::kube::scan::{list_entries, page_limit, Selectors};
 use crate::api::kube::status::{KubeError, CLUSTERS};
@@ -83,7 +83,7 @@ pub(super) async fn list_all(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let (rule, verb) = list_rule(&p);
-    let visible = authorize_all(&ctx, rule, verb, &CLUSTERS)?;
+    let visible = authorize_visible(&ctx, &state, (rule, verb), &CLUSTERS, None).await?;
     list_answer(&req, &state, visible, &p).await
 }
 
@@ -97,8 +97,8 @@ pub(super) async fn list_namespace(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let (rule, verb) = list_rule(&p);
-    authorize_namespace(&ctx, rule, verb, &CLUSTERS, &path)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+    let visible = authorize_visible(&ctx, &state, (rule, verb), &CLUSTERS, Some(&path)).await?;
+    list_answer(&req, &state, visible, &p).await
 }
 
 #[tracing::instrument(name = "registry.get", skip_all, fields(namespace = %path.0, name = %path.1))]
