@@ -9,6 +9,7 @@
 //! event commit together.
 
 mod arg;
+mod cluster_group_reach;
 mod cluster_groups;
 mod clusters;
 mod db;

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    cluster_groups, clusters, federations, health_probes, jobs, keypairs, machine_listing,
-    machines, nodegroups, outbox, quotas, registry, services, templates, write,
+    cluster_group_reach, cluster_groups, clusters, federations, health_probes, jobs, keypairs,
+    machine_listing, machines, nodegroups, outbox, quotas, registry, services, templates, write,
 };
 use super::{
     ClusterChange, Dialect, JobGauges, MachineEntry, MachineFilter, MachinePage, NewEvent,
@@ -589,7 +589,7 @@ impl Store for SqlStore {
         &self,
         caller: Grantee<'_>,
     ) -> StoreResult<Vec<(ClusterId, GroupRight)>> {
-        cluster_groups::through_groups(&self.pool, caller).await
+        cluster_group_reach::through_groups(&self.pool, caller).await
     }
 
     async fn group_right_over_cluster(
@@ -597,7 +597,7 @@ impl Store for SqlStore {
         caller: Grantee<'_>,
         cluster: &ClusterId,
     ) -> StoreResult<Option<GroupRight>> {
-        cluster_groups::right_over(&self.pool, caller, cluster).await
+        cluster_group_reach::right_over(&self.pool, caller, cluster).await
     }
 
     async fn list_cluster_summaries_through(
@@ -623,7 +623,7 @@ impl Store for SqlStore {
         name: &str,
         through: &[ClusterGroupId],
     ) -> StoreResult<Vec<ClusterId>> {
-        cluster_groups::named_through(&self.pool, name, through).await
+        cluster_group_reach::named_through(&self.pool, name, through).await
     }
 
     async fn cluster_group_links(
@@ -631,6 +631,6 @@ impl Store for SqlStore {
         clusters: &[ClusterId],
         through: &[ClusterGroupId],
     ) -> StoreResult<Vec<(ClusterId, ClusterGroupId)>> {
-        cluster_groups::links(&self.pool, clusters, through).await
+        cluster_group_reach::links(&self.pool, clusters, through).await
     }
 }
