@@ -14,6 +14,10 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{RootCertStore, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
 use crate::front_proxy::{names, register, Proxies, REGISTRY, SECRET};
@@ -66,14 +70,49 @@ struct ReviewEndpoint {
     task: Option<JoinHandle<()>>,
 }
 
+/// A TLS configuration serving a certificate of `ca` for 127.0.0.1 that requires a client
+/// certificate of `clients`.
+fn requiring_client_certificates(ca: &Ca, clients: &Ca) -> Arc<ServerConfig> {
+    let (cert, key) = ca.issue("127.0.0.1", &[IpAddr::from(LOCALHOST)], &[], false);
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(clients.pem.as_bytes()).expect("client CA"))
+        .expect("root");
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .expect("verifier");
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("certificate")],
+            PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key"),
+        )
+        .expect("server configuration");
+    Arc::new(config)
+}
+
 impl ReviewEndpoint {
     async fn start(table: Vec<Rule>) -> ReviewEndpoint {
+        Self::start_with(table, None).await
+    }
+
+    /// With `clients`, the endpoint requires a client certificate of that CA instead of the
+    /// token.
+    async fn start_with(table: Vec<Rule>, clients: Option<&Ca>) -> ReviewEndpoint {
         let ca = Ca::new("kube-apiserver-test-ca");
         let listener = TcpListener::bind(SocketAddr::from((LOCALHOST, 0)))
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("address");
-        let acceptor = TlsAcceptor::from(ca.server_config(IpAddr::from(LOCALHOST)));
+        let config = match clients {
+            Some(clients) => requiring_client_certificates(&ca, clients),
+            None => ca.server_config(IpAddr::from(LOCALHOST)),
+        };
+        let token_needed = clients.is_none();
+        let acceptor = TlsAcceptor::from(config);
         let table = Arc::new(Mutex::new(table));
         let reviews = Arc::new(Mutex::new(Vec::new()));
         let (t, r) = (table.clone(), reviews.clone());
@@ -86,7 +125,7 @@ impl ReviewEndpoint {
                         let (acceptor, t, r) = (acceptor.clone(), t.clone(), r.clone());
                         conns.spawn(async move {
                             if let Ok(tls) = acceptor.accept(stream).await {
-                                answer(tls, &t, &r).await;
+                                answer(tls, &t, &r, token_needed).await;
                             }
                         });
                     }
@@ -138,6 +177,7 @@ async fn answer<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     mut tls: S,
     table: &Mutex<Vec<Rule>>,
     reviews: &Mutex<Vec<Value>>,
+    token_needed: bool,
 ) {
     let mut data = Vec::new();
     let mut buf = [0_u8; 4096];
@@ -167,9 +207,10 @@ async fn answer<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     }
     let body: Value =
         serde_json::from_slice(&data[head_end..head_end + length]).unwrap_or_default();
-    let authorized = head
-        .lines()
-        .any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {TOKEN}")));
+    let authorized = !token_needed
+        || head
+            .lines()
+            .any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {TOKEN}")));
     let request_line = head.lines().next().unwrap_or("");
     let (status, reply) = if !authorized {
         (
@@ -499,4 +540,42 @@ async fn without_an_answer_from_the_kube_apiserver_a_request_is_a_prompt_503() {
         took >= Duration::from_millis(900) && took < Duration::from_secs(2),
         "answered after {took:?}"
     );
+}
+
+#[tokio::test]
+async fn a_client_certificate_is_a_credential_for_the_reviews() {
+    let p = Proxies::new();
+    let clients = Ca::new("kube-apiserver-client-ca");
+    let kube = ReviewEndpoint::start_with(table(), Some(&clients)).await;
+    let (cert, key) = clients.issue("fleetyard", &[], &[], true);
+    std::fs::write(p.path("kube-client.crt"), cert).expect("certificate");
+    std::fs::write(p.path("kube-client.key"), key).expect("key");
+    std::fs::write(p.path("kube-ca.pem"), &kube.ca.pem).expect("kube CA");
+    let app = spawn_with(Backend::Sqlite, |s| {
+        hs256_settings(s, SECRET);
+        s.api.enabled_ssl = true;
+        s.api.ssl_cert_file = p.path("tls.crt");
+        s.api.ssl_key_file = p.path("tls.key");
+        s.front_proxy.client_ca_file = p.path("requestheader-ca.pem");
+        s.front_proxy.authorization_mode = "subject_access_review".into();
+        s.front_proxy.kube_apiserver_url = kube.url();
+        s.front_proxy.kube_apiserver_ca_file = p.path("kube-ca.pem");
+        s.front_proxy.kube_apiserver_cert_file = p.path("kube-client.crt");
+        s.front_proxy.kube_apiserver_key_file = p.path("kube-client.key");
+        s.front_proxy.authorization_timeout = 1;
+    })
+    .await;
+    register(&app, &p.client(None), "project-b", "beta").await;
+    let proxy = p.client(Some((&p.request_header_ca, "front-proxy-client")));
+    // The endpoint refuses any handshake without a certificate of its client CA: an answer
+    // means the service presented one.
+    let r = get_as_alice(
+        &app,
+        &proxy,
+        &format!("{REGISTRY}/namespaces/project-b/clusters"),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(names(&r), ["beta"], "{}", r.text);
+    assert_eq!(kube.count(), 1);
 }
