@@ -6,7 +6,8 @@
 //! Decisions are cached by the review's whole spec (user, uid, groups, extra and the resource
 //! or non-resource attributes): an allowed one for `authorization_allowed_ttl`, a denied one
 //! for `authorization_denied_ttl`, at most `authorization_cache_size` of them (the least
-//! recently used goes first). A review that cannot be had in `authorization_timeout` (the
+//! recently used goes first), each at most 16 KiB of JSON (a larger review is asked each
+//! time). A review that cannot be had in `authorization_timeout` (the
 //! kube-apiserver down, slow, or answering anything but a review) is an error, never a
 //! decision, and is not cached.
 
@@ -24,6 +25,10 @@ pub const REVIEW_PATH: &str = "/apis/authorization.k8s.io/v1/subjectaccessreview
 
 /// The largest review answer read.
 const MAX_ANSWER_BYTES: usize = 1 << 20;
+/// The largest review (as JSON) whose decision is cached, so that the cache's size in bytes is
+/// bounded too; a larger one is asked each time, as the webhook authorizer skips caching
+/// large attributes.
+const MAX_CACHED_KEY_BYTES: usize = 16 * 1024;
 
 /// What the kube-apiserver decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +65,9 @@ impl DecisionCache {
     }
 
     fn insert(&mut self, key: String, decision: Decision, expires: Instant) {
-        self.entries.insert(key, (decision, expires));
+        if key.len() <= MAX_CACHED_KEY_BYTES {
+            self.entries.insert(key, (decision, expires));
+        }
     }
 
     fn len(&self) -> usize {
@@ -289,6 +296,11 @@ mod tests {
         assert_eq!(cache.get("c", now), Some(Decision::Allowed));
         // Past its expiry a decision is gone.
         assert_eq!(cache.get("a", later), None);
+        assert_eq!(cache.len(), 1);
+        // A review too large to keep is not kept.
+        let large = "x".repeat(MAX_CACHED_KEY_BYTES + 1);
+        cache.insert(large.clone(), Decision::Allowed, later);
+        assert_eq!(cache.get(&large, now), None);
         assert_eq!(cache.len(), 1);
     }
 
