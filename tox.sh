@@ -266,6 +266,7 @@ cli_env() {
   part "cluster cli check: tools/cluster_cli_check.py --bin $bin" "$CLIENT_VENV/bin/python" tools/cluster_cli_check.py --bin "$bin"
   part "federation cli check: tools/federation_cli_check.py --bin $bin" python3 tools/federation_cli_check.py --bin "$bin"
   part "machine cli check: tools/machine_cli_check.py --bin $bin" python3 tools/machine_cli_check.py --bin "$bin"
+  part "group cli check: tools/group_cli_check.py --bin $bin" python3 tools/group_cli_check.py --bin "$bin"
 }
 
 keystone_venv() {

@@ -17,6 +17,12 @@
 //! extras give roles, project and domain, and `[front_proxy] admin_groups` give `admin`.
 //! Extras of other keys (kube-apiserver forwards its own, such as
 //! `authentication.kubernetes.io/credential-id`) are left out.
+//!
+//! With `[front_proxy] authorization_mode = subject_access_review` the mapping does not
+//! decide: each request of a forwarded caller is asked of the kube-apiserver
+//! ([`super::access_review`], `crate::api::kube::delegated`), with the user, uid, groups and
+//! every extra as forwarded, and an allowed request acts in the namespace it names
+//! ([`FrontProxy::reviewed_identity`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,6 +34,7 @@ use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::RootCertStore;
 
+use super::access_review::Reviewer;
 use super::impersonation::{self, Malformed};
 use super::Identity;
 use crate::config::{split_list, FrontProxySection};
@@ -50,11 +57,24 @@ pub struct FrontProxy {
     verifier: Arc<dyn ClientCertVerifier>,
     allowed_names: Vec<String>,
     username_headers: Vec<String>,
+    uid_headers: Vec<String>,
     group_headers: Vec<String>,
     extra_prefixes: Vec<String>,
     project_prefix: String,
     project_roles: Vec<String>,
     admin_groups: Vec<String>,
+    /// The kube-apiserver's reviews (`authorization_mode = subject_access_review`).
+    reviewer: Option<Reviewer>,
+}
+
+/// The caller a front proxy forwarded, as it forwarded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forwarded {
+    pub user: String,
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
+    /// Every extra, by its decoded key.
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl std::fmt::Debug for FrontProxy {
@@ -92,11 +112,17 @@ impl FrontProxy {
         if username_headers.is_empty() {
             anyhow::bail!("[front_proxy] username_headers: at least one header is needed");
         }
+        let reviewer = if s.reviews() {
+            Some(Reviewer::from_settings(s)?)
+        } else {
+            None
+        };
         Ok(Some(FrontProxy {
             roots,
             verifier,
             allowed_names: split_list(&s.allowed_names),
             username_headers,
+            uid_headers: lower_list(&s.uid_headers),
             group_headers: lower_list(&s.group_headers),
             extra_prefixes: lower_list(&s.extra_headers_prefix),
             project_prefix: s.project_group_prefix.trim().to_string(),
@@ -105,7 +131,43 @@ impl FrontProxy {
                 .map(|r| r.to_lowercase())
                 .collect(),
             admin_groups: split_list(&s.admin_groups),
+            reviewer,
         }))
+    }
+
+    /// The kube-apiserver's reviews, when they decide what a forwarded caller may do.
+    pub fn reviewer(&self) -> Option<&Reviewer> {
+        self.reviewer.as_ref()
+    }
+
+    /// Who a forwarded `user` acts as once a review allowed its request: in `namespace` (its
+    /// project) with `[front_proxy] project_roles`; without a namespace, a read the review
+    /// allowed at the cluster scope (`everywhere`) also has the `admin` role, so that it sees
+    /// every project as the review said it may.
+    pub fn reviewed_identity(
+        &self,
+        user: &str,
+        namespace: Option<&str>,
+        everywhere: bool,
+    ) -> Identity {
+        let mut roles = match namespace {
+            Some(_) => self.project_roles.clone(),
+            None => Vec::new(),
+        };
+        if everywhere {
+            roles.extend(self.project_roles.iter().cloned());
+            roles.push("admin".into());
+        }
+        roles.sort();
+        roles.dedup();
+        Identity {
+            user_id: user.to_string(),
+            project_id: namespace.unwrap_or_default().to_string(),
+            domain_id: None,
+            roles,
+            system_scope: None,
+            is_admin_project: false,
+        }
     }
 
     /// The request-header CA, which the TLS server also accepts client certificates from.
@@ -141,17 +203,19 @@ impl FrontProxy {
     pub fn is_forwarding_header(&self, name: &str) -> bool {
         let name = name.to_ascii_lowercase();
         self.username_headers.contains(&name)
+            || self.uid_headers.contains(&name)
             || self.group_headers.contains(&name)
             || self.extra_prefixes.iter().any(|p| name.starts_with(p))
     }
 
-    /// The caller a front proxy forwarded in `headers` (every lower-cased name and value, a
-    /// repeated header once per value), or `None` when no user header is present.
-    pub fn identity<'a>(
+    /// The caller a front proxy forwarded in `headers` (every name and value, a repeated
+    /// header once per value), or `None` when no user header is present.
+    pub fn forwarded<'a>(
         &self,
         headers: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
-    ) -> Result<Option<Identity>, Malformed> {
+    ) -> Result<Option<Forwarded>, Malformed> {
         let mut user: Option<(usize, String)> = None;
+        let mut uid: Option<(usize, String)> = None;
         let mut groups = Vec::new();
         let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut count = 0usize;
@@ -175,6 +239,10 @@ impl FrontProxy {
                 if user.as_ref().is_none_or(|(r, _)| rank < *r) {
                     user = Some((rank, value));
                 }
+            } else if let Some(rank) = self.uid_headers.iter().position(|h| *h == name) {
+                if uid.as_ref().is_none_or(|(r, _)| rank < *r) {
+                    uid = Some((rank, value));
+                }
             } else if self.group_headers.contains(&name) {
                 groups.push(value);
             } else if let Some(key) = self
@@ -189,6 +257,29 @@ impl FrontProxy {
             }
         }
         let Some((_, user)) = user.filter(|(_, u)| !u.is_empty()) else {
+            return Ok(None);
+        };
+        Ok(Some(Forwarded {
+            user,
+            uid: uid.map(|(_, u)| u).filter(|u| !u.is_empty()),
+            groups,
+            extra,
+        }))
+    }
+
+    /// The Fleetyard caller a front proxy forwarded in `headers`, by the mapping, or `None`
+    /// when no user header is present.
+    pub fn identity<'a>(
+        &self,
+        headers: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<Option<Identity>, Malformed> {
+        let Some(Forwarded {
+            user,
+            groups,
+            mut extra,
+            ..
+        }) = self.forwarded(headers)?
+        else {
             return Ok(None);
         };
         let admin = groups.iter().any(|g| self.admin_groups.contains(g));
@@ -253,11 +344,13 @@ mod tests {
             verifier,
             allowed_names: Vec::new(),
             username_headers: vec!["x-remote-user".into()],
+            uid_headers: vec!["x-remote-uid".into()],
             group_headers: vec!["x-remote-group".into()],
             extra_prefixes: vec!["x-remote-extra-".into()],
             project_prefix: prefix.into(),
             project_roles: vec!["member".into(), "reader".into()],
             admin_groups: split_list(admin),
+            reviewer: None,
         }
     }
 
@@ -317,6 +410,40 @@ mod tests {
             ("x-remote-group", Some("b")),
         ]);
         assert!(two.is_err(), "one project per caller: {two:?}");
+    }
+
+    #[test]
+    fn a_reviewed_caller_keeps_every_forwarded_attribute() {
+        let p = proxy("", "");
+        let who = p
+            .forwarded([
+                ("x-remote-user", Some("alice")),
+                ("x-remote-uid", Some("u-1")),
+                ("x-remote-group", Some("developers")),
+                ("x-remote-group", Some("system:authenticated")),
+                (
+                    "x-remote-extra-authentication.kubernetes.io%2fcredential-id",
+                    Some("X509SHA256=ab"),
+                ),
+            ])
+            .expect("valid")
+            .expect("a user");
+        assert_eq!(who.user, "alice");
+        assert_eq!(who.uid.as_deref(), Some("u-1"));
+        assert_eq!(who.groups, ["developers", "system:authenticated"]);
+        assert_eq!(
+            who.extra.get("authentication.kubernetes.io/credential-id"),
+            Some(&vec!["X509SHA256=ab".to_string()])
+        );
+        let acting = p.reviewed_identity("alice", Some("project-a"), false);
+        assert_eq!(
+            (acting.project_id.as_str(), acting.roles.clone()),
+            ("project-a", vec!["member".into(), "reader".into()])
+        );
+        let everywhere = p.reviewed_identity("alice", None, true);
+        assert_eq!(everywhere.project_id, "");
+        assert_eq!(everywhere.roles, ["admin", "member", "reader"]);
+        assert!(p.reviewed_identity("alice", None, false).roles.is_empty());
     }
 
     #[test]

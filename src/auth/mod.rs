@@ -4,6 +4,7 @@
 //! `Impersonate-*` headers name ([`impersonation`]), the caller a kube-apiserver's front proxy
 //! forwards ([`front_proxy`]) and the oslo.policy-compatible rule engine ([`policy`]).
 
+pub mod access_review;
 pub mod authenticator;
 pub mod front_proxy;
 pub mod impersonation;

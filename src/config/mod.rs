@@ -201,6 +201,9 @@ impl Settings {
                     .into(),
             ));
         }
+        if let Some(reason) = self.front_proxy.problem() {
+            return Err(ConfigError::Invalid(format!("[front_proxy] {reason}")));
+        }
         if let Some(reason) = self.api.tls_problem() {
             return Err(ConfigError::Invalid(format!("[api] {reason}")));
         }

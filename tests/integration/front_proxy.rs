@@ -14,19 +14,19 @@ use crate::helpers::endpoints::Ca;
 use crate::helpers::jwt::{hs256, hs256_settings};
 use crate::helpers::{spawn_with, Backend, Resp, TestApp};
 
-const SECRET: &str = "front-proxy-test-secret";
-const REGISTRY: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
+pub(crate) const SECRET: &str = "front-proxy-test-secret";
+pub(crate) const REGISTRY: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
 
 /// The server's CA and certificate files, the request-header CA, and another CA.
-struct Proxies {
+pub(crate) struct Proxies {
     dir: PathBuf,
     server_ca: Ca,
-    request_header_ca: Ca,
+    pub(crate) request_header_ca: Ca,
     other_ca: Ca,
 }
 
 impl Proxies {
-    fn new() -> Proxies {
+    pub(crate) fn new() -> Proxies {
         let dir = std::env::temp_dir().join(format!("fy-fp-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).expect("dir");
         let p = Proxies {
@@ -48,12 +48,12 @@ impl Proxies {
         p
     }
 
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir.join(name).display().to_string()
     }
 
     /// A client trusting the server's CA, presenting a client certificate of `ca` named `cn`.
-    fn client(&self, cert: Option<(&Ca, &str)>) -> reqwest::Client {
+    pub(crate) fn client(&self, cert: Option<(&Ca, &str)>) -> reqwest::Client {
         let mut b = reqwest::Client::builder()
             .use_rustls_tls()
             .tls_built_in_root_certs(false)
@@ -107,7 +107,7 @@ async fn forwarded(
 }
 
 /// A cluster registered in `project` with a token of that project.
-async fn register(app: &TestApp, client: &reqwest::Client, project: &str, name: &str) {
+pub(crate) async fn register(app: &TestApp, client: &reqwest::Client, project: &str, name: &str) {
     let token = hs256(
         SECRET,
         &format!("owner-{project}"),
@@ -134,7 +134,7 @@ async fn register(app: &TestApp, client: &reqwest::Client, project: &str, name: 
     assert_eq!(r.status, 201, "{}", r.text);
 }
 
-fn names(r: &Resp) -> Vec<String> {
+pub(crate) fn names(r: &Resp) -> Vec<String> {
     r.body["items"]
         .as_array()
         .map(|items| {

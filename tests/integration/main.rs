@@ -19,6 +19,7 @@ mod drills;
 mod federation_jobs;
 mod federations;
 mod front_proxy;
+mod front_proxy_review;
 mod health_probe;
 mod input_edge;
 mod isolation;

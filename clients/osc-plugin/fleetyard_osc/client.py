@@ -308,6 +308,9 @@ class FederationClient:
     def create_cluster_group(self, body):
         return self._groups_request("POST", "/clustergroups", body)
 
+    def patch_cluster_group(self, ident, ops):
+        return self._groups_request("PATCH", self._group_path(ident), ops)
+
     def delete_cluster_group(self, ident):
         self._groups_request("DELETE", self._group_path(ident))
 

@@ -214,6 +214,24 @@ class ClusterGroupCommandTest(unittest.TestCase):
         self.assertEqual(fake.calls, [("delete_group_binding", "prod", "b1"),
                                       ("delete_group_binding", "prod", "b2")])
 
+class SetOpsTest(unittest.TestCase):
+    def args(self, **kw):
+        base = {"description": None, "selector": None, "unset_description": False,
+                "unset_selector": False}
+        base.update(kw)
+        return mock.Mock(**base)
+
+    def test_given_attributes_are_replaced_and_unset_ones_removed(self):
+        self.assertEqual(groups.set_ops(self.args(description="d", unset_selector=True)), [
+            {"op": "replace", "path": "/description", "value": "d"},
+            {"op": "remove", "path": "/selector"},
+        ])
+
+    def test_nothing_or_both_of_one_attribute_is_refused(self):
+        for kw in ({}, {"selector": "a=b", "unset_selector": True}):
+            with self.assertRaises(groups.osc_exceptions.CommandError):
+                groups.set_ops(self.args(**kw))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -129,6 +129,32 @@ impl RequestContext {
 #[derive(Debug, Clone)]
 pub struct Impersonated(pub RequestContext);
 
+/// The context a front proxy's request acts under once the kube-apiserver's review allowed it
+/// (`[front_proxy] authorization_mode = subject_access_review`): set in the request's
+/// extensions by the Kubernetes face.
+#[derive(Debug, Clone)]
+pub struct Reviewed(pub RequestContext);
+
+impl Reviewed {
+    /// The context of `identity` for `req` (its request id and microversion), its admin flag
+    /// decided by the policy; 400 for an identity the service cannot take.
+    pub fn of(req: &HttpRequest, identity: Identity) -> Result<Reviewed, ApiError> {
+        let state = req
+            .app_data::<web::Data<AppState>>()
+            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("application state missing")))?;
+        if let Some(why) = identity.refusal() {
+            return Err(ApiError::bad_request(why));
+        }
+        let (request_id, version) = request_of(req);
+        Ok(Reviewed(context(
+            request_id,
+            version,
+            identity,
+            state.enforcer.clone(),
+        )))
+    }
+}
+
 fn header<'a>(req: &'a HttpRequest, name: &str) -> Header<'a> {
     match req.headers().get(name).map(|v| v.to_str()) {
         None => Header::Absent,
@@ -189,6 +215,19 @@ fn forwarded(req: &HttpRequest) -> Option<Result<RequestContext, ApiError>> {
             .map(|(name, value)| (name.as_str(), value.to_str().ok()))
     };
     match req.conn_data::<Peer>() {
+        Some(Peer::Proxy(_)) if front_proxy.reviewer().is_some() => {
+            // A reviewed request carries its context ([`Reviewed`]); one that names a user and
+            // was not reviewed is outside the Kubernetes face, where nothing asks.
+            match front_proxy.forwarded(headers()) {
+                Ok(None) => None,
+                Ok(Some(_)) => Some(Err(ApiError::Forbidden(
+                    "A caller forwarded by the kube-apiserver is authorized by a \
+                     SubjectAccessReview, on the Kubernetes API only."
+                        .into(),
+                ))),
+                Err(e) => Some(Err(ApiError::bad_request(e.to_string()))),
+            }
+        }
         Some(Peer::Proxy(_)) => {
             let identity = match front_proxy.identity(headers()) {
                 Ok(identity) => identity?,
@@ -262,6 +301,9 @@ impl FromRequest for RequestContext {
 
     fn from_request(req: &HttpRequest, _payload: &mut Payload) -> Self::Future {
         if let Some(Impersonated(ctx)) = req.extensions().get::<Impersonated>() {
+            return Either::Left(ready(Ok(ctx.clone())));
+        }
+        if let Some(Reviewed(ctx)) = req.extensions().get::<Reviewed>() {
             return Either::Left(ready(Ok(ctx.clone())));
         }
         if let Some(forwarded) = forwarded(req) {

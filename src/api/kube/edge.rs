@@ -3,8 +3,9 @@
 //! (only `/version` and the health endpoints are public); a resource request that accepts only
 //! protobuf is a 406; every error is a `metav1.Status` (a path nothing serves, a body over the
 //! limit, a method a path does not take), never the Magnum error body of `/v1`; a response
-//! asked for as `application/yaml` is YAML; and `Impersonate-*` headers are honoured or
-//! refused ([`super::impersonate`]) before anything else.
+//! asked for as `application/yaml` is YAML; and, before anything else, a front proxy's
+//! request is reviewed when reviews decide ([`super::delegated`]), then `Impersonate-*`
+//! headers are honoured or refused ([`super::impersonate`]).
 
 use actix_web::body::{self, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -68,6 +69,9 @@ pub async fn middleware(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let path = req.path().to_string();
+    if let Err(e) = super::delegated::authorize(&mut req).await {
+        return Ok(req.into_response(e.error_response()));
+    }
     if let Err(e) = super::impersonate::apply(&mut req).await {
         return Ok(req.into_response(e.error_response()));
     }

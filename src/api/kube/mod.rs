@@ -9,6 +9,7 @@
 pub mod access;
 pub mod cluster_status;
 pub mod clusters;
+pub mod delegated;
 pub mod delete_options;
 pub mod discovery;
 pub mod edge;

@@ -145,6 +145,48 @@ class ShowClusterGroup(common.FederationMixin, command.ShowOne):
         return show_row(self.fed_client().get_cluster_group(parsed_args.group))
 
 
+def set_ops(parsed_args):
+    """The JSON patch of `cluster group set`: replace what is given, remove what is unset."""
+    ops = []
+    for attr in ("description", "selector"):
+        value = getattr(parsed_args, attr)
+        unset = getattr(parsed_args, "unset_" + attr)
+        if value is not None and unset:
+            raise osc_exceptions.CommandError(
+                "--%s and --unset-%s: give one of them" % (attr, attr))
+        if value is not None:
+            ops.append({"op": "replace", "path": "/" + attr, "value": value})
+        elif unset:
+            ops.append({"op": "remove", "path": "/" + attr})
+    if not ops:
+        raise osc_exceptions.CommandError(
+            "Nothing to change: give --description, --selector, --unset-description or "
+            "--unset-selector")
+    return ops
+
+
+class SetClusterGroup(common.FederationMixin, command.ShowOne):
+    _description = "Change a cluster group's description or selector (microversion 1.20)"
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("group", metavar="<group>", help="Name or UUID of the group.")
+        parser.add_argument("--description", metavar="<description>",
+                            help="Free text, at most 255 characters.")
+        parser.add_argument("--selector", metavar="<selector>",
+                            help="Label selector over the clusters' registry labels; the "
+                                 "matches are the group's own project's clusters.")
+        parser.add_argument("--unset-description", action="store_true",
+                            help="Remove the description.")
+        parser.add_argument("--unset-selector", action="store_true",
+                            help="Remove the selector (only explicit members remain).")
+        return parser
+
+    def take_action(self, parsed_args):
+        ops = set_ops(parsed_args)
+        return show_row(self.fed_client().patch_cluster_group(parsed_args.group, ops))
+
+
 class DeleteClusterGroup(common.FederationMixin, command.Command):
     _description = "Delete cluster groups with their memberships and bindings (microversion 1.20)"
 
