@@ -40,6 +40,7 @@ mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
 mod registry_apply;
+mod registry_groups;
 mod registry_kubectl;
 mod registry_kubectl_versions;
 mod registry_machines;
