@@ -313,7 +313,10 @@ async fn kubectl_creates_reads_patches_and_deletes_groups_and_bindings_that_v1_s
             "project-b",
         ])
         .await;
-    assert_eq!(out.trim(), "no");
+    assert_eq!(
+        out.trim(),
+        "no - namespace \"project-b\" is not the caller's project \"project-a\""
+    );
     assert_eq!(
         k.ok(&["auth", "can-i", "delete", "clustergroupbindings"])
             .await

@@ -12,8 +12,9 @@
 
 use serde_json::{Map, Value};
 
-use super::groups::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
+use super::status::{
+    Resource, CLUSTERS, CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS, CLUSTER_PROFILES, MACHINES,
+};
 use crate::api::RequestContext;
 
 /// A verb and the policy rule that decides it.

@@ -9,12 +9,12 @@
 //! change log; `watch=true` is the apiserver's 405 for a resource without the verb).
 //!
 //! By what each part does: [`object`] (the wire forms), [`read`] (bodies into the domain's
-//! types), [`groups`] and [`bindings`] (the handlers) and [`table`] (`kubectl get` columns).
+//! types), [`cluster_groups`] and [`bindings`] (the handlers) and [`table`] (`kubectl get` columns).
 
 pub mod object;
 
 mod bindings;
-mod groups;
+mod cluster_groups;
 mod read;
 mod table;
 
@@ -37,23 +37,23 @@ const BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource(format!("{BASE}/clustergroups"))
-            .route(web::get().to(groups::list_all))
+            .route(web::get().to(cluster_groups::list_all))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource(format!("{BASE}/namespaces/{{namespace}}/clustergroups"))
-            .route(web::get().to(groups::list_namespace))
-            .route(web::post().to(groups::create))
+            .route(web::get().to(cluster_groups::list_namespace))
+            .route(web::post().to(cluster_groups::create))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource(format!(
             "{BASE}/namespaces/{{namespace}}/clustergroups/{{name}}"
         ))
-        .route(web::get().to(groups::get))
-        .route(web::put().to(groups::replace))
-        .route(web::patch().to(groups::patch))
-        .route(web::delete().to(groups::delete))
+        .route(web::get().to(cluster_groups::get))
+        .route(web::put().to(cluster_groups::replace))
+        .route(web::patch().to(cluster_groups::patch))
+        .route(web::delete().to(cluster_groups::delete))
         .default_service(web::to(method_not_allowed)),
     )
     .service(

@@ -20,24 +20,7 @@ use crate::api::kube::view::meta_time;
 use crate::domain::cluster_group::{ClusterGroup, ClusterGroupBinding, ClusterGroupMember};
 use crate::domain::selector::{LabelSelector, Op};
 
-/// `clusterregistry.k8s.io/v1alpha1` `clustergroups`.
-pub const CLUSTER_GROUPS: Resource = Resource {
-    group: crate::api::kube::objects::GROUP,
-    version: crate::api::kube::objects::VERSION,
-    plural: "clustergroups",
-    singular: "clustergroup",
-    kind: "ClusterGroup",
-    list_kind: "ClusterGroupList",
-};
-
-/// `clusterregistry.k8s.io/v1alpha1` `clustergroupbindings`.
-pub const CLUSTER_GROUP_BINDINGS: Resource = Resource {
-    plural: "clustergroupbindings",
-    singular: "clustergroupbinding",
-    kind: "ClusterGroupBinding",
-    list_kind: "ClusterGroupBindingList",
-    ..CLUSTER_GROUPS
-};
+pub use crate::api::kube::status::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
 
 /// A cluster named by its namespace (project) and registry name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
