@@ -223,6 +223,26 @@ async fn kubectl_creates_reads_patches_and_deletes_groups_and_bindings_that_v1_s
             owned(("project-b", &web, "Proposed"))
         ]
     );
+    let out = k.ok(&["get", "cg", "-A"]).await;
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[1][..3], ["project-a", "prod", "env=prod"], "{out}");
+    // kubectl apply of the changed manifest patches the group.
+    let file = k.file(
+        "applied.yaml",
+        &manifest.replace("production clusters", "applied"),
+    );
+    let out = k.ok(&["apply", "-f", &file]).await;
+    assert!(
+        out.contains("clustergroup.clusterregistry.k8s.io/prod configured"),
+        "{out}"
+    );
+    let r = app
+        .get_as(&format!("{GROUPS}/{}", uuid_of(g)), &a(&app))
+        .await;
+    assert_eq!(r.body["description"], "applied", "{}", r.text);
     let out = k.ok(&["describe", "clustergroup", "prod"]).await;
     assert!(out.contains("Name:         prod"), "{out}");
     assert!(out.contains("Proposed"), "{out}");
@@ -334,6 +354,7 @@ async fn kubectl_creates_reads_patches_and_deletes_groups_and_bindings_that_v1_s
         kinds(events_of(&app, &gid).await),
         [
             "magnum.clustergroup.create success",
+            "magnum.clustergroup.update success",
             "magnum.clustergroup.update success",
             "magnum.clustergroup.delete success"
         ]
