@@ -583,6 +583,50 @@ both!(
         )
         .await;
         assert_eq!(r.status, 403, "{}", r.text);
+        // A reader of project A reads, and is refused every write by the same rules as on /v1.
+        let reader = at(
+            &app.as_identity("project-a", "reader-a", "reader"),
+            "latest",
+        );
+        let r = kube_get(&app, "/namespaces/project-a/clustergroups/g", &reader).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let r = kube_post(
+            &app,
+            "/namespaces/project-a/clustergroups",
+            &reader,
+            &json!({"metadata": {"name": "by-reader"}}),
+        )
+        .await;
+        assert_eq!(r.status, 403, "{}", r.text);
+        assert_eq!(
+            r.body["message"],
+            "clustergroups.clusterregistry.k8s.io is forbidden: User \"reader-a\" cannot create \
+             resource \"clustergroups\" in API group \"clusterregistry.k8s.io\" in the namespace \
+             \"project-a\""
+        );
+        let r = kube(
+            &app,
+            Method::DELETE,
+            "/namespaces/project-a/clustergroupbindings/g.project-b",
+            &reader,
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 403, "{}", r.text);
+        let r = kube(
+            &app,
+            Method::DELETE,
+            "/namespaces/project-a/clustergroups/g",
+            &a(&app),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["kind"], "ClusterGroup", "{}", r.text);
+        let listed = app.get_as(GROUPS, &a(&app)).await;
+        assert_eq!(listed.body["clustergroups"], json!([]), "{}", listed.text);
+        let r = kube_get(&app, "/namespaces/project-a/clustergroupbindings", &a(&app)).await;
+        assert_eq!(r.body["items"], json!([]), "{}", r.text);
     }
 );
 
