@@ -319,6 +319,72 @@ pub(super) async fn bindings_to(
     )
 }
 
+/// The explicit memberships of `groups` with each member cluster's registry name, in (group,
+/// cluster) order: one statement over `uniq_cluster_group_member0group_id0cluster_id` and the
+/// cluster's uuid index.
+#[tracing::instrument(level = "debug", skip_all, fields(groups = groups.len()))]
+pub(super) async fn members_named(
+    pool: &Pool,
+    groups: &[ClusterGroupId],
+) -> StoreResult<Vec<(ClusterGroupMember, String)>> {
+    if groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let gs = sql::placeholders(1, groups.len());
+    let text = format!(
+        "SELECT m.group_id, m.cluster_id, m.cluster_project_id, m.state, m.proposed_by, \
+         m.consented_at, m.created_at, c.registry_name FROM cluster_group_member m \
+         JOIN cluster c ON c.uuid = m.cluster_id WHERE m.group_id IN ({gs}) \
+         ORDER BY m.group_id, m.cluster_id"
+    );
+    let rows: Vec<NamedMemberRow> = pool.sql(&text).bind_ids(groups).fetch_all(pool).await?;
+    rows.into_iter()
+        .map(|r| Ok((r.member.into_domain()?, r.registry_name)))
+        .collect()
+}
+
+#[derive(sqlx::FromRow)]
+struct NamedMemberRow {
+    #[sqlx(flatten)]
+    member: MemberRow,
+    registry_name: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct NamedBindingRow {
+    #[sqlx(flatten)]
+    binding: BindingRow,
+    group_name: String,
+}
+
+/// The bindings of the groups of `scope`'s project (of every project with `all_projects`),
+/// each with its group's name, in (project, group name, grantee) order.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %scope.project_id))]
+pub(super) async fn bindings_in(
+    pool: &Pool,
+    scope: &Scope,
+) -> StoreResult<Vec<(ClusterGroupBinding, String)>> {
+    let filter = if scope.all_projects {
+        "$1 = $1"
+    } else {
+        "b.project_id = $1"
+    };
+    let text = format!(
+        "SELECT b.id, b.uuid, b.group_id, b.project_id, b.grantee_project_id, b.roles, \
+         b.access, b.created_at, g.name AS group_name FROM cluster_group_binding b \
+         JOIN cluster_group g ON g.uuid = b.group_id WHERE {filter} \
+         ORDER BY b.project_id, g.name, b.grantee_project_id"
+    );
+    let rows: Vec<NamedBindingRow> = pool
+        .sql(&text)
+        .bind(scope.project_id.as_str())
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter()
+        .map(|r| Ok((r.binding.into_domain()?, r.group_name)))
+        .collect()
+}
+
 // ---- Writes --------------------------------------------------------------------------------
 
 #[tracing::instrument(level = "debug", skip_all, fields(group = %g.uuid))]

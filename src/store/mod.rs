@@ -536,6 +536,18 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         group: &ClusterGroupId,
         cluster: &ClusterId,
     ) -> StoreResult<Option<ClusterGroupMember>>;
+    /// The explicit memberships of `groups`, each with its cluster's registry name, in
+    /// (group, cluster) order. One statement.
+    async fn cluster_group_members_named(
+        &self,
+        groups: &[ClusterGroupId],
+    ) -> StoreResult<Vec<(ClusterGroupMember, String)>>;
+    /// The bindings of the groups of the scope's project (every project's with
+    /// `all_projects`), each with its group's name. One statement.
+    async fn cluster_group_bindings_in(
+        &self,
+        scope: &Scope,
+    ) -> StoreResult<Vec<(ClusterGroupBinding, String)>>;
     /// The memberships proposed for `project`'s clusters that wait for its consent.
     async fn cluster_group_proposals(&self, project: &str) -> StoreResult<Vec<ClusterGroupMember>>;
     /// The clusters a group's selector matches (of the group's own project), in uuid order.

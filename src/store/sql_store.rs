@@ -563,6 +563,20 @@ impl Store for SqlStore {
         cluster_groups::member(&self.pool, group, cluster).await
     }
 
+    async fn cluster_group_members_named(
+        &self,
+        groups: &[ClusterGroupId],
+    ) -> StoreResult<Vec<(ClusterGroupMember, String)>> {
+        cluster_groups::members_named(&self.pool, groups).await
+    }
+
+    async fn cluster_group_bindings_in(
+        &self,
+        scope: &Scope,
+    ) -> StoreResult<Vec<(ClusterGroupBinding, String)>> {
+        cluster_groups::bindings_in(&self.pool, scope).await
+    }
+
     async fn cluster_group_proposals(&self, project: &str) -> StoreResult<Vec<ClusterGroupMember>> {
         cluster_groups::proposals_for(&self.pool, project).await
     }

@@ -42,6 +42,7 @@ mod notify_wakeup;
 mod openapi;
 mod quotas_stats_services;
 mod registry_apply;
+mod registry_group_kinds;
 mod registry_groups;
 mod registry_groups_kubectl;
 mod registry_kubectl;

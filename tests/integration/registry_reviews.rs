@@ -121,6 +121,26 @@ async fn access_reviews_answer_for_each_role_what_the_handlers_do(
             [true, true, true, false],
         ),
         (
+            json!({"verb": "create", "group": registry, "resource": "clustergroups", "namespace": "proj-a"}),
+            [true, true, false, false],
+        ),
+        (
+            json!({"verb": "patch", "group": registry, "resource": "clustergroups", "namespace": "proj-a", "name": "g"}),
+            [true, true, false, false],
+        ),
+        (
+            json!({"verb": "list", "group": registry, "resource": "clustergroupbindings", "namespace": "proj-a"}),
+            [true, true, true, false],
+        ),
+        (
+            json!({"verb": "delete", "group": registry, "resource": "clustergroupbindings", "namespace": "proj-a"}),
+            [true, true, false, false],
+        ),
+        (
+            json!({"verb": "watch", "group": registry, "resource": "clustergroups", "namespace": "proj-a"}),
+            [false, false, false, false],
+        ),
+        (
             json!({"verb": "watch", "group": "multicluster.x-k8s.io", "resource": "clusterprofiles", "namespace": "proj-a"}),
             [true, true, true, false],
         ),
@@ -412,6 +432,16 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
             &["get", "list", "delete", "create"],
         ),
         rule(registry, "kubeconfig", &["get"]),
+        rule(
+            registry,
+            "clustergroups",
+            &["get", "list", "create", "update", "patch", "delete"],
+        ),
+        rule(
+            registry,
+            "clustergroupbindings",
+            &["get", "list", "create", "delete"],
+        ),
     ];
     want.extend(open.iter().cloned());
     assert_eq!(rules_of(&r.body), want, "{}", r.text);
@@ -444,6 +474,8 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
         rule("cluster.k8s.io", "machines", &["get", "list"]),
         rule(registry, "kubeconfig", &["get"]),
+        rule(registry, "clustergroups", &["get", "list"]),
+        rule(registry, "clustergroupbindings", &["get", "list"]),
     ];
     want.extend(open.iter().cloned());
     assert_eq!(rules_of(&r.body), want, "{}", r.text);

@@ -644,3 +644,85 @@ contract!(
         assert_eq!(seen_by(&store, "a", &[]).await, vec![]);
     }
 );
+
+contract!(
+    members_come_with_their_clusters_registry_names_and_bindings_with_their_groups_names,
+    |store: Arc<dyn Store>, _url: String| async move {
+        let t = template(&store).await;
+        let own = cluster(&store, t, "pa", "own-one", &[]).await;
+        let other = cluster(&store, t, "pb", "their-one", &[]).await;
+        let g1 = group(&store, "pa", "first", None).await;
+        let g2 = group(&store, "pa", "second", None).await;
+        let g3 = group(&store, "pc", "elsewhere", None).await;
+        add_member(&store, &g1, own, "pa", "pa").await.expect("own");
+        add_member(&store, &g1, other, "pb", "pa")
+            .await
+            .expect("proposed");
+        add_member(&store, &g2, other, "pb", "pb")
+            .await
+            .expect("granted");
+        let named = store
+            .cluster_group_members_named(&[g1.uuid, g2.uuid])
+            .await
+            .expect("members");
+        let mut got: Vec<(ClusterGroupId, String, MemberState)> = named
+            .iter()
+            .map(|(m, n)| (m.group, n.clone(), m.state))
+            .collect();
+        got.sort_by(|a, b| (a.0.to_string(), &a.1).cmp(&(b.0.to_string(), &b.1)));
+        let mut want = vec![
+            (g1.uuid, "own-one".to_string(), MemberState::Accepted),
+            (g1.uuid, "their-one".to_string(), MemberState::Proposed),
+            (g2.uuid, "their-one".to_string(), MemberState::Accepted),
+        ];
+        want.sort_by(|a, b| (a.0.to_string(), &a.1).cmp(&(b.0.to_string(), &b.1)));
+        assert_eq!(got, want);
+        assert!(store
+            .cluster_group_members_named(&[])
+            .await
+            .expect("none")
+            .is_empty());
+
+        bind(&store, &g2, "pz", None, GroupRight::Read)
+            .await
+            .expect("b1");
+        bind(&store, &g1, "py", Some(&["member"]), GroupRight::Write)
+            .await
+            .expect("b2");
+        bind(&store, &g3, "pa", None, GroupRight::Read)
+            .await
+            .expect("b3");
+        let of = |all: bool| {
+            let store = store.clone();
+            async move {
+                let mut s = scope("pa");
+                s.all_projects = all;
+                store
+                    .cluster_group_bindings_in(&s)
+                    .await
+                    .expect("bindings")
+                    .into_iter()
+                    .map(|(b, g)| (b.project_id, g, b.grantee_project_id, b.right))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let row = |p: &str, g: &str, to: &str, r: GroupRight| {
+            (p.to_string(), g.to_string(), to.to_string(), r)
+        };
+        assert_eq!(
+            of(false).await,
+            vec![
+                row("pa", "first", "py", GroupRight::Write),
+                row("pa", "second", "pz", GroupRight::Read)
+            ]
+        );
+        assert_eq!(
+            of(true).await,
+            vec![
+                row("pa", "first", "py", GroupRight::Write),
+                row("pa", "second", "pz", GroupRight::Read),
+                row("pc", "elsewhere", "pa", GroupRight::Read)
+            ]
+        );
+    }
+);

@@ -14,7 +14,9 @@
 
 use serde_json::{Map, Value};
 
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
+use super::status::{
+    Resource, CLUSTERS, CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS, CLUSTER_PROFILES, MACHINES,
+};
 use crate::api::RequestContext;
 use crate::domain::cluster_group::{ClusterAction, GroupRight};
 
@@ -63,6 +65,22 @@ pub const MACHINE_CREATE: Access = access("machine:create", "create");
 /// What an admin's list across namespaces also needs to show every project's machines.
 pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
 
+/// Cluster groups, by the rules of `/v1/clustergroups`: read, list, create, update (a replace
+/// or a patch) and delete; an admin's list across namespaces also needs
+/// `clustergroup:get_all_all_projects` to show every project's groups and bindings.
+pub const GROUP_GET: Access = access("clustergroup:get", "get");
+pub const GROUP_LIST: Access = access("clustergroup:get_all", "list");
+pub const GROUP_CREATE: Access = access("clustergroup:create", "create");
+pub const GROUP_UPDATE: Access = access("clustergroup:update", "update");
+pub const GROUP_PATCH: Access = access("clustergroup:update", "patch");
+pub const GROUP_DELETE: Access = access("clustergroup:delete", "delete");
+pub const GROUP_LIST_ALL_PROJECTS: &str = "clustergroup:get_all_all_projects";
+/// A group's bindings, by the rules of `/v1/clustergroups/{g}/bindings`.
+pub const BINDING_GET: Access = access("clustergroup:binding_get", "get");
+pub const BINDING_LIST: Access = access("clustergroup:binding_get", "list");
+pub const BINDING_CREATE: Access = access("clustergroup:binding_create", "create");
+pub const BINDING_DELETE: Access = access("clustergroup:binding_delete", "delete");
+
 /// The kubeconfig export, a read of its own.
 pub const KUBECONFIG: Resource = Resource {
     plural: "kubeconfig",
@@ -109,6 +127,16 @@ pub static GRANTS: &[Grant] = &[
     grant(&MACHINES, "", MACHINE_DELETE),
     grant(&MACHINES, "", MACHINE_CREATE),
     grant(&KUBECONFIG, "", EXPORT),
+    grant(&CLUSTER_GROUPS, "", GROUP_GET),
+    grant(&CLUSTER_GROUPS, "", GROUP_LIST),
+    grant(&CLUSTER_GROUPS, "", GROUP_CREATE),
+    grant(&CLUSTER_GROUPS, "", GROUP_UPDATE),
+    grant(&CLUSTER_GROUPS, "", GROUP_PATCH),
+    grant(&CLUSTER_GROUPS, "", GROUP_DELETE),
+    grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_GET),
+    grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_LIST),
+    grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_CREATE),
+    grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_DELETE),
 ];
 
 /// Cluster-scoped resources every authenticated caller may use: the reviews themselves

@@ -1,7 +1,8 @@
 //! The Kubernetes-facing APIs over the same cluster rows: `clusterregistry.k8s.io/v1alpha1`
 //! `Cluster` (read-write, namespaced by project), `multicluster.x-k8s.io/v1alpha1`
 //! `ClusterProfile` (read-only) and `cluster.k8s.io/v1alpha1` `Machine` (read-only, one per
-//! node: [`machines`]), with what kubectl needs around them: Status errors,
+//! node: [`machines`]), `ClusterGroup` and `ClusterGroupBinding` (the groups of
+//! `/v1/clustergroups`: [`groups`]), with what kubectl needs around them: Status errors,
 //! discovery, OpenAPI v3, validation, tables, patches and list paging as pure building blocks;
 //! and the self reviews of `kubectl auth` ([`reviews`]) with impersonation ([`impersonate`]),
 //! both decided by one table ([`access`]).
@@ -14,6 +15,7 @@ pub mod delete_options;
 pub mod discovery;
 pub mod edge;
 pub mod feed;
+pub mod groups;
 pub mod impersonate;
 pub mod list;
 pub mod machines;
@@ -50,6 +52,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(cluster_status::configure)
                 .configure(profiles::configure)
                 .configure(machines::configure)
+                .configure(groups::configure)
                 .configure(reviews::configure)
                 .default_service(web::to(edge::not_found)),
         );

@@ -10,6 +10,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 
+use super::groups::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
 use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
 use super::schema::{self, Schema};
 use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
@@ -146,14 +147,62 @@ fn path_params(names: &[(&str, &str)]) -> Vec<Value> {
     ps
 }
 
-/// The OpenAPI v3 document of one group-version: `item` is the kind's schema, `list` its list
-/// schema, `writable` whether create/update/patch/delete are served.
+/// Which writes a document describes for one resource.
+#[derive(Debug, Clone, Copy)]
+struct Writes {
+    /// Create (POST) and delete.
+    create_delete: bool,
+    /// Replace (PUT) and patch.
+    update: bool,
+    /// Delete of a collection, and the status subresource.
+    collection_and_status: bool,
+}
+
+/// Reads only.
+const READ_ONLY: Writes = Writes {
+    create_delete: false,
+    update: false,
+    collection_and_status: false,
+};
+/// Every write (the registry's clusters).
+const ALL_WRITES: Writes = Writes {
+    create_delete: true,
+    update: true,
+    collection_and_status: true,
+};
+
+/// The OpenAPI v3 document of one group-version with one resource: `item` is the kind's
+/// schema, `list` its list schema, `writable` whether create/update/patch/delete are served.
 fn gv_document(
     r: &Resource,
     item: &'static Schema,
     list: &'static Schema,
     writable: bool,
 ) -> Value {
+    let (paths, roots) =
+        resource_paths(r, item, list, if writable { ALL_WRITES } else { READ_ONLY });
+    document_of(paths, &roots)
+}
+
+/// The OpenAPI v3 document of several resources of one group-version.
+fn gv_document_of(resources: &[(&Resource, &'static Schema, &'static Schema, Writes)]) -> Value {
+    let mut paths = Map::new();
+    let mut roots: Vec<&'static Schema> = Vec::new();
+    for (r, item, list, writes) in resources {
+        let (p, rs) = resource_paths(r, item, list, *writes);
+        paths.extend(p);
+        roots.extend(rs);
+    }
+    document_of(paths, &roots)
+}
+
+/// The paths of one resource and the schemas they reach.
+fn resource_paths(
+    r: &Resource,
+    item: &'static Schema,
+    list: &'static Schema,
+    writes: Writes,
+) -> (Map<String, Value>, Vec<&'static Schema>) {
     let base = format!("/apis/{}/{}", r.group, r.version);
     let kind = r.kind;
     let all = format!("{base}/{}", r.plural);
@@ -188,20 +237,31 @@ fn gv_document(
             responses: responses(&[("200", "OK")], item) }),
         "parameters": path_params(&[("name", &name_doc), ns_param]),
     });
-    if writable {
-        let body = json!({"content": content(item), "required": true});
+    let writable = writes.collection_and_status;
+    if writes.create_delete {
         coll_item["post"] = op(Op {
             r,
             id: format!("createNamespaced{kind}"),
             action: "post",
             description: format!("create a {kind}"),
             params: WRITE_PARAMS,
-            request: Some(body.clone()),
+            request: Some(json!({"content": content(item), "required": true})),
             responses: responses(
                 &[("200", "OK"), ("201", "Created"), ("202", "Accepted")],
                 item,
             ),
         });
+        one_item["delete"] = op(Op {
+            r,
+            id: format!("deleteNamespaced{kind}"),
+            action: "delete",
+            description: format!("delete a {kind}"),
+            params: DELETE_PARAMS,
+            request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
+            responses: responses(&[("200", "OK"), ("202", "Accepted")], &schema::STATUS),
+        });
+    }
+    if writable {
         let mut del_params: Vec<&str> = DELETE_PARAMS.to_vec();
         del_params.extend_from_slice(LIST_PARAMS);
         coll_item["delete"] = op(Op {
@@ -213,6 +273,9 @@ fn gv_document(
             request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
             responses: responses(&[("200", "OK")], &schema::STATUS),
         });
+    }
+    if writes.update {
+        let body = json!({"content": content(item), "required": true});
         one_item["put"] = op(Op {
             r,
             id: format!("replaceNamespaced{kind}"),
@@ -235,15 +298,6 @@ fn gv_document(
                 "application/merge-patch+json": patch_ref,
             }, "required": true})),
             responses: responses(&[("200", "OK"), ("201", "Created")], item),
-        });
-        one_item["delete"] = op(Op {
-            r,
-            id: format!("deleteNamespaced{kind}"),
-            action: "delete",
-            description: format!("delete a {kind}"),
-            params: DELETE_PARAMS,
-            request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
-            responses: responses(&[("200", "OK"), ("202", "Accepted")], &schema::STATUS),
         });
     }
     if writable {
@@ -275,10 +329,10 @@ fn gv_document(
     paths.insert(one, one_item);
 
     let mut roots: Vec<&'static Schema> = vec![item, list];
-    if writable {
+    if writes.create_delete || writes.update {
         roots.extend([&schema::DELETE_OPTIONS, &schema::STATUS, &schema::PATCH]);
     }
-    document_of(paths, &roots)
+    (paths, roots)
 }
 
 /// The v3 document of the self reviews of one group-version: a create (POST) path for each of
@@ -340,7 +394,34 @@ pub(super) fn documents() -> Vec<(String, Value)> {
     vec![
         (
             gv_key(&CLUSTERS),
-            gv_document(&CLUSTERS, &schema::CLUSTER, &schema::CLUSTER_LIST, true),
+            gv_document_of(&[
+                (
+                    &CLUSTERS,
+                    &schema::CLUSTER,
+                    &schema::CLUSTER_LIST,
+                    ALL_WRITES,
+                ),
+                (
+                    &CLUSTER_GROUPS,
+                    &schema::CLUSTER_GROUP,
+                    &schema::CLUSTER_GROUP_LIST,
+                    Writes {
+                        create_delete: true,
+                        update: true,
+                        collection_and_status: false,
+                    },
+                ),
+                (
+                    &CLUSTER_GROUP_BINDINGS,
+                    &schema::CLUSTER_GROUP_BINDING,
+                    &schema::CLUSTER_GROUP_BINDING_LIST,
+                    Writes {
+                        create_delete: true,
+                        update: false,
+                        collection_and_status: false,
+                    },
+                ),
+            ]),
         ),
         (
             gv_key(&CLUSTER_PROFILES),
@@ -525,7 +606,8 @@ mod tests {
     #[test]
     fn every_operation_has_a_gvk_and_an_action() {
         for (d, count) in [
-            (registry_doc(), 4),
+            // Clusters (with status), groups and bindings.
+            (registry_doc(), 10),
             (multicluster_doc(), 3),
             (served("apis/cluster.k8s.io/v1alpha1"), 3),
             (served("apis/authorization.k8s.io/v1"), 2),
@@ -560,6 +642,36 @@ mod tests {
             ["/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/clusterprofiles/{name}"];
         assert!(one["get"].is_object());
         assert!(one["patch"].is_null());
+    }
+
+    #[test]
+    fn groups_and_bindings_have_their_verbs_and_schemas() {
+        let v = doc(registry_doc());
+        let base = "/apis/clusterregistry.k8s.io/v1alpha1/namespaces/{namespace}";
+        let group = &v["paths"][format!("{base}/clustergroups/{{name}}")];
+        for m in ["get", "put", "patch", "delete"] {
+            assert_eq!(
+                group[m]["x-kubernetes-group-version-kind"]["kind"], "ClusterGroup",
+                "{m}"
+            );
+        }
+        assert!(v["paths"][format!("{base}/clustergroups")]["delete"].is_null());
+        let binding = &v["paths"][format!("{base}/clustergroupbindings/{{name}}")];
+        assert!(binding["get"].is_object() && binding["delete"].is_object());
+        assert!(binding["put"].is_null() && binding["patch"].is_null());
+        assert!(v["paths"][format!("{base}/clustergroupbindings")]["post"].is_object());
+        let s = &v["components"]["schemas"];
+        assert_eq!(
+            s["io.k8s.clusterregistry.v1alpha1.ClusterGroupSpec"]["properties"]["selector"]
+                ["allOf"][0]["$ref"],
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
+        );
+        assert_eq!(
+            s["io.k8s.clusterregistry.v1alpha1.ClusterGroupBinding"]
+                ["x-kubernetes-group-version-kind"],
+            json!([{"group": "clusterregistry.k8s.io", "version": "v1alpha1",
+                "kind": "ClusterGroupBinding"}])
+        );
     }
 
     #[test]

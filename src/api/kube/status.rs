@@ -52,6 +52,25 @@ pub const CLUSTERS: Resource = Resource {
     list_kind: super::objects::LIST_KIND,
 };
 
+/// `clusterregistry.k8s.io/v1alpha1` `clustergroups`.
+pub const CLUSTER_GROUPS: Resource = Resource {
+    group: super::objects::GROUP,
+    version: super::objects::VERSION,
+    plural: "clustergroups",
+    singular: "clustergroup",
+    kind: "ClusterGroup",
+    list_kind: "ClusterGroupList",
+};
+
+/// `clusterregistry.k8s.io/v1alpha1` `clustergroupbindings`.
+pub const CLUSTER_GROUP_BINDINGS: Resource = Resource {
+    plural: "clustergroupbindings",
+    singular: "clustergroupbinding",
+    kind: "ClusterGroupBinding",
+    list_kind: "ClusterGroupBindingList",
+    ..CLUSTER_GROUPS
+};
+
 /// Core `v1` `namespaces` (a project, as kubectl asks after it).
 pub const NAMESPACES: Resource = Resource {
     group: "",

@@ -62,6 +62,74 @@ async fn binding(
         .ok_or_else(|| binding_not_found(ident))
 }
 
+/// The constraint a second binding of a group to one project breaks: a 409.
+pub(crate) const BINDING_TAKEN: &str = "uniq_cluster_group_binding0group_id0grantee_project_id";
+
+/// The writes of a binding's create, on either face, and the binding as it will read back:
+/// the binding and its notification. A group is never bound to its own project (400). The
+/// caller checked `clustergroup:binding_create` on the group.
+pub(crate) fn create_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    g: &ClusterGroup,
+    grantee: String,
+    roles: Option<Vec<String>>,
+    right: GroupRight,
+) -> Result<([Write; 2], ClusterGroupBinding), ApiError> {
+    if grantee == g.project_id {
+        return Err(ApiError::bad_request(
+            "A cluster group cannot be bound to its own project, which has its clusters already.",
+        ));
+    }
+    let new = NewClusterGroupBinding {
+        uuid: ClusterGroupBindingId::new(),
+        group: g.uuid,
+        project_id: g.project_id.clone(),
+        grantee_project_id: grantee.clone(),
+        roles: roles.clone(),
+        right,
+    };
+    let provisional = ClusterGroupBinding {
+        id: 0,
+        uuid: new.uuid,
+        group: g.uuid,
+        project_id: new.project_id.clone(),
+        grantee_project_id: grantee,
+        roles,
+        right,
+        created_at: Utc::now(),
+    };
+    let writes = [
+        Write::InsertClusterGroupBinding(Box::new(new)),
+        Write::event(events::cluster_group_binding_event(
+            &state.settings.default.host,
+            Action::Create,
+            Outcome::Success,
+            &provisional,
+            Some(&initiator(ctx)),
+        )),
+    ];
+    Ok((writes, provisional))
+}
+
+/// The writes of a binding's delete, on either face: the binding and its notification.
+pub(crate) fn delete_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    b: &ClusterGroupBinding,
+) -> [Write; 2] {
+    [
+        Write::DeleteClusterGroupBinding { uuid: b.uuid },
+        Write::event(events::cluster_group_binding_event(
+            &state.settings.default.host,
+            Action::Delete,
+            Outcome::Success,
+            b,
+            Some(&initiator(ctx)),
+        )),
+    ]
+}
+
 /// A create body, parsed.
 struct BindingCreate {
     grantee: String,
@@ -114,42 +182,10 @@ async fn create(
     } = Fields::new("binding", obj).try_into()?;
     let g = group(&state, &ctx, &path).await?;
     ctx.authorize("clustergroup:binding_create", &group_target(&g))?;
-    if grantee == g.project_id {
-        return Err(ApiError::bad_request(
-            "A cluster group cannot be bound to its own project, which has its clusters already.",
-        ));
-    }
-    let new = NewClusterGroupBinding {
-        uuid: ClusterGroupBindingId::new(),
-        group: g.uuid,
-        project_id: g.project_id.clone(),
-        grantee_project_id: grantee.clone(),
-        roles: roles.clone(),
-        right,
-    };
-    let provisional = ClusterGroupBinding {
-        id: 0,
-        uuid: new.uuid,
-        group: g.uuid,
-        project_id: new.project_id.clone(),
-        grantee_project_id: grantee.clone(),
-        roles,
-        right,
-        created_at: Utc::now(),
-    };
-    let writes = [
-        Write::InsertClusterGroupBinding(Box::new(new)),
-        Write::event(events::cluster_group_binding_event(
-            &state.settings.default.host,
-            Action::Create,
-            Outcome::Success,
-            &provisional,
-            Some(&initiator(&ctx)),
-        )),
-    ];
+    let (writes, provisional) = create_writes(&state, &ctx, &g, grantee.clone(), roles, right)?;
     match state.store.commit(&writes).await {
         Ok(()) => {}
-        Err(e) if e.is_constraint("uniq_cluster_group_binding0group_id0grantee_project_id") => {
+        Err(e) if e.is_constraint(BINDING_TAKEN) => {
             return Err(ApiError::conflict(format!(
                 "Cluster group {} is already bound to project {grantee}.",
                 g.name.as_str()
@@ -220,15 +256,6 @@ async fn delete(
     let g = group(&state, &ctx, &group_ident).await?;
     ctx.authorize("clustergroup:binding_delete", &group_target(&g))?;
     let b = binding(&state, &g, &binding_ident).await?;
-    let writes = [
-        Write::DeleteClusterGroupBinding { uuid: b.uuid },
-        Write::event(events::cluster_group_binding_event(
-            &state.settings.default.host,
-            Action::Delete,
-            Outcome::Success,
-            &b,
-            Some(&initiator(&ctx)),
-        )),
-    ];
+    let writes = delete_writes(&state, &ctx, &b);
     super::commit_deleted(&state, &writes, || binding_not_found(&binding_ident)).await
 }

@@ -62,7 +62,7 @@ pub(super) fn require_version(ctx: &RequestContext) -> Result<(), ApiError> {
 }
 
 /// Magnum's 404 for a cluster group.
-pub(super) fn group_not_found(ident: &str) -> ApiError {
+pub(crate) fn group_not_found(ident: &str) -> ApiError {
     ApiError::not_found(format!("ClusterGroup {ident} could not be found."))
 }
 
@@ -71,7 +71,7 @@ pub(super) fn cluster_not_found(ident: &str) -> ApiError {
 }
 
 /// The policy target of a group: its owner.
-pub(super) fn group_target(g: &ClusterGroup) -> Map<String, Value> {
+pub(crate) fn group_target(g: &ClusterGroup) -> Map<String, Value> {
     owner_target(&g.project_id, &g.user_id)
 }
 
@@ -124,7 +124,7 @@ pub(super) async fn proposable_cluster(
 /// project proposes a cluster of another project; a cluster of the caller's own project joins
 /// at once, with its owner's consent (`clustergroup:member_consent` on the cluster). An
 /// administrator acts for the group's project.
-pub(super) fn new_member(
+pub(crate) fn new_member(
     ctx: &RequestContext,
     g: &ClusterGroup,
     c: &Cluster,
@@ -167,7 +167,7 @@ struct GroupCreate {
     clusters: Vec<String>,
 }
 
-fn parse_description(v: &Value) -> Result<Option<GroupDescription>, ApiError> {
+pub(crate) fn parse_description(v: &Value) -> Result<Option<GroupDescription>, ApiError> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => GroupDescription::parse(s)
@@ -216,6 +216,95 @@ impl TryFrom<Fields> for GroupCreate {
     }
 }
 
+/// A group as it will read back once `new` is committed.
+pub(crate) fn provisional(new: &NewClusterGroup) -> ClusterGroup {
+    ClusterGroup {
+        id: 0,
+        uuid: new.uuid,
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        name: new.name.clone(),
+        description: new.description.clone(),
+        selector: new.selector.clone(),
+        version: 0,
+        created_at: Utc::now(),
+        updated_at: None,
+    }
+}
+
+/// The writes of a group's create, on either face: the group, a membership of each of
+/// `clusters` (each once: proposed, or accepted with its owner's consent) and the
+/// notification. The caller checked `clustergroup:create` and, with clusters,
+/// `clustergroup:member_add`.
+pub(crate) fn create_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    new: &NewClusterGroup,
+    clusters: &[Cluster],
+) -> Result<Vec<Write>, ApiError> {
+    let g = provisional(new);
+    let mut writes = vec![Write::InsertClusterGroup(Box::new(new.clone()))];
+    let mut seen = Vec::new();
+    for c in clusters {
+        if seen.contains(&c.uuid) {
+            continue;
+        }
+        seen.push(c.uuid);
+        writes.push(Write::InsertClusterGroupMember(Box::new(new_member(
+            ctx, &g, c,
+        )?)));
+    }
+    writes.push(Write::event(events::cluster_group_event(
+        &state.settings.default.host,
+        Action::Create,
+        Outcome::Success,
+        &g,
+        Some(&initiator(ctx)),
+    )));
+    Ok(writes)
+}
+
+/// The writes of an update of a group's description and selector to `next`, on either face:
+/// the group (checked against its version) and the notification.
+pub(crate) fn update_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    next: &ClusterGroup,
+) -> [Write; 2] {
+    [
+        Write::UpdateClusterGroup(Box::new(next.clone())),
+        Write::event(events::cluster_group_event(
+            &state.settings.default.host,
+            Action::Update,
+            Outcome::Success,
+            next,
+            Some(&initiator(ctx)),
+        )),
+    ]
+}
+
+/// The writes of a group's delete, on either face: the group (its memberships and bindings
+/// with it) and the notification.
+pub(crate) fn delete_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    g: &ClusterGroup,
+) -> [Write; 2] {
+    [
+        Write::DeleteClusterGroup { uuid: g.uuid },
+        Write::event(events::cluster_group_event(
+            &state.settings.default.host,
+            Action::Delete,
+            Outcome::Success,
+            g,
+            Some(&initiator(ctx)),
+        )),
+    ]
+}
+
+/// The group's unique name constraint: a create of a name the project has is a 409.
+pub(crate) const GROUP_NAME_TAKEN: &str = "uniq_cluster_group0project_id0name";
+
 /// The group as it reads back after its commit.
 async fn stored(state: &AppState, uuid: &ClusterGroupId) -> Result<ClusterGroup, ApiError> {
     state
@@ -257,42 +346,17 @@ async fn create(
         description,
         selector,
     };
-    let provisional = ClusterGroup {
-        id: 0,
-        uuid: new.uuid,
-        project_id: new.project_id.clone(),
-        user_id: new.user_id.clone(),
-        name: new.name.clone(),
-        description: new.description.clone(),
-        selector: new.selector.clone(),
-        version: 0,
-        created_at: Utc::now(),
-        updated_at: None,
-    };
-    let mut writes = vec![Write::InsertClusterGroup(Box::new(new.clone()))];
-    let mut seen = Vec::new();
-    for ident in &clusters {
-        ctx.authorize("clustergroup:member_add", &group_target(&provisional))?;
-        let c = proposable_cluster(&state, &ctx, ident).await?;
-        if seen.contains(&c.uuid) {
-            continue;
-        }
-        seen.push(c.uuid);
-        let m = new_member(&ctx, &provisional, &c)?;
-        writes.push(Write::InsertClusterGroupMember(Box::new(m)));
+    let mut members = Vec::new();
+    if !clusters.is_empty() {
+        ctx.authorize("clustergroup:member_add", &group_target(&provisional(&new)))?;
     }
-    writes.push(Write::event(events::cluster_group_event(
-        &state.settings.default.host,
-        Action::Create,
-        Outcome::Success,
-        &provisional,
-        Some(&initiator(&ctx)),
-    )));
+    for ident in &clusters {
+        members.push(proposable_cluster(&state, &ctx, ident).await?);
+    }
+    let writes = create_writes(&state, &ctx, &new, &members)?;
     match state.store.commit(&writes).await {
         Ok(()) => {}
-        Err(e) if e.is_constraint("uniq_cluster_group0project_id0name") => {
-            return Err(name_taken(&new.name))
-        }
+        Err(e) if e.is_constraint(GROUP_NAME_TAKEN) => return Err(name_taken(&new.name)),
         Err(StoreError::NotFound) => {
             return Err(ApiError::not_found(
                 "A cluster named as a member was deleted meanwhile.",
@@ -432,16 +496,7 @@ async fn update(
             return Ok(Attempt::Done(g.uuid));
         }
         next.updated_at = Some(Utc::now());
-        let writes = [
-            Write::UpdateClusterGroup(Box::new(next.clone())),
-            Write::event(events::cluster_group_event(
-                &state.settings.default.host,
-                Action::Update,
-                Outcome::Success,
-                &next,
-                Some(&initiator(&ctx)),
-            )),
-        ];
+        let writes = update_writes(&state, &ctx, &next);
         match state.store.commit(&writes).await {
             Ok(()) => Ok(Attempt::Done(g.uuid)),
             Err(StoreError::Stale) => Ok(Attempt::Retry),
@@ -464,16 +519,7 @@ async fn delete(
     query_params(&req, &[])?;
     let g = group(&state, &ctx, &path).await?;
     ctx.authorize("clustergroup:delete", &group_target(&g))?;
-    let writes = [
-        Write::DeleteClusterGroup { uuid: g.uuid },
-        Write::event(events::cluster_group_event(
-            &state.settings.default.host,
-            Action::Delete,
-            Outcome::Success,
-            &g,
-            Some(&initiator(&ctx)),
-        )),
-    ];
+    let writes = delete_writes(&state, &ctx, &g);
     super::commit_deleted(&state, &writes, || group_not_found(&path)).await
 }
 

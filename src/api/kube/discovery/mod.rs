@@ -23,6 +23,7 @@ use self::aggregated::{
     APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APISubresourceDiscovery,
     APIVersionDiscovery, Freshness, GroupMetadata, GroupVersionKind, Scope, Version,
 };
+use super::groups::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
 use super::request::{accept, json_response, json_response_as};
 use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
 use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES, NAMESPACES};
@@ -60,7 +61,7 @@ const fn review(resource: &'static Resource) -> Served {
 }
 
 /// Every resource served under `/apis`, its group's first one deciding the group's place.
-const SERVED: [Served; 6] = [
+const SERVED: [Served; 8] = [
     Served {
         resource: &CLUSTERS,
         namespaced: true,
@@ -77,6 +78,23 @@ const SERVED: [Served; 6] = [
         short_names: &[super::objects::SHORT_NAME],
         categories: &[super::objects::CATEGORY],
         subresources: &[("status", STATUS_VERBS)],
+    },
+    // No watch: groups keep no change log. A binding never changes.
+    Served {
+        resource: &CLUSTER_GROUPS,
+        namespaced: true,
+        verbs: &["create", "delete", "get", "list", "patch", "update"],
+        short_names: &["cg"],
+        categories: &[],
+        subresources: &[],
+    },
+    Served {
+        resource: &CLUSTER_GROUP_BINDINGS,
+        namespaced: true,
+        verbs: &["create", "delete", "get", "list"],
+        short_names: &["cgb"],
+        categories: &[],
+        subresources: &[],
     },
     Served {
         resource: &CLUSTER_PROFILES,
@@ -530,7 +548,13 @@ mod tests {
                    "verbs":["create","delete","deletecollection","get","list","patch","update","watch"],
                    "shortNames":["cr"],"categories":["all-clusters"],
                    "subresources":[{"subresource":"status","verbs":["get","patch","update"],
-                     "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"Cluster"}}]}]}]},
+                     "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"Cluster"}}]},
+                  {"resource":"clustergroups","singularResource":"clustergroup","scope":"Namespaced",
+                   "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"ClusterGroup"},
+                   "verbs":["create","delete","get","list","patch","update"],"shortNames":["cg"]},
+                  {"resource":"clustergroupbindings","singularResource":"clustergroupbinding","scope":"Namespaced",
+                   "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"ClusterGroupBinding"},
+                   "verbs":["create","delete","get","list"],"shortNames":["cgb"]}]}]},
                 {"metadata":{"name":"multicluster.x-k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
                    "resource":"clusterprofiles","singularResource":"clusterprofile","scope":"Namespaced",
@@ -641,7 +665,13 @@ mod tests {
                 "verbs":["create","delete","deletecollection","get","list","patch","update","watch"],
                 "shortNames":["cr"],"categories":["all-clusters"]},
                 {"name":"clusters/status","singularName":"","namespaced":true,"kind":"Cluster",
-                 "verbs":["get","patch","update"]}]})
+                 "verbs":["get","patch","update"]},
+                {"name":"clustergroups","singularName":"clustergroup","namespaced":true,
+                 "kind":"ClusterGroup","verbs":["create","delete","get","list","patch","update"],
+                 "shortNames":["cg"]},
+                {"name":"clustergroupbindings","singularName":"clustergroupbinding","namespaced":true,
+                 "kind":"ClusterGroupBinding","verbs":["create","delete","get","list"],
+                 "shortNames":["cgb"]}]})
         );
         let (_, _, v) = call(group_version(get("/apis/multicluster.x-k8s.io/v1alpha1"))).await;
         assert_eq!(

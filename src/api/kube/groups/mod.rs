@@ -1,0 +1,134 @@
+//! `clusterregistry.k8s.io/v1alpha1` `ClusterGroup` and `ClusterGroupBinding`, namespaced by
+//! project: the groups and bindings of `/v1/clustergroups` (microversion 1.20) on the
+//! Kubernetes face, decided by the same policy rules (`clustergroup:*`) and written with the
+//! same writes and notifications, in one transaction each.
+//!
+//! Groups: list (JSON or Table, in a namespace or across namespaces), get, create, replace,
+//! merge or JSON patch of the spec (description, selector and explicit members) and delete.
+//! Bindings: list, get, create and delete (a binding never changes). No watch (groups keep no
+//! change log; `watch=true` is the apiserver's 405 for a resource without the verb).
+//!
+//! By what each part does: [`object`] (the wire forms), [`read`] (bodies into the domain's
+//! types), [`cluster_groups`] and [`bindings`] (the handlers) and [`table`] (`kubectl get` columns).
+
+pub mod object;
+
+mod bindings;
+mod cluster_groups;
+mod read;
+mod table;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+
+use super::clusters::method_not_allowed;
+use super::list::ListOptions;
+use super::request::{json_response, params, Params};
+use super::scan::Selectors;
+use super::status::{KubeError, Resource};
+use crate::api::http::error::ApiError;
+use crate::api::RequestContext;
+
+pub use object::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
+
+const BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource(format!("{BASE}/clustergroups"))
+            .route(web::get().to(cluster_groups::list_all))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!("{BASE}/namespaces/{{namespace}}/clustergroups"))
+            .route(web::get().to(cluster_groups::list_namespace))
+            .route(web::post().to(cluster_groups::create))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/clustergroups/{{name}}"
+        ))
+        .route(web::get().to(cluster_groups::get))
+        .route(web::put().to(cluster_groups::replace))
+        .route(web::patch().to(cluster_groups::patch))
+        .route(web::delete().to(cluster_groups::delete))
+        .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!("{BASE}/clustergroupbindings"))
+            .route(web::get().to(bindings::list_all))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/clustergroupbindings"
+        ))
+        .route(web::get().to(bindings::list_namespace))
+        .route(web::post().to(bindings::create))
+        .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/clustergroupbindings/{{name}}"
+        ))
+        .route(web::get().to(bindings::get))
+        .route(web::delete().to(bindings::delete))
+        .default_service(web::to(method_not_allowed)),
+    );
+}
+
+/// The caller, the query and the list options of a list: a watch is the 405 of a resource
+/// without the verb (after the policy check, which the caller makes with `verb`).
+fn list_request(
+    req: &HttpRequest,
+    ctx: Result<RequestContext, ApiError>,
+) -> Result<(RequestContext, Params, ListOptions), KubeError> {
+    let ctx = super::request::caller(ctx)?;
+    let p = params(req)?;
+    let o = ListOptions::parse(&p.list_query())?;
+    Ok((ctx, p, o))
+}
+
+fn refuse_watch(o: &ListOptions, resource: &'static Resource) -> Result<(), KubeError> {
+    if o.watch {
+        return Err(KubeError::MethodNotAllowed {
+            resource,
+            action: "watch".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The verb of a list request, as a refusal words it.
+fn list_verb(o: &ListOptions) -> &'static str {
+    if o.watch {
+        "watch"
+    } else {
+        "list"
+    }
+}
+
+/// Keeps the objects the label and field selectors admit (neither kind carries labels, so a
+/// label selector admits an object when it admits no labels). `limit` is not applied: a list
+/// is one answer with every object, as the apiserver may answer (a project has few groups).
+fn select<T>(
+    p: &Params,
+    items: Vec<T>,
+    name_ns: impl Fn(&T) -> (String, String),
+) -> Result<Vec<T>, KubeError> {
+    let selectors = Selectors::parse(p)?;
+    let none = std::collections::BTreeMap::new();
+    Ok(items
+        .into_iter()
+        .filter(|i| {
+            let (name, ns) = name_ns(i);
+            selectors.matches(&name, &ns, &none)
+        })
+        .collect())
+}
+
+fn ok(body: &impl Serialize) -> HttpResponse {
+    json_response(StatusCode::OK, body)
+}
