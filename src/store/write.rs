@@ -251,13 +251,24 @@ pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<
     template.map(TemplateRow::into_domain).transpose()
 }
 
-/// Whether the set inserts, updates or deletes a cluster row (and so moves the registry's
-/// resourceVersion counter).
+/// Whether the set inserts, updates or deletes a cluster row or a machine row (a node group's
+/// writes move its machines), and so moves the registry's resourceVersion counter.
 pub(super) fn touches_clusters(writes: &[Write]) -> bool {
     writes.iter().any(|w| {
         matches!(
             w,
-            Write::InsertCluster(_) | Write::UpdateCluster(_) | Write::DeleteCluster { .. }
+            Write::InsertCluster(_)
+                | Write::UpdateCluster(_)
+                | Write::DeleteCluster { .. }
+                | Write::InsertNodeGroup { .. }
+                | Write::UpdateNodeGroup(_)
+                | Write::DeleteNodeGroup { .. }
+                | Write::RemoveMachines { .. }
+                | Write::InsertMachine(_)
+                | Write::ReviveMachines { .. }
+                | Write::SettleMachines { .. }
+                | Write::ObserveMachines(_)
+                | Write::UpdateMachine { .. }
         )
     })
 }
