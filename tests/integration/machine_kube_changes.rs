@@ -603,6 +603,31 @@ async fn kubectl_watches_and_patches_machines() {
         .await;
     assert_eq!(out.trim(), "v1.31.7 InPlace");
 
+    // Server-side apply of an existing machine changes what the applied configuration names.
+    let manifest = format!(
+        "apiVersion: cluster.k8s.io/v1alpha1\nkind: Machine\nmetadata:\n  name: {w}\n  \
+         labels:\n    cluster.k8s.io/cluster-name: kc\n    \
+         fleetyard.openstack.org/nodegroup: default-worker\nspec:\n  versions:\n    \
+         kubelet: v1.31.8\n"
+    );
+    let file = k.file("applied.yaml", &manifest);
+    let out = k.ok(&["apply", "--server-side", "-f", &file]).await;
+    assert!(
+        out.contains(&format!("machine.cluster.k8s.io/{w} serverside-applied")),
+        "{out}"
+    );
+    drain(&env.conductor).await;
+    let out = k
+        .ok(&[
+            "get",
+            "machine",
+            &w,
+            "-o",
+            "jsonpath={.status.versions.kubelet}",
+        ])
+        .await;
+    assert_eq!(out.trim(), "v1.31.8");
+
     let out = k
         .ok(&["auth", "can-i", "patch", "machines", "-n", "project-a"])
         .await;
