@@ -19,6 +19,8 @@ pub struct MachineEntry {
     /// The cluster's registry name (its `metadata.name` on the registry face).
     pub cluster_name: String,
     pub nodegroup_name: String,
+    /// The machine's resourceVersion: the registry counter's value at its last change.
+    pub resource_version: i64,
 }
 
 impl MachineEntry {
@@ -68,19 +70,21 @@ pub struct MachinePage {
 }
 
 #[derive(sqlx::FromRow)]
-struct EntryRow {
+pub(super) struct EntryRow {
     #[sqlx(flatten)]
-    machine: MachineRow,
-    cluster_name: String,
-    nodegroup_name: String,
+    pub machine: MachineRow,
+    pub cluster_name: String,
+    pub nodegroup_name: String,
+    pub resource_version: i64,
 }
 
 impl EntryRow {
-    fn into_entry(self) -> StoreResult<MachineEntry> {
+    pub fn into_entry(self) -> StoreResult<MachineEntry> {
         Ok(MachineEntry {
             machine: self.machine.into_domain()?,
             cluster_name: self.cluster_name,
             nodegroup_name: self.nodegroup_name,
+            resource_version: self.resource_version,
         })
     }
 }
@@ -97,7 +101,8 @@ static ENTRY_SELECT: LazyLock<String> = LazyLock::new(|| {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "SELECT {cols}, c.registry_name AS cluster_name, g.name AS nodegroup_name \
+        "SELECT {cols}, c.registry_name AS cluster_name, g.name AS nodegroup_name, \
+         m.resource_version AS resource_version \
          FROM machine m JOIN cluster c ON c.uuid = m.cluster_id \
          JOIN nodegroup g ON g.uuid = m.nodegroup_id"
     )

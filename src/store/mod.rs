@@ -18,6 +18,7 @@ mod federations;
 mod health_probes;
 mod jobs;
 mod keypairs;
+mod machine_changes;
 mod machine_listing;
 mod machine_writes;
 mod machines;
@@ -48,6 +49,7 @@ use crate::domain::{ClusterGroupId, ClusterId, FederationId, Ident, NodeGroupId,
 pub use cluster_groups::CLUSTER_GROUP_SORT_KEYS;
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
+pub use machine_changes::MachineChange;
 pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
 pub use machines::{MachineFilter, CONTEXT_MACHINES, MACHINE_SORT_KEYS};
 pub use nodegroups::NODEGROUP_SORT_KEYS;
@@ -500,7 +502,10 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         pairs: &[(String, String)],
         uuid: Option<&str>,
     ) -> StoreResult<Vec<MachineEntry>>;
-    /// The latest resourceVersion, and the highest one pruned from the change log.
+    /// Changes of machine rows after resourceVersion `after`, oldest first.
+    async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>>;
+    /// The latest resourceVersion (of clusters and machines), and the highest one pruned from
+    /// the change logs.
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)>;
     /// Drops changes older than `keep_seconds` (never the latest); returns how many.
     async fn prune_registry_changes(&self, keep_seconds: u64) -> StoreResult<u64>;

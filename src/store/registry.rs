@@ -91,7 +91,7 @@ impl ChangeKind {
         }
     }
 
-    fn parse(text: &str) -> Option<ChangeKind> {
+    pub(super) fn parse(text: &str) -> Option<ChangeKind> {
         match text {
             "ADDED" => Some(ChangeKind::Added),
             "MODIFIED" => Some(ChangeKind::Modified),
@@ -475,7 +475,9 @@ pub(super) async fn projects(pool: &Pool, limit: u32) -> StoreResult<Vec<String>
 pub(super) async fn bounds(pool: &Pool) -> StoreResult<(i64, i64)> {
     let (latest, pruned): (i64, i64) = pool
         .sql(
-            "SELECT COALESCE((SELECT MAX(resource_version) FROM cluster_change), \
+            "SELECT COALESCE((SELECT MAX(rv) FROM (\
+             SELECT MAX(resource_version) AS rv FROM cluster_change UNION ALL \
+             SELECT MAX(resource_version) AS rv FROM machine_change) AS logs), \
              (SELECT pruned_through FROM cluster_change_horizon WHERE id = 1), 0), \
              COALESCE((SELECT pruned_through FROM cluster_change_horizon WHERE id = 1), 0)",
         )
@@ -492,9 +494,16 @@ static PRUNE: LazyLock<[String; 2]> = LazyLock::new(|| {
                 "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || $1 || ' seconds')".to_string()
             }
         };
+        // Over both logs (clusters' and machines'), which share the counter and the horizon.
+        let latest =
+            "(SELECT MAX(rv) FROM (SELECT MAX(resource_version) AS rv FROM cluster_change \
+             UNION ALL SELECT MAX(resource_version) AS rv FROM machine_change) AS logs)";
         format!(
-            "SELECT MAX(resource_version) FROM cluster_change WHERE changed_at < {cutoff} \
-             AND resource_version < (SELECT MAX(resource_version) FROM cluster_change)"
+            "SELECT MAX(rv) FROM (\
+             SELECT MAX(resource_version) AS rv FROM cluster_change WHERE changed_at < {cutoff} \
+             UNION ALL \
+             SELECT MAX(resource_version) AS rv FROM machine_change WHERE changed_at < {cutoff}) \
+             AS old WHERE rv < {latest}"
         )
     })
 });
@@ -511,11 +520,14 @@ pub(super) async fn prune(pool: &Pool, keep_seconds: u64) -> StoreResult<u64> {
     let Some(through) = through else {
         return Ok(0);
     };
-    let gone = tx
-        .sql("DELETE FROM cluster_change WHERE resource_version <= $1")
-        .bind(through)
-        .execute(&mut tx)
-        .await?;
+    let mut gone = 0;
+    for log in ["cluster_change", "machine_change"] {
+        gone += tx
+            .sql(&format!("DELETE FROM {log} WHERE resource_version <= $1"))
+            .bind(through)
+            .execute(&mut tx)
+            .await?;
+    }
     tx.sql(
         "UPDATE cluster_change_horizon SET pruned_through = $1 WHERE id = 1 AND pruned_through < $1",
     )

@@ -10,12 +10,13 @@ use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
     cluster_group_reach, cluster_groups, clusters, federations, health_probes, jobs, keypairs,
-    machine_listing, machines, nodegroups, outbox, quotas, registry, services, templates, write,
+    machine_changes, machine_listing, machines, nodegroups, outbox, quotas, registry, services,
+    templates, write,
 };
 use super::{
-    ClusterChange, Dialect, JobGauges, MachineEntry, MachineFilter, MachinePage, NewEvent,
-    OutboxEvent, PageRequest, PoolStatus, QuotaRow, RegistryEntry, RegistryPage, ResourceStore,
-    Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
+    ClusterChange, Dialect, JobGauges, MachineChange, MachineEntry, MachineFilter, MachinePage,
+    NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, RegistryEntry, RegistryPage,
+    ResourceStore, Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
 };
 use crate::domain::cluster::{
     Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
@@ -499,6 +500,10 @@ impl Store for SqlStore {
         uuid: Option<&str>,
     ) -> StoreResult<Vec<MachineEntry>> {
         machine_listing::by_names(&self.pool, project, pairs, uuid).await
+    }
+
+    async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>> {
+        machine_changes::changes(&self.pool, after, limit).await
     }
 
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)> {

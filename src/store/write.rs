@@ -258,9 +258,10 @@ pub(super) async fn commit(pool: &Pool, writes: &[Write]) -> StoreResult<Option<
     template.map(TemplateRow::into_domain).transpose()
 }
 
-/// Whether the set inserts, updates or deletes a cluster row (and so moves the registry's
-/// resourceVersion counter): a cluster write, or a group, membership or binding write, which
-/// touches the clusters whose readers it changes.
+/// Whether the set inserts, updates or deletes a cluster row or a machine row (and so moves
+/// the registry's resourceVersion counter): a cluster write; a group, membership or binding
+/// write, which touches the clusters whose readers it changes; or a node group's or machine's
+/// write, which moves machines.
 pub(super) fn touches_clusters(writes: &[Write]) -> bool {
     writes.iter().any(|w| {
         matches!(
@@ -275,6 +276,15 @@ pub(super) fn touches_clusters(writes: &[Write]) -> bool {
                 | Write::DeleteClusterGroupMember { .. }
                 | Write::InsertClusterGroupBinding(_)
                 | Write::DeleteClusterGroupBinding { .. }
+                | Write::InsertNodeGroup { .. }
+                | Write::UpdateNodeGroup(_)
+                | Write::DeleteNodeGroup { .. }
+                | Write::RemoveMachines { .. }
+                | Write::InsertMachine(_)
+                | Write::ReviveMachines { .. }
+                | Write::SettleMachines { .. }
+                | Write::ObserveMachines(_)
+                | Write::UpdateMachine { .. }
         )
     })
 }

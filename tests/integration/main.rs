@@ -30,6 +30,7 @@ mod lifecycle;
 mod machine_counts;
 mod machine_create;
 mod machine_delete;
+mod machine_kube_changes;
 mod machine_ops;
 mod machines;
 mod metrics;

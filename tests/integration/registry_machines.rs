@@ -1,7 +1,7 @@
-//! `cluster.k8s.io/v1alpha1` `machines` on the Kubernetes face, read only: discovery (get and
-//! list, no watch), OpenAPI for `kubectl explain`, list and get in JSON and Table (with the
-//! `-o wide` columns), label selectors on the cluster and node-group labels, `limit`/`continue`
-//! paging, isolation between projects, a watch refused with a Status, and the real kubectl.
+//! `cluster.k8s.io/v1alpha1` `machines` on the Kubernetes face, the reads: discovery, OpenAPI
+//! for `kubectl explain`, list and get in JSON and Table (with the `-o wide` columns), label
+//! selectors on the cluster and node-group labels, `limit`/`continue` paging, isolation
+//! between projects, the methods not served refused with a Status, and the real kubectl.
 //! Machines are written as SQL rows here (cluster creation does not make them).
 
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -167,7 +167,7 @@ async fn fleet(app: &TestApp) -> (String, String) {
 
 #[rstest]
 #[tokio::test]
-async fn machines_are_discovered_as_namespaced_get_and_list_only(
+async fn machines_are_discovered_as_namespaced_with_their_verbs_and_status(
     #[values(Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
@@ -191,7 +191,10 @@ async fn machines_are_discovered_as_namespaced_get_and_list_only(
     assert_eq!(
         r.body["resources"],
         json!([{"name": "machines", "singularName": "machine", "namespaced": true,
-            "kind": "Machine", "verbs": ["create", "delete", "get", "list"]}]),
+            "kind": "Machine",
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+            {"name": "machines/status", "singularName": "", "namespaced": true,
+            "kind": "Machine", "verbs": ["get", "patch", "update"]}]),
         "{}",
         r.text
     );
@@ -211,7 +214,12 @@ async fn machines_are_discovered_as_namespaced_get_and_list_only(
     assert_eq!(resource["scope"], "Namespaced");
     assert_eq!(
         resource["verbs"],
-        json!(["create", "delete", "get", "list"])
+        json!(["create", "delete", "get", "list", "patch", "update", "watch"])
+    );
+    assert_eq!(
+        resource["subresources"],
+        json!([{"subresource": "status", "verbs": ["get", "patch", "update"],
+            "responseKind": {"group": "cluster.k8s.io", "version": "v1alpha1", "kind": "Machine"}}])
     );
     assert_eq!(
         resource["responseKind"],
@@ -703,31 +711,22 @@ async fn another_projects_machines_are_invisible_and_an_admin_sees_every_project
 
 #[rstest]
 #[tokio::test]
-async fn a_watch_and_the_writes_not_served_on_machines_are_refused_with_a_status(
+async fn the_methods_not_served_on_machines_are_refused_with_a_status(
     #[values(Backend::Sqlite)] backend: Backend,
 ) {
     let app = app_on(backend).await;
     fleet(&app).await;
-    for path in [
-        format!("{BASE}/namespaces/project-a/machines?watch=true"),
-        format!("{BASE}/machines?watch=1"),
-    ] {
-        let r = get(&app, &path).await;
-        assert_eq!(r.status, 405, "{}", r.text);
-        assert_eq!(
-            r.body,
-            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": "watch is not supported on resources of kind \"machines.cluster.k8s.io\"",
-                "reason": "MethodNotAllowed",
-                "details": {"group": "cluster.k8s.io", "kind": "machines"}, "code": 405})
-        );
-    }
     let json_h = with_accept(&app.headers, "application/json");
     for (method, path) in [
         (Method::PUT, format!("{BASE}/namespaces/project-a/machines")),
+        (Method::PATCH, format!("{BASE}/machines")),
         (
-            Method::PATCH,
+            Method::POST,
             format!("{BASE}/namespaces/project-a/machines/alpha-default-worker-1"),
+        ),
+        (
+            Method::DELETE,
+            format!("{BASE}/namespaces/project-a/machines/alpha-default-worker-1/status"),
         ),
     ] {
         let r = app
@@ -870,12 +869,22 @@ async fn kubectl_gets_explains_and_discovers_machines() {
         .ok(&["auth", "can-i", "delete", "machines.cluster.k8s.io"])
         .await;
     assert_eq!(out.trim(), "yes", "a member deletes its project's machines");
+    let out = k
+        .ok(&["auth", "can-i", "patch", "machines.cluster.k8s.io"])
+        .await;
+    assert_eq!(out.trim(), "yes", "a member changes its project's machines");
     let (ok, out, err) = k
-        .run(&["auth", "can-i", "patch", "machines.cluster.k8s.io"])
+        .run(&[
+            "auth",
+            "can-i",
+            "patch",
+            "machines.cluster.k8s.io",
+            "--subresource=status",
+        ])
         .await;
     assert!(
         !ok && out.starts_with("no"),
-        "no patch is served:\n{out}\n{err}"
+        "a machine's status is an admin's to write:\n{out}\n{err}"
     );
     let (ok, out, err) = k
         .run(&[
@@ -888,15 +897,6 @@ async fn kubectl_gets_explains_and_discovers_machines() {
         ])
         .await;
     assert!(!ok && out.starts_with("no"), "{out}\n{err}");
-
-    let (ok, out, err) = k
-        .run(&["get", "machines", "--watch", "--request-timeout=5s"])
-        .await;
-    assert!(!ok, "a watch is refused:\n{out}\n{err}");
-    assert!(
-        err.contains("watch is not supported on resources of kind"),
-        "{out}\n{err}"
-    );
 }
 
 #[rstest]

@@ -429,8 +429,12 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(
             "cluster.k8s.io",
             "machines",
-            &["get", "list", "delete", "create"],
+            &[
+                "get", "list", "delete", "create", "watch", "update", "patch",
+            ],
         ),
+        // A member reads a machine's status; writing it is an admin's.
+        rule("cluster.k8s.io", "machines/status", &["get"]),
         rule(registry, "kubeconfig", &["get"]),
         rule(
             registry,
@@ -472,7 +476,8 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(registry, "clusters", &["get", "list", "watch"]),
         rule(registry, "clusters/status", &["get"]),
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
-        rule("cluster.k8s.io", "machines", &["get", "list"]),
+        rule("cluster.k8s.io", "machines", &["get", "list", "watch"]),
+        rule("cluster.k8s.io", "machines/status", &["get"]),
         rule(registry, "kubeconfig", &["get"]),
         rule(registry, "clustergroups", &["get", "list"]),
         rule(registry, "clustergroupbindings", &["get", "list"]),

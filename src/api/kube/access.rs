@@ -62,6 +62,17 @@ pub const MACHINE_LIST: Access = access("machine:get_all", "list");
 pub const MACHINE_DELETE: Access = access("machine:delete", "delete");
 /// A machine's create (its node group grows by one).
 pub const MACHINE_CREATE: Access = access("machine:create", "create");
+/// A watch of machines, decided as their list.
+pub const MACHINE_WATCH: Access = access("machine:get_all", "watch");
+/// A machine's replace (PUT) and patch (merge, JSON, apply): a change of its versions,
+/// runtime or image, decided as the `/v1` PATCH of a machine.
+pub const MACHINE_UPDATE: Access = access("machine:update", "update");
+pub const MACHINE_PATCH: Access = access("machine:update", "patch");
+/// `machines/status`: read as the machine; written (a controller's act) by
+/// `machine:update_status`.
+pub const MACHINE_STATUS_GET: Access = access("machine:get", "get");
+pub const MACHINE_STATUS_UPDATE: Access = access("machine:update_status", "update");
+pub const MACHINE_STATUS_PATCH: Access = access("machine:update_status", "patch");
 /// What an admin's list across namespaces also needs to show every project's machines.
 pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
 
@@ -126,6 +137,12 @@ pub static GRANTS: &[Grant] = &[
     grant(&MACHINES, "", MACHINE_LIST),
     grant(&MACHINES, "", MACHINE_DELETE),
     grant(&MACHINES, "", MACHINE_CREATE),
+    grant(&MACHINES, "", MACHINE_WATCH),
+    grant(&MACHINES, "", MACHINE_UPDATE),
+    grant(&MACHINES, "", MACHINE_PATCH),
+    grant(&MACHINES, "status", MACHINE_STATUS_GET),
+    grant(&MACHINES, "status", MACHINE_STATUS_UPDATE),
+    grant(&MACHINES, "status", MACHINE_STATUS_PATCH),
     grant(&KUBECONFIG, "", EXPORT),
     grant(&CLUSTER_GROUPS, "", GROUP_GET),
     grant(&CLUSTER_GROUPS, "", GROUP_LIST),

@@ -293,37 +293,62 @@ pub async fn update(
             &machine_ident,
         )
         .await?;
-        refuse_if_busy(&c, &m)?;
-        let spec = change.apply(&m.spec)?;
-        // The same spec again changes nothing, except on a failed machine, where it is the way
-        // forward: the change runs again.
-        let again = spec == m.spec && m.status.phase == MachinePhase::Failed;
-        if spec == m.spec && !again {
-            return Ok(Attempt::Done(
+        match change_writes(&state, &ctx, &c, &m, &change).await? {
+            None => Ok(Attempt::Done(
                 HttpResponse::Accepted().json(MachineView::new(&app_url(&req), &m)),
-            ));
+            )),
+            Some(writes) => accept(&state, &req, &c, &m, &writes).await,
         }
-        if let Some(kubelet) = &change.kubelet {
-            check_skew(&state, &c, kubelet).await?;
-        }
-        let mut next = m.clone();
-        next.spec = spec;
-        next.spec.check(m.role).map_err(ApiError::bad_request)?;
-        let template = template_of(&state, &c).await?;
-        let driver = driver_for(&state, &template)?;
-        let planned = driver
-            .plan_machine_change(&m, &next.spec)
-            .map_err(ApiError::bad_request)?;
-        // A failed machine's node is in no known state: a new node takes its place.
-        let mode = if again { ChangeMode::Replace } else { planned };
-        let payload = JobPayload::MachineUpdate {
-            machine: m.uuid,
-            mode,
-        };
-        let writes = start_writes(&state, &ctx, &c, &next, payload, driver.name());
-        accept(&state, &req, &c, &m, &writes).await
     })
     .await
+}
+
+/// The writes that make `change` on machine `m` of cluster `c`, checked whole before anything
+/// is written: the machine not busy, the version-skew rules, the spec's own rules and the
+/// driver's plan (in place or by replacement). `None` when the change leaves the spec as it is
+/// (then nothing is to be written), except on a `Failed` machine, where the same spec again
+/// runs the change again, by replacement. The `/v1` PATCH and the Kubernetes face's update,
+/// patch and apply of a `Machine` make their changes through this one operation.
+pub async fn change_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    m: &Machine,
+    change: &MachineChange,
+) -> Result<Option<Vec<Write>>, ApiError> {
+    refuse_if_busy(c, m)?;
+    let spec = change.apply(&m.spec)?;
+    // The same spec again changes nothing, except on a failed machine, where it is the way
+    // forward: the change runs again.
+    let again = spec == m.spec && m.status.phase == MachinePhase::Failed;
+    if spec == m.spec && !again {
+        return Ok(None);
+    }
+    if let Some(kubelet) = &change.kubelet {
+        check_skew(state, c, kubelet).await?;
+    }
+    let mut next = m.clone();
+    next.spec = spec;
+    next.spec.check(m.role).map_err(ApiError::bad_request)?;
+    let template = template_of(state, c).await?;
+    let driver = driver_for(state, &template)?;
+    let planned = driver
+        .plan_machine_change(m, &next.spec)
+        .map_err(ApiError::bad_request)?;
+    // A failed machine's node is in no known state: a new node takes its place.
+    let mode = if again { ChangeMode::Replace } else { planned };
+    let payload = JobPayload::MachineUpdate {
+        machine: m.uuid,
+        mode,
+    };
+    Ok(Some(start_writes(
+        state,
+        ctx,
+        c,
+        &next,
+        payload,
+        driver.name(),
+    )))
 }
 
 /// The body of an action: `{}` (or nothing).

@@ -28,6 +28,8 @@ const NODEGROUP_MACHINES: &str =
 const KUBE_MACHINES_ALL: &str = "/apis/cluster.k8s.io/v1alpha1/machines";
 const KUBE_MACHINES: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines";
 const KUBE_MACHINE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}";
+const KUBE_MACHINE_STATUS: &str =
+    "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}/status";
 const GROUPS: &str = "/v1/clustergroups";
 const GROUP: &str = "/v1/clustergroups/{clustergroup_ident}";
 const GROUP_MEMBERS: &str = "/v1/clustergroups/{clustergroup_ident}/members";
@@ -274,7 +276,7 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
 
     // ---- Machines (one per node) ----
     "machine:get" => ADMIN_OR_READER, "Retrieve information about the given machine.",
-        [("GET", MACHINE), ("GET", KUBE_MACHINE)];
+        [("GET", MACHINE), ("GET", KUBE_MACHINE), ("GET", KUBE_MACHINE_STATUS)];
     "machine:get_all" => ADMIN_OR_READER,
         "Retrieve a list of the machines of a cluster, or of a project.",
         [("GET", MACHINES), ("GET", KUBE_MACHINES), ("GET", KUBE_MACHINES_ALL)];
@@ -291,7 +293,11 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
     "machine:update" => ADMIN_OR_MEMBER,
         "Change a machine's kubelet version, container runtime or OS image (in place or by \
          replacement, as its driver decides).",
-        [("PATCH", MACHINE)];
+        [("PATCH", MACHINE), ("PUT", KUBE_MACHINE), ("PATCH", KUBE_MACHINE)];
+    "machine:update_status" => ADMIN,
+        "Write a machine's status subresource (what its driver observes, until the driver \
+         next reports; the phase stays the service's operations').",
+        [("PUT", KUBE_MACHINE_STATUS), ("PATCH", KUBE_MACHINE_STATUS)];
     "machine:replace" => ADMIN_OR_MEMBER,
         "Replace a machine by a new one (the new one first, then the old one goes).",
         [("POST", "/v1/clusters/{cluster_ident}/machines/{machine_ident}/actions/replace")];

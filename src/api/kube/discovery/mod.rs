@@ -104,14 +104,17 @@ const SERVED: [Served; 8] = [
         categories: &[],
         subresources: &[],
     },
-    // No watch: machines have no change log yet. A delete removes that node, a create adds one.
+    // A delete removes that node, a create adds one, an update or patch changes its versions,
+    // runtime or image.
     Served {
         resource: &MACHINES,
         namespaced: true,
-        verbs: &["create", "delete", "get", "list"],
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         short_names: &[],
         categories: &[],
-        subresources: &[],
+        subresources: &[("status", STATUS_VERBS)],
     },
     review(&ACCESS_REVIEWS),
     review(&RULES_REVIEWS),
@@ -564,7 +567,9 @@ mod tests {
                  "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
                    "resource":"machines","singularResource":"machine","scope":"Namespaced",
                    "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"},
-                   "verbs":["create","delete","get","list"]}]}]},
+                   "verbs":["create","delete","get","list","patch","update","watch"],
+                   "subresources":[{"subresource":"status","verbs":["get","patch","update"],
+                     "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"}}]}]}]},
                 {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1","freshness":"Current","resources":[{
                    "resource":"selfsubjectaccessreviews","singularResource":"selfsubjectaccessreview",

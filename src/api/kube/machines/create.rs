@@ -409,12 +409,12 @@ pub(super) async fn create(
             machine: new.provisional(crate::store::sql::now()),
             cluster_name: asked.cluster.clone(),
             nodegroup_name: ng.name.clone(),
+            resource_version: rv,
         };
-        let served =
-            serde_json::to_value(machine(&preview, rv).spec).map_err(KubeError::internal)?;
+        let served = serde_json::to_value(machine(&preview).spec).map_err(KubeError::internal)?;
         check_group_owned(&asked, &served, &object, new.role.as_str() == "master")?;
         if dry {
-            return Ok(Attempt::Done(machine(&preview, rv)));
+            return Ok(Attempt::Done(machine(&preview)));
         }
         match state.store.commit(&writes).await {
             Ok(()) => {}
@@ -427,8 +427,7 @@ pub(super) async fn create(
         let e = listing::find(&state, &namespace, &object)
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, &object))?;
-        let rv = state.store.registry_bounds().await?.0;
-        Ok(Attempt::Done(machine(&e, rv)))
+        Ok(Attempt::Done(machine(&e)))
     })
     .await?;
     Ok(with_warnings(

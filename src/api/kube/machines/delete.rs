@@ -40,8 +40,7 @@ pub(super) async fn delete(
         let e = listing::find(&state, &namespace, &name)
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, &name))?;
-        let rv = state.store.registry_bounds().await?.0;
-        check_preconditions(&options, &e, rv)?;
+        check_preconditions(&options, &e)?;
         let c = state
             .store
             .find_cluster(&e.machine.cluster_id)
@@ -56,19 +55,28 @@ pub(super) async fn delete(
                 Err(err) => return Err(err.into()),
             }
         }
-        let mut going = e.clone();
-        going.machine.status.phase = MachinePhase::Deleting;
-        going.machine.updated_at = Some(crate::store::sql::now());
+        // The machine as stored once the delete is committed (as it would be, on a dry run).
+        let stored = match options.dry_run {
+            true => None,
+            false => listing::find(&state, &namespace, &name).await?,
+        };
+        let going = stored.unwrap_or_else(|| {
+            let mut going = e.clone();
+            going.machine.status.phase = MachinePhase::Deleting;
+            going.machine.updated_at = Some(crate::store::sql::now());
+            going
+        });
         Ok(Attempt::Done(json_response(
             StatusCode::OK,
-            &machine(&going, rv),
+            &machine(&going),
         )))
     })
     .await
 }
 
 /// `DeleteOptions.preconditions`: the machine's uid, and the resourceVersion it was read at.
-fn check_preconditions(options: &Delete, e: &MachineEntry, rv: i64) -> Result<(), KubeError> {
+fn check_preconditions(options: &Delete, e: &MachineEntry) -> Result<(), KubeError> {
+    let rv = e.resource_version;
     if let Some(uid) = &options.uid {
         if *uid != e.machine.uuid.to_string() {
             return Err(KubeError::ConflictMessage(format!(

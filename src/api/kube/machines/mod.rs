@@ -1,8 +1,8 @@
 //! `cluster.k8s.io/v1alpha1` `machines`, namespaced by project: list (JSON or Table, label
-//! and field selectors, `limit`/`continue`), get, create (a node more in its group,
-//! [`create`]) and delete (that node goes, [`delete`]), one object per stored machine (a node
-//! of a cluster). No watch (machines keep no change log yet: `watch=true` is the apiserver's
-//! 405 for a resource without the verb) and no other writes (any other method is 405).
+//! and field selectors, `limit`/`continue`), watch ([`watch`], from the machines' change log),
+//! get, create (a node more in its group, [`create`]), delete (that node goes, [`delete`]),
+//! update and patch (a change of versions, runtime or image, [`update`]) and the `status`
+//! subresource ([`status`]), one object per stored machine (a node of a cluster).
 //!
 //! By what each part does: [`object`] (the wire form and the object name), [`listing`] (the
 //! paged read and the lookup by name) and [`table`] (`kubectl get` columns).
@@ -12,7 +12,10 @@ pub mod object;
 mod create;
 mod delete;
 mod listing;
+mod status;
 mod table;
+mod update;
+mod watch;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -47,7 +50,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource(format!("{BASE}/namespaces/{{namespace}}/machines/{{name}}"))
             .route(web::get().to(get))
             .route(web::delete().to(delete::delete))
+            .route(web::put().to(update::replace))
+            .route(web::patch().to(update::patch))
             .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource(format!(
+            "{BASE}/namespaces/{{namespace}}/machines/{{name}}/status"
+        ))
+        .route(web::get().to(status::get))
+        .route(web::put().to(status::replace))
+        .route(web::patch().to(status::patch))
+        .default_service(web::to(method_not_allowed)),
     );
 }
 
@@ -71,11 +85,7 @@ async fn list_answer(
     let selectors = Selectors::parse(p)?;
     let include = IncludeObject::parse(p.include_object.as_deref())?;
     let listed = listing::list_machines(state, &visible, &selectors, o).await?;
-    let objects: Vec<Machine> = listed
-        .items
-        .iter()
-        .map(|e| machine(e, listed.resource_version))
-        .collect();
+    let objects: Vec<Machine> = listed.items.iter().map(machine).collect();
     if wants_table(accept(req)) {
         let rows: Vec<_> = listed.items.iter().zip(&objects).collect();
         let body = table::machine_table(
@@ -101,19 +111,25 @@ async fn list_answer(
     Ok(json_response(StatusCode::OK, &list))
 }
 
-/// The options of a list, refusing a watch: the resource has no watch verb.
+/// The options of a list or watch.
 fn list_options(p: &Params) -> Result<ListOptions, KubeError> {
     ListOptions::parse(&p.list_query())
 }
 
-fn refuse_watch(o: &ListOptions) -> Result<(), KubeError> {
+/// The list, or with `watch=true` the watch, of what `visible` shows.
+async fn list_or_watch(
+    req: &HttpRequest,
+    state: &web::Data<AppState>,
+    visible: Visible,
+    p: &Params,
+    o: &ListOptions,
+) -> Result<HttpResponse, KubeError> {
     if o.watch {
-        return Err(KubeError::MethodNotAllowed {
-            resource: &MACHINES,
-            action: "watch".into(),
-        });
+        let selectors = Selectors::parse(p)?;
+        IncludeObject::parse(p.include_object.as_deref())?;
+        return watch::start(req, state, visible, selectors, p, o).await;
     }
-    Ok(())
+    list_answer(req, state, visible, p, o).await
 }
 
 /// `GET /apis/cluster.k8s.io/v1alpha1/machines`: every project's machines for an admin that
@@ -136,13 +152,12 @@ async fn list_all(
             &ctx.user_id,
         ));
     }
-    refuse_watch(&o)?;
     let visible = if ctx.is_admin && ctx.allowed(MACHINE_LIST_ALL_PROJECTS, &own) {
         Visible::All
     } else {
         Visible::Namespace(ctx.project_id.clone())
     };
-    list_answer(&req, &state, visible, &p, &o).await
+    list_or_watch(&req, &state, visible, &p, &o).await
 }
 
 #[tracing::instrument(name = "machines.list", skip_all, fields(namespace = %path))]
@@ -156,8 +171,7 @@ async fn list_namespace(
     let p = params(&req)?;
     let o = list_options(&p)?;
     authorize_namespace(&ctx, MACHINE_LIST.rule, list_verb(&o), &MACHINES, &path)?;
-    refuse_watch(&o)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p, &o).await
+    list_or_watch(&req, &state, Visible::Namespace(path.into_inner()), &p, &o).await
 }
 
 #[tracing::instrument(name = "machines.get", skip_all, fields(namespace = %path.0, name = %path.1))]
@@ -176,8 +190,8 @@ async fn get(
     let e = listing::find(&state, &namespace, &name)
         .await?
         .ok_or_else(|| KubeError::not_found(&MACHINES, &name))?;
-    let rv = state.store.registry_bounds().await?.0;
-    let object = machine(&e, rv);
+    let object = machine(&e);
+    let rv = e.resource_version;
     if wants_table(accept(&req)) {
         let body = table::machine_table(
             &[(&e, &object)],

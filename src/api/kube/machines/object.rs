@@ -226,8 +226,8 @@ fn status(s: &MachineStatus) -> Status {
     }
 }
 
-/// The `Machine` of an entry, read when the registry's resourceVersion was `resource_version`.
-pub fn machine(e: &MachineEntry, resource_version: i64) -> Machine {
+/// The `Machine` of an entry, at the entry's own resourceVersion.
+pub fn machine(e: &MachineEntry) -> Machine {
     let m = &e.machine;
     let owner = OwnerReference {
         api_version: crate::api::kube::objects::API_VERSION.to_string(),
@@ -244,7 +244,7 @@ pub fn machine(e: &MachineEntry, resource_version: i64) -> Machine {
             name: Some(entry_name(e)),
             namespace: Some(m.project_id.clone()),
             uid: Some(m.uuid.to_string()),
-            resource_version: Some(resource_version.to_string()),
+            resource_version: Some(e.resource_version.to_string()),
             creation_timestamp: Some(meta_time(m.created_at)),
             labels: Some(labels(e)).filter(|l| !l.is_empty()),
             annotations: Some(BTreeMap::from([(
