@@ -498,12 +498,15 @@ static PRUNE: LazyLock<[String; 2]> = LazyLock::new(|| {
         let latest =
             "(SELECT MAX(rv) FROM (SELECT MAX(resource_version) AS rv FROM cluster_change \
              UNION ALL SELECT MAX(resource_version) AS rv FROM machine_change) AS logs)";
+        // Each log's newest old line below the latest of both: the latest stays, whichever
+        // log holds it.
         format!(
             "SELECT MAX(rv) FROM (\
-             SELECT MAX(resource_version) AS rv FROM cluster_change WHERE changed_at < {cutoff} \
+             SELECT MAX(resource_version) AS rv FROM cluster_change \
+             WHERE changed_at < {cutoff} AND resource_version < {latest} \
              UNION ALL \
-             SELECT MAX(resource_version) AS rv FROM machine_change WHERE changed_at < {cutoff}) \
-             AS old WHERE rv < {latest}"
+             SELECT MAX(resource_version) AS rv FROM machine_change \
+             WHERE changed_at < {cutoff} AND resource_version < {latest}) AS old"
         )
     })
 });

@@ -8,6 +8,7 @@ mod allocator;
 mod api_ref;
 mod blocked;
 mod certificates;
+mod cluster_group_matrix;
 mod cluster_groups;
 mod cluster_templates;
 mod clusters;
