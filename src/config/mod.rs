@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod conductor;
+mod drivers;
 mod front_proxy;
 mod sections;
 
+pub use drivers::{DriversSection, FakeDriverSection, KubernetesDriverSection};
 pub use front_proxy::FrontProxySection;
 pub use sections::*;
 
