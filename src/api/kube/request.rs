@@ -376,6 +376,19 @@ pub(super) fn json_of(req: &HttpRequest, body: &Bytes) -> Result<Value, KubeErro
     })
 }
 
+/// The API server's refusal of a create whose object names a resourceVersion.
+pub(super) fn refuse_resource_version(value: &Value) -> Result<(), KubeError> {
+    if value["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(KubeError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
     for w in warnings.iter().take(16) {
         let text = super::validation::warning_header_value(w);

@@ -11,6 +11,7 @@ use super::plan::{changed_row, new_cluster, preview, record_create, with_managed
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::managed::{self, Part};
+use crate::api::kube::request::refuse_resource_version;
 use crate::api::kube::request::{
     authorize_namespace, caller, content_type, dry_run, json_of, json_response, params,
     shared_entry, shared_groups, with_warnings, Params,
@@ -97,14 +98,8 @@ pub(super) async fn create(
     let mut value = json_of(&req, &body)?;
     // kubectl's client-side apply re-creates exported objects (a file written by
     // `get -o yaml`): their server-owned fields are dropped below rather than refused.
-    if p.field_manager.as_deref() != Some("kubectl-client-side-apply")
-        && value["metadata"]["resourceVersion"]
-            .as_str()
-            .is_some_and(|rv| !rv.is_empty())
-    {
-        return Err(KubeError::BadRequest(
-            "resourceVersion should not be set on objects to be created".into(),
-        ));
+    if p.field_manager.as_deref() != Some("kubectl-client-side-apply") {
+        refuse_resource_version(&value)?;
     }
     // Entries the body carries are the create's base (the API server's `decodeLiveOrNew`).
     let sent = Sent::read(value["metadata"].get("managedFields"));

@@ -14,6 +14,7 @@ use crate::api::kube::access::{
     BINDING_CREATE, BINDING_DELETE, BINDING_GET, BINDING_LIST, GROUP_LIST_ALL_PROJECTS,
 };
 use crate::api::kube::delete_options::Delete;
+use crate::api::kube::request::refuse_resource_version;
 use crate::api::kube::request::{
     accept, authorize_all, authorize_namespace, caller, dry_run, json_of, json_response, params,
     with_warnings, Visible,
@@ -182,14 +183,7 @@ pub(super) async fn create(
     let p = params(&req)?;
     let dry = dry_run(&p, &CREATE_OPTIONS)?;
     let value = json_of(&req, &body)?;
-    if value["metadata"]["resourceVersion"]
-        .as_str()
-        .is_some_and(|rv| !rv.is_empty())
-    {
-        return Err(KubeError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
+    refuse_resource_version(&value)?;
     let asked = read::binding(&value, &namespace, &p)?;
     let Some(g) = group_named(&state, &namespace, asked.group.as_str()).await? else {
         return Err(KubeError::invalid(

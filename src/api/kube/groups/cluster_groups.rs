@@ -25,6 +25,7 @@ use crate::api::kube::access::{
 };
 use crate::api::kube::delete_options::Delete;
 use crate::api::kube::patch::apply_patch;
+use crate::api::kube::request::refuse_resource_version;
 use crate::api::kube::request::{
     accept, authorize_all, authorize_namespace, caller, content_type, dry_run, json_of,
     json_response, params, with_warnings, Visible,
@@ -239,14 +240,7 @@ pub(super) async fn create(
     let p = params(&req)?;
     let dry = dry_run(&p, &CREATE_OPTIONS)?;
     let value = json_of(&req, &body)?;
-    if value["metadata"]["resourceVersion"]
-        .as_str()
-        .is_some_and(|rv| !rv.is_empty())
-    {
-        return Err(KubeError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
+    refuse_resource_version(&value)?;
     let asked = read::group(&value, &namespace, &p)?;
     let name = match &asked.name {
         Ok(n) => n.clone(),

@@ -21,6 +21,7 @@ use super::object::{machine, CLUSTER_LABEL, MACHINE_NAME_ANNOTATION, NODEGROUP_L
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::MACHINE_CREATE;
+use crate::api::kube::request::refuse_resource_version;
 use crate::api::kube::request::{
     authorize_namespace, caller, dry_run, json_of, json_response, params, with_warnings, Params,
 };
@@ -160,15 +161,8 @@ fn read(value: &Value, namespace: &str, p: &Params) -> Result<Asked, KubeError> 
             FieldValidation::Ignore => {}
         }
     }
-    if p.field_manager.as_deref() != Some("kubectl-client-side-apply")
-        && meta
-            .get("resourceVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|rv| !rv.is_empty())
-    {
-        return Err(KubeError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
+    if p.field_manager.as_deref() != Some("kubectl-client-side-apply") {
+        refuse_resource_version(value)?;
     }
     let mut causes = Vec::new();
     let name = string_at(meta, "name", "metadata.name", &mut causes).unwrap_or("");

@@ -3,15 +3,18 @@
 //! (its cluster's registry name, its node group's name) become the store page's name filters,
 //! so they are served by index reads; every requirement is then checked on each object too.
 
+use crate::api::http::retry::Attempt;
 use crate::api::kube::list::{self, ContinueToken, ListOptions, Match};
 use crate::api::kube::request::Visible;
 use crate::api::kube::scan::Selectors;
-use crate::api::kube::status::KubeError;
+use crate::api::kube::status::{KubeError, MACHINES};
 use crate::api::AppState;
 use crate::domain::selector::{LabelSelector, Op};
-use crate::store::{MachineEntry, MachineKey, MachinePage, NameFilter};
+use crate::store::{MachineEntry, MachineKey, MachinePage, NameFilter, StoreError, Write};
 
-use super::object::{entry_name, labels, name_candidates, pick, CLUSTER_LABEL, NODEGROUP_LABEL};
+use super::object::{
+    entry_name, labels, machine, name_candidates, pick, Machine, CLUSTER_LABEL, NODEGROUP_LABEL,
+};
 
 /// The most items one answer holds, whatever `limit` says.
 const MAX_PAGE: usize = 500;
@@ -209,6 +212,25 @@ pub(super) async fn find(
         .machines_by_names(namespace, &pairs, uuid.as_deref())
         .await?;
     Ok(pick(found, name))
+}
+
+/// Commits a change of machine `name` and answers the machine as stored after it; a lost race
+/// (`Stale`) is another attempt.
+pub(super) async fn commit_and_read(
+    state: &AppState,
+    writes: &[Write],
+    namespace: &str,
+    name: &str,
+) -> Result<Attempt<Machine>, KubeError> {
+    match state.store.commit(writes).await {
+        Ok(()) => {}
+        Err(StoreError::Stale) => return Ok(Attempt::Retry),
+        Err(err) => return Err(err.into()),
+    }
+    let stored = find(state, namespace, name)
+        .await?
+        .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
+    Ok(Attempt::Done(machine(&stored)))
 }
 
 #[cfg(test)]

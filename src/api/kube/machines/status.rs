@@ -24,7 +24,7 @@ use crate::api::kube::request::{
 use crate::api::kube::status::{Cause, KubeError, MACHINES, PATCH_OPTIONS, UPDATE_OPTIONS};
 use crate::api::{AppState, RequestContext};
 use crate::domain::machine::MachineStatus;
-use crate::store::{StoreError, Write};
+use crate::store::Write;
 
 /// `GET …/machines/{name}/status`: the machine.
 #[tracing::instrument(name = "machines.status.get", skip_all, fields(namespace = %path.0, name = %path.1))]
@@ -105,15 +105,7 @@ async fn write(
             return Ok(Attempt::Done(machine(&next)));
         }
         let writes = [Write::ObserveMachines(vec![(e.machine.uuid, status)])];
-        match state.store.commit(&writes).await {
-            Ok(()) => {}
-            Err(StoreError::Stale) => return Ok(Attempt::Retry),
-            Err(err) => return Err(err.into()),
-        }
-        let stored = listing::find(state, namespace, name)
-            .await?
-            .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
-        Ok(Attempt::Done(machine(&stored)))
+        listing::commit_and_read(state, &writes, namespace, name).await
     })
     .await?;
     Ok(json_response(StatusCode::OK, &answer))

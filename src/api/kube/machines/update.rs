@@ -35,7 +35,7 @@ use crate::api::v1::lookup::cluster_target;
 use crate::api::v1::machine_ops::{change_writes, MachineChange};
 use crate::api::{AppState, RequestContext};
 use crate::domain::machine::{KubeVersion, MachinePhase};
-use crate::store::{MachineEntry, StoreError};
+use crate::store::MachineEntry;
 
 /// How the desired object came: a replace states the whole object, a patch's result is the
 /// current object with the patch applied.
@@ -368,15 +368,7 @@ async fn update(
             preview.machine.status.phase = MachinePhase::Provisioning;
             return Ok(Attempt::Done(machine(&preview)));
         }
-        match state.store.commit(&writes).await {
-            Ok(()) => {}
-            Err(StoreError::Stale) => return Ok(Attempt::Retry),
-            Err(err) => return Err(err.into()),
-        }
-        let stored = listing::find(state, namespace, name)
-            .await?
-            .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
-        Ok(Attempt::Done(machine(&stored)))
+        listing::commit_and_read(state, &writes, namespace, name).await
     })
     .await?;
     Ok(json_response(StatusCode::OK, &answer))
