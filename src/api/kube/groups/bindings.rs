@@ -7,8 +7,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 
-use super::object::{binding, binding_name_candidates, Binding, List, CLUSTER_GROUP_BINDINGS};
-use super::{list_request, list_verb, ok, read, refuse_watch, select, table};
+use super::object::{binding, binding_name_candidates, Binding, CLUSTER_GROUP_BINDINGS};
+use super::{answer, list_request, list_verb, ok, read, refuse_watch, table};
 use crate::api::http::error::ApiError;
 use crate::api::kube::access::{
     BINDING_CREATE, BINDING_DELETE, BINDING_GET, BINDING_LIST, GROUP_LIST_ALL_PROJECTS,
@@ -34,23 +34,19 @@ async fn list_answer(
     visible: Visible,
     p: &crate::api::kube::request::Params,
 ) -> Result<HttpResponse, KubeError> {
-    let include = IncludeObject::parse(p.include_object.as_deref())?;
     let scope = Scope {
         project_id: visible.project().unwrap_or_default(),
         all_projects: visible.project().is_none(),
     };
     let all = state.store.cluster_group_bindings_in(&scope).await?;
     let objects: Vec<Binding> = all.iter().map(|(b, g)| binding(b, g)).collect();
-    let objects = select(p, objects, |o| {
-        (
-            o.metadata.name.clone().unwrap_or_default(),
-            o.metadata.namespace.clone().unwrap_or_default(),
-        )
-    })?;
-    if wants_table(accept(req)) {
-        return Ok(ok(&table::binding_table(&objects, include, Utc::now())));
-    }
-    Ok(ok(&List::new(&CLUSTER_GROUP_BINDINGS, &objects)))
+    answer(
+        req,
+        p,
+        objects,
+        &CLUSTER_GROUP_BINDINGS,
+        table::binding_table,
+    )
 }
 
 /// `GET …/clustergroupbindings`: every project's for an admin that

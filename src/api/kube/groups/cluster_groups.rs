@@ -15,8 +15,8 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 use serde_json::Value;
 
-use super::object::{group, ClusterRef, Group, List, CLUSTER_GROUPS};
-use super::{list_request, list_verb, ok, read, refuse_watch, select, table};
+use super::object::{group, ClusterRef, Group, CLUSTER_GROUPS};
+use super::{answer, list_request, list_verb, ok, read, refuse_watch, table};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{
@@ -96,19 +96,9 @@ async fn list_answer(
     visible: Visible,
     p: &crate::api::kube::request::Params,
 ) -> Result<HttpResponse, KubeError> {
-    let include = IncludeObject::parse(p.include_object.as_deref())?;
     let all = groups_of(state, &visible).await?;
     let objects: Vec<Group> = all.iter().map(|(g, m)| group(g, m)).collect();
-    let objects = select(p, objects, |o| {
-        (
-            o.metadata.name.clone().unwrap_or_default(),
-            o.metadata.namespace.clone().unwrap_or_default(),
-        )
-    })?;
-    if wants_table(accept(req)) {
-        return Ok(ok(&table::group_table(&objects, include, Utc::now())));
-    }
-    Ok(ok(&List::new(&CLUSTER_GROUPS, &objects)))
+    answer(req, p, objects, &CLUSTER_GROUPS, table::group_table)
 }
 
 /// `GET …/clustergroups`: every project's groups for an admin that

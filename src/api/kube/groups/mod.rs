@@ -20,16 +20,21 @@ mod table;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
+use serde_json::Value;
 
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
-use super::request::{json_response, params, Params};
+use super::objects::ObjectMeta;
+use super::request::{accept, json_response, params, Params};
 use super::scan::Selectors;
 use super::status::{KubeError, Resource};
+use super::table::{wants_table, IncludeObject};
 use crate::api::http::error::ApiError;
 use crate::api::RequestContext;
 
+use self::object::{Binding, Group, List};
 pub use object::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
 
 const BASE: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
@@ -110,23 +115,52 @@ fn list_verb(o: &ListOptions) -> &'static str {
     }
 }
 
-/// Keeps the objects the label and field selectors admit (neither kind carries labels, so a
-/// label selector admits an object when it admits no labels). `limit` is not applied: a list
+/// An object of either kind, by its metadata.
+trait Named {
+    fn meta(&self) -> &ObjectMeta;
+}
+
+impl Named for Group {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Named for Binding {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+}
+
+/// A list's answer: the objects the label and field selectors admit (neither kind carries
+/// labels, so a label selector admits an object when it admits no labels), as a Table when
+/// the client asks for one (`table`), else as the kind's list. `limit` is not applied: a list
 /// is one answer with every object, as the apiserver may answer (a project has few groups).
-fn select<T>(
+fn answer<T: Named + Serialize>(
+    req: &HttpRequest,
     p: &Params,
     items: Vec<T>,
-    name_ns: impl Fn(&T) -> (String, String),
-) -> Result<Vec<T>, KubeError> {
+    resource: &Resource,
+    table: fn(&[T], IncludeObject, DateTime<Utc>) -> Value,
+) -> Result<HttpResponse, KubeError> {
+    let include = IncludeObject::parse(p.include_object.as_deref())?;
     let selectors = Selectors::parse(p)?;
     let none = std::collections::BTreeMap::new();
-    Ok(items
+    let objects: Vec<T> = items
         .into_iter()
         .filter(|i| {
-            let (name, ns) = name_ns(i);
-            selectors.matches(&name, &ns, &none)
+            let m = i.meta();
+            selectors.matches(
+                m.name.as_deref().unwrap_or_default(),
+                m.namespace.as_deref().unwrap_or_default(),
+                &none,
+            )
         })
-        .collect())
+        .collect();
+    if wants_table(accept(req)) {
+        return Ok(ok(&table(&objects, include, Utc::now())));
+    }
+    Ok(ok(&List::new(resource, &objects)))
 }
 
 fn ok(body: &impl Serialize) -> HttpResponse {
