@@ -47,6 +47,7 @@ mod registry_apply;
 mod registry_group_kinds;
 mod registry_groups;
 mod registry_groups_kubectl;
+mod registry_groups_resume;
 mod registry_kubectl;
 mod registry_kubectl_versions;
 mod registry_machines;

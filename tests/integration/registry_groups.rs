@@ -30,20 +30,20 @@ macro_rules! both {
     };
 }
 
-const REG: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
+pub(super) const REG: &str = "/apis/clusterregistry.k8s.io/v1alpha1";
 const PROFILES: &str = "/apis/multicluster.x-k8s.io/v1alpha1";
-const GROUPS: &str = "/v1/clustergroups";
+pub(super) const GROUPS: &str = "/v1/clustergroups";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
 /// The four callers of the matrix.
-struct Who {
-    owner: HeaderMap,
-    reader: HeaderMap,
-    writer: HeaderMap,
-    unbound: HeaderMap,
+pub(super) struct Who {
+    pub(super) owner: HeaderMap,
+    pub(super) reader: HeaderMap,
+    pub(super) writer: HeaderMap,
+    pub(super) unbound: HeaderMap,
 }
 
-fn who(app: &TestApp) -> Who {
+pub(super) fn who(app: &TestApp) -> Who {
     let latest = |p: &str, u: &str| at(&app.as_identity(p, u, "member,reader"), "latest");
     Who {
         owner: latest("project-a", "user-a"),
@@ -73,7 +73,7 @@ async fn kube(
     app.send(req).await
 }
 
-async fn get(app: &TestApp, path: &str, h: &HeaderMap) -> Resp {
+pub(super) async fn get(app: &TestApp, path: &str, h: &HeaderMap) -> Resp {
     kube(app, Method::GET, path, h, "application/json", None).await
 }
 
@@ -98,7 +98,13 @@ async fn register(app: &TestApp, h: &HeaderMap, ns: &str, name: &str, labels: Va
 }
 
 /// Sets a cluster's labels as `kubectl label --overwrite` does.
-async fn relabel(app: &TestApp, h: &HeaderMap, ns: &str, name: &str, labels: Value) -> Resp {
+pub(super) async fn relabel(
+    app: &TestApp,
+    h: &HeaderMap,
+    ns: &str,
+    name: &str,
+    labels: Value,
+) -> Resp {
     kube(
         app,
         Method::PATCH,
@@ -115,7 +121,7 @@ async fn relabel(app: &TestApp, h: &HeaderMap, ns: &str, name: &str, labels: Val
 
 /// A's group over `shared` (by the selector `share=yes`), bound read to R and write to W; the
 /// group's uuid and the bindings' uuids.
-async fn share(app: &TestApp, w: &Who) -> (String, String, String) {
+pub(super) async fn share(app: &TestApp, w: &Who) -> (String, String, String) {
     register(
         app,
         &w.owner,

@@ -11,6 +11,11 @@
 //!   N), no initial events.
 //! - With `resourceVersion=N`: every change after N, then live ones; N older than the log's
 //!   window answers one `ERROR` event with a 410 `Expired` Status.
+//! - A shared view (a caller reading other projects' clusters through its bound groups)
+//!   resumed from N decides what it shows by the groups and bindings as they are when it
+//!   starts. A replayed line of another project's cluster that they do not reach cannot be
+//!   placed (the client may hold it from a time it was reached): that watch answers the same
+//!   410 `Expired`, and the client lists again, as after a version older than the window.
 //! - `allowWatchBookmarks=true`: a `BOOKMARK` with the latest resourceVersion after every
 //!   [`BOOKMARK_EVERY`] without events.
 //! - `timeoutSeconds` ends the stream cleanly (at most [`MAX_WATCH`]; [`DEFAULT_WATCH`]
@@ -198,6 +203,8 @@ pub(super) async fn start(
         store: state.store.clone(),
         feed: state.registry_feed.subscribe(),
         shown: HashSet::new(),
+        resumed: asked.filter(|_| matches!(from, Start::After(_))),
+        replay_to: None,
         visible,
         selectors,
         shape,
@@ -253,6 +260,12 @@ struct Watch {
     /// A shared view's clusters of other projects that the bound groups reached when the
     /// watch last looked (what it has shown as present, selectors aside).
     shown: HashSet<ClusterId>,
+    /// The resourceVersion a client asked to resume after (not set for a streaming list or a
+    /// watch from now).
+    resumed: Option<u64>,
+    /// A resumed shared view: the latest resourceVersion when it started; the lines up to it
+    /// are replayed against the groups as they are now.
+    replay_to: Option<i64>,
     visible: Visible,
     selectors: Selectors,
     shape: Shape,
@@ -287,6 +300,13 @@ impl Watch {
         match self.reached_now().await {
             Ok(reached) => self.shown = reached,
             Err(e) => return self.fail(e).await,
+        }
+        if self.resumed.is_some() && matches!(self.visible, Visible::Shared { .. }) {
+            // Read after the groups were: a line committed in between is replayed too.
+            match self.store.registry_bounds().await {
+                Ok((latest, _)) => self.replay_to = Some(latest),
+                Err(e) => return self.fail(e.into()).await,
+            }
         }
         let mut last = match from {
             Start::After(n) => n,
@@ -532,6 +552,16 @@ impl Watch {
             .collect())
     }
 
+    /// Whether a replayed line is of another project's cluster in this shared view that the
+    /// bound groups do not reach now: whether the client holds it cannot be told.
+    fn unplaced(&self, ch: &ClusterChange, reached: &HashSet<ClusterId>) -> bool {
+        matches!(self.visible, Visible::Shared { .. })
+            && self.visible.in_namespace(&ch.project_id)
+            && !self.visible.admits(&ch.project_id)
+            && !reached.contains(&ch.cluster_uuid)
+            && !self.shown.contains(&ch.cluster_uuid)
+    }
+
     /// A change-log line as this watch sees it: as it is for a cluster in view; for a cluster
     /// of another project in a shared view, as the cluster's entering (`ADDED`) when a bound
     /// group reaches it now and did not before, its leaving (`DELETED`, with the labels it
@@ -585,6 +615,20 @@ impl Watch {
             };
             let full = changes.len() == CHANGE_BATCH as usize;
             let reached = self.reached(&changes).await?;
+            if let Some(to) = self.replay_to {
+                if changes
+                    .iter()
+                    .any(|c| c.resource_version <= to && self.unplaced(c, &reached))
+                {
+                    return Err(KubeError::Expired(format!(
+                        "too old resource version: {} ({to})",
+                        self.resumed.unwrap_or(0)
+                    )));
+                }
+                if end >= to {
+                    self.replay_to = None;
+                }
+            }
             let seen: Vec<Cow<'_, ClusterChange>> = changes
                 .iter()
                 .filter_map(|c| self.through_groups(c, &reached))
