@@ -134,6 +134,17 @@ both!(
         assert_expired(&lines, &rv);
         assert!(!lines[0].to_string().contains("private"), "{lines:?}");
 
+        // A project bound nothing resumes across namespaces without a 410: it held nothing
+        // of A's.
+        let r = get(
+            app,
+            &format!("{REG}/clusters?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+            &w.unbound,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.text, "", "{}", r.text);
+
         // The owner's own watch resumed from the same version is never refused.
         let own = resumed(app, &w.owner, &rv).await;
         assert_eq!(

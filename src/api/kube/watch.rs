@@ -15,7 +15,8 @@
 //!   resumed from N decides what it shows by the groups and bindings as they are when it
 //!   starts. A replayed line of another project's cluster that they do not reach cannot be
 //!   placed (the client may hold it from a time it was reached): that watch answers the same
-//!   410 `Expired`, and the client lists again, as after a version older than the window.
+//!   410 `Expired`, and the client lists again, as after a version older than the window
+//!   (a project bound nothing when the watch starts is not asked: it holds nothing shared).
 //! - `allowWatchBookmarks=true`: a `BOOKMARK` with the latest resourceVersion after every
 //!   [`BOOKMARK_EVERY`] without events.
 //! - `timeoutSeconds` ends the stream cleanly (at most [`MAX_WATCH`]; [`DEFAULT_WATCH`]
@@ -301,7 +302,11 @@ impl Watch {
             Ok(reached) => self.shown = reached,
             Err(e) => return self.fail(e).await,
         }
-        if self.resumed.is_some() && matches!(self.visible, Visible::Shared { .. }) {
+        // A project bound nothing when the watch starts is not asked: it reached nothing
+        // unless it lost its last binding after the version (then its namespaced watch is a
+        // 403, and its watch across namespaces keeps what it held until it lists again).
+        let bound = matches!(&self.visible, Visible::Shared { groups, .. } if !groups.is_empty());
+        if self.resumed.is_some() && bound {
             // Read after the groups were: a line committed in between is replayed too.
             match self.store.registry_bounds().await {
                 Ok((latest, _)) => self.replay_to = Some(latest),
