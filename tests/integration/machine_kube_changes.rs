@@ -612,10 +612,14 @@ async fn kubectl_watches_and_patches_machines() {
          kubelet: v1.31.8\n"
     );
     let file = k.file("applied.yaml", &manifest);
-    // kubectl patch owns the kubelet version now: the apply conflicts until it forces.
+    // Its first apply gives the machine's fields to before-first-apply (as the API server
+    // does for an object whose fields no one tracked yet): a conflict until it forces.
     let err = k.fails(&["apply", "--server-side", "-f", &file]).await;
     assert!(
-        err.contains("conflict with \"kubectl-patch\"") && err.contains(".spec.versions.kubelet"),
+        err.contains(
+            "conflict with \"before-first-apply\" using cluster.k8s.io/v1alpha1: \
+             .spec.versions.kubelet"
+        ),
         "{err}"
     );
     let out = k

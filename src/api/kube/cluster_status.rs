@@ -151,7 +151,9 @@ async fn write(
                     }
                 }
                 let mut fields = e.cluster.registry.managed_fields.clone();
-                let merged = managed::apply(&managed::CLUSTER, &mut fields,
+                let merged = managed::apply(
+                    &managed::CLUSTER,
+                    &mut fields,
                     Some(&current),
                     applied,
                     Part::Status,

@@ -9,7 +9,7 @@ use actix_web::HttpRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use serde_json::{Map, Value};
 
-use super::machines::object::{MACHINE_NAME_ANNOTATION};
+use super::machines::object::MACHINE_NAME_ANNOTATION;
 use super::objects::{API_VERSION, KIND};
 use super::status::{quote, Cause, KubeError, Resource, CLUSTERS, MACHINES, PATCH_OPTIONS};
 use crate::domain::managed_fields::{

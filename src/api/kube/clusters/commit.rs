@@ -231,7 +231,15 @@ pub(super) async fn modify(
                     return Err(KubeError::conflict(&CLUSTERS, name));
                 }
                 let mut fields = ManagedFields::default();
-                let mut value = managed::apply(&managed::CLUSTER, &mut fields, None, applied, Part::Main, &id, force)?;
+                let mut value = managed::apply(
+                    &managed::CLUSTER,
+                    &mut fields,
+                    None,
+                    applied,
+                    Part::Main,
+                    &id,
+                    force,
+                )?;
                 refresh_last_applied(&mut value, applied, &manager);
                 value["metadata"]["name"] = Value::String(name.to_string());
                 strip_server_fields(&mut value, namespace)?;
@@ -280,8 +288,15 @@ pub(super) async fn modify(
                     return Err(KubeError::conflict(&CLUSTERS, name));
                 }
                 let mut fields = e.cluster.registry.managed_fields.clone();
-                let merged =
-                    managed::apply(&managed::CLUSTER, &mut fields, Some(&current), applied, Part::Main, &id, force)?;
+                let merged = managed::apply(
+                    &managed::CLUSTER,
+                    &mut fields,
+                    Some(&current),
+                    applied,
+                    Part::Main,
+                    &id,
+                    force,
+                )?;
                 applied_fields = Some(fields);
                 let mut merged = merged;
                 refresh_last_applied(&mut merged, applied, &manager);

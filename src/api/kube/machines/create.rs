@@ -409,7 +409,12 @@ pub(super) async fn create(
             managed_fields: Default::default(),
         };
         let shown = serde_json::to_value(machine(&preview)).map_err(KubeError::internal)?;
-        check_group_owned(&asked, &shown["spec"], &object, new.role.as_str() == "master")?;
+        check_group_owned(
+            &asked,
+            &shown["spec"],
+            &object,
+            new.role.as_str() == "master",
+        )?;
         // The creating manager's entry (on the entries the body carried, if any).
         let fields = owners::created(&req, &p, &shown, sent.clone())?;
         for w in writes.iter_mut() {

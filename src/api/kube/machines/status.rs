@@ -111,7 +111,11 @@ async fn write(
         let writes = owned_writes(&e, &next, None, &fields);
         next.managed_fields = fields;
         if dry || writes.is_empty() {
-            return Ok(Attempt::Done(machine(if writes.is_empty() { &e } else { &next })));
+            return Ok(Attempt::Done(machine(if writes.is_empty() {
+                &e
+            } else {
+                &next
+            })));
         }
         listing::commit_and_read(state, &writes, namespace, name).await
     })
@@ -159,7 +163,14 @@ pub(super) async fn patch(
     let dry = dry_run(&p, &PATCH_OPTIONS)?;
     let ct = content_type(&req).unwrap_or("").to_string();
     PatchType::from_content_type(&ct)?;
-    let writer = Writer::of(&req, &p, Some(&ct), Part::Status, (&namespace, &name), &body)?;
+    let writer = Writer::of(
+        &req,
+        &p,
+        Some(&ct),
+        Part::Status,
+        (&namespace, &name),
+        &body,
+    )?;
     write(&state, (&namespace, &name), dry, &writer, |current| {
         apply_patch(&ct, current, &body).map_err(|err| match err {
             KubeError::Invalid { causes, .. } => KubeError::invalid(&MACHINES, &name, causes),

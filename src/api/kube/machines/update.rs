@@ -351,13 +351,16 @@ async fn update(
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
         let current = serde_json::to_value(machine(&e)).map_err(KubeError::internal)?;
-        let (desired, applied) = writer.desired(&e, &current, &desired_of).map_err(|err| match err {
-            // A JSON patch that does not apply, named against this resource.
-            KubeError::Invalid { causes, .. } if verb == Verb::Patch => {
-                KubeError::invalid(&MACHINES, name, causes)
-            }
-            other => other,
-        })?;
+        let (desired, applied) =
+            writer
+                .desired(&e, &current, &desired_of)
+                .map_err(|err| match err {
+                    // A JSON patch that does not apply, named against this resource.
+                    KubeError::Invalid { causes, .. } if verb == Verb::Patch => {
+                        KubeError::invalid(&MACHINES, name, causes)
+                    }
+                    other => other,
+                })?;
         let sent = Sent::read(desired["metadata"].get("managedFields"));
         let change = read_change(verb, &e, &current, &desired)?;
         let c = state
@@ -381,7 +384,11 @@ async fn update(
         let writes = owned_writes(&e, &preview, writes, &fields);
         preview.managed_fields = fields;
         if dry || writes.is_empty() {
-            return Ok(Attempt::Done(machine(if writes.is_empty() { &e } else { &preview })));
+            return Ok(Attempt::Done(machine(if writes.is_empty() {
+                &e
+            } else {
+                &preview
+            })));
         }
         listing::commit_and_read(state, &writes, namespace, name).await
     })
