@@ -9,9 +9,8 @@ use actix_web::HttpRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use serde_json::{Map, Value};
 
-use super::machines::object::MACHINE_NAME_ANNOTATION;
 use super::objects::{API_VERSION, KIND};
-use super::status::{quote, Cause, KubeError, Resource, CLUSTERS, MACHINES, PATCH_OPTIONS};
+use super::status::{quote, Cause, KubeError, Resource, CLUSTERS, PATCH_OPTIONS};
 use crate::domain::managed_fields::{
     allowed_conflicts, conflict_message, last_applied_of, path_string, validate, Conflict,
     ManagedFields, ManagerId, Operation, Problem, Schema, KUBECTL_MANAGER, OBJECT_META_LISTS,
@@ -19,7 +18,8 @@ use crate::domain::managed_fields::{
 };
 use crate::domain::registry::{BLOCKED_CONDITION, NAME_ANNOTATION, PROBER_CONDITION};
 
-/// What the server itself owns of one kind of object: managers never own these fields.
+/// What the server itself owns of one kind of object: managers never own these fields
+/// ([`CLUSTER`], and the machines' `MACHINE` in `machines/owners.rs`).
 #[derive(Debug)]
 pub struct Kind {
     pub resource: &'static Resource,
@@ -47,17 +47,6 @@ pub const CLUSTER: Kind = Kind {
     derived_metadata: &[],
     server_conditions: &[PROBER_CONDITION, BLOCKED_CONDITION],
     keeps_last_applied: true,
-};
-
-/// A `Machine`: its machine-name annotation and its owner (its cluster) are the server's.
-pub const MACHINE: Kind = Kind {
-    resource: &MACHINES,
-    api_version: "cluster.k8s.io/v1alpha1",
-    kind: "Machine",
-    derived_annotations: &[MACHINE_NAME_ANNOTATION],
-    derived_metadata: &["ownerReferences"],
-    server_conditions: &[],
-    keeps_last_applied: false,
 };
 
 /// A `Cluster`'s (and a `Machine`'s) shape for field ownership: `metav1.ObjectMeta`'s lists (finalizers a set,

@@ -11,13 +11,27 @@ use actix_web::web::Bytes;
 use actix_web::HttpRequest;
 use serde_json::{Map, Value};
 
-use crate::api::kube::managed::{self, Part, MACHINE};
+use super::object::MACHINE_NAME_ANNOTATION;
+use crate::api::kube::managed::{self, Kind, Part};
 use crate::api::kube::patch;
 use crate::api::kube::request::Params;
-use crate::api::kube::status::{KubeError, CREATE_OPTIONS, PATCH_OPTIONS, UPDATE_OPTIONS};
+use crate::api::kube::status::{
+    KubeError, CREATE_OPTIONS, MACHINES, PATCH_OPTIONS, UPDATE_OPTIONS,
+};
 use crate::domain::machine::MachinePhase;
 use crate::domain::managed_fields::{ManagedFields, ManagerId, Operation, Sent};
 use crate::store::{MachineEntry, Write};
+
+/// A `Machine`: its machine-name annotation and its owner (its cluster) are the server's.
+pub(super) const MACHINE: Kind = Kind {
+    resource: &MACHINES,
+    api_version: "cluster.k8s.io/v1alpha1",
+    kind: "Machine",
+    derived_annotations: &[MACHINE_NAME_ANNOTATION],
+    derived_metadata: &["ownerReferences"],
+    server_conditions: &[],
+    keeps_last_applied: false,
+};
 
 /// Whether a content type is server-side apply's.
 fn is_apply(content_type: &str) -> bool {
