@@ -626,7 +626,8 @@ mod tests {
             // Clusters (with status), groups and bindings.
             (registry_doc(), 10),
             (multicluster_doc(), 3),
-            (served("apis/cluster.k8s.io/v1alpha1"), 3),
+            // Machines: all, a namespace's, one, and its status.
+            (served("apis/cluster.k8s.io/v1alpha1"), 4),
             (served("apis/authorization.k8s.io/v1"), 2),
             (served("apis/authentication.k8s.io/v1"), 1),
         ] {
