@@ -279,3 +279,56 @@ pub(super) fn owned_writes(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn shown() -> Value {
+        json!({"apiVersion": "cluster.k8s.io/v1alpha1", "kind": "Machine",
+            "metadata": {"name": "kc-w-1", "namespace": "p", "uid": "u", "resourceVersion": "7",
+                "labels": {"cluster.k8s.io/cluster-name": "kc"},
+                "annotations": {MACHINE_NAME_ANNOTATION: "w-1"},
+                "ownerReferences": [{"uid": "c"}]},
+            "spec": {"versions": {"kubelet": "v1.31.4"}, "osImage": "fcos"},
+            "status": {"phase": "Running"}})
+    }
+
+    #[test]
+    fn a_machines_derived_annotation_and_owner_are_no_managers() {
+        assert_eq!(
+            managed::tracked(&MACHINE, &shown(), Part::Main),
+            json!({"metadata": {"labels": {"cluster.k8s.io/cluster-name": "kc"}},
+                "spec": {"versions": {"kubelet": "v1.31.4"}, "osImage": "fcos"}})
+        );
+        assert_eq!(
+            managed::tracked(&MACHINE, &shown(), Part::Status),
+            json!({"status": {"phase": "Running"}})
+        );
+    }
+
+    #[test]
+    fn an_applied_part_goes_back_into_the_whole_object_with_its_preconditions() {
+        let merged = json!({"metadata": {"labels": {"cluster.k8s.io/cluster-name": "kc"}},
+            "spec": {"versions": {"kubelet": "v1.31.5"}}});
+        let applied = json!({"metadata": {"name": "kc-w-1", "resourceVersion": "6"}});
+        let out = whole(Part::Main, &merged, &shown(), &applied);
+        assert_eq!(out["spec"], json!({"versions": {"kubelet": "v1.31.5"}}));
+        assert_eq!(
+            out["metadata"]["annotations"],
+            json!({MACHINE_NAME_ANNOTATION: "w-1"})
+        );
+        assert_eq!(out["metadata"]["ownerReferences"], json!([{"uid": "c"}]));
+        assert_eq!(out["metadata"]["resourceVersion"], "6");
+        assert_eq!(out["status"], json!({"phase": "Running"}));
+        let status = whole(
+            Part::Status,
+            &json!({"status": {"phase": "Running", "errorReason": "X"}}),
+            &shown(),
+            &json!({}),
+        );
+        assert_eq!(status["status"]["errorReason"], "X");
+        assert_eq!(status["spec"], shown()["spec"]);
+    }
+}
