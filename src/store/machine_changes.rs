@@ -28,7 +28,8 @@ struct ChangeRow {
 
 static CHANGES: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT change, {MACHINE_COLUMNS}, cluster_name, nodegroup_name, resource_version \
+        "SELECT change, {MACHINE_COLUMNS}, cluster_name, nodegroup_name, resource_version, \
+         managed_fields \
          FROM machine_change WHERE resource_version > $1 ORDER BY resource_version LIMIT $2"
     )
 });

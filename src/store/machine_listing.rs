@@ -7,10 +7,13 @@
 
 use std::sync::LazyLock;
 
+use sqlx::types::Json;
+
 use super::db::Pool;
 use super::machines::{MachineRow, MACHINE_COLUMNS};
 use super::StoreResult;
 use crate::domain::machine::Machine;
+use crate::domain::managed_fields::ManagedFields;
 
 /// A machine with what its Kubernetes object shows of its cluster and node group.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +24,8 @@ pub struct MachineEntry {
     pub nodegroup_name: String,
     /// The machine's resourceVersion: the registry counter's value at its last change.
     pub resource_version: i64,
+    /// `metadata.managedFields` of its object.
+    pub managed_fields: ManagedFields,
 }
 
 impl MachineEntry {
@@ -76,6 +81,7 @@ pub(super) struct EntryRow {
     pub cluster_name: String,
     pub nodegroup_name: String,
     pub resource_version: i64,
+    pub managed_fields: Json<ManagedFields>,
 }
 
 impl EntryRow {
@@ -85,6 +91,7 @@ impl EntryRow {
             cluster_name: self.cluster_name,
             nodegroup_name: self.nodegroup_name,
             resource_version: self.resource_version,
+            managed_fields: self.managed_fields.0,
         })
     }
 }
@@ -102,7 +109,7 @@ static ENTRY_SELECT: LazyLock<String> = LazyLock::new(|| {
         .join(", ");
     format!(
         "SELECT {cols}, c.registry_name AS cluster_name, g.name AS nodegroup_name, \
-         m.resource_version AS resource_version \
+         m.resource_version AS resource_version, m.managed_fields AS managed_fields \
          FROM machine m JOIN cluster c ON c.uuid = m.cluster_id \
          JOIN nodegroup g ON g.uuid = m.nodegroup_id"
     )

@@ -4,7 +4,8 @@
 //! a failed change that is undone gives its marked machines back ([`revive`]), and the end of
 //! the cluster's operation settles them ([`settle`]): the ones being deleted go, the new ones
 //! run (or failed with the operation). What the driver reports of each machine is its status
-//! ([`observe`]). One machine's own change writes its spec and status ([`update`]).
+//! ([`observe`]). One machine's own change writes its spec and status ([`update`]); a change through the
+//! Kubernetes face writes its managed fields with them ([`update_object`]).
 
 use std::collections::BTreeSet;
 
@@ -16,6 +17,7 @@ use super::{sql, StoreError, StoreResult};
 use crate::domain::machine::count::{self, Counted, MachineTemplate};
 use crate::domain::machine::create::NewMachine;
 use crate::domain::machine::{Machine, MachinePhase, MachineStatus};
+use crate::domain::managed_fields::ManagedFields;
 use crate::domain::{ClusterId, MachineId, NodeGroupId};
 
 /// Rows per multi-row statement (9 bound values a row on insert).
@@ -131,7 +133,8 @@ pub(super) async fn insert_one(tx: &mut Tx, m: &NewMachine, now: DateTime<Utc>) 
         .map_err(|e| StoreError::Corrupt(format!("machine spec: {e}")))?;
     tx.sql(
         "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
-         phase, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}', $9)",
+         phase, status, created_at, managed_fields) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}', $9, $10)",
     )
     .bind_id(&m.uuid)
     .bind(m.name.as_str().to_string())
@@ -142,6 +145,7 @@ pub(super) async fn insert_one(tx: &mut Tx, m: &NewMachine, now: DateTime<Utc>) 
     .bind(Json(spec))
     .bind(m.phase.as_str())
     .bind(now)
+    .bind(Json(&m.managed_fields))
     .execute(&mut *tx)
     .await?;
     Ok(())
@@ -293,6 +297,52 @@ pub(super) async fn update(
         .bind(m.status.provider_id.clone())
         .bind(Json(serde_json::Value::Object(rest)))
         .bind(now)
+        .bind_all(from.iter().map(|p| p.as_str()))
+        .execute(&mut *tx)
+        .await?;
+    if updated == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::Stale)
+    }
+}
+
+/// Writes one machine's object as the Kubernetes face changed it: its spec, status (phase and
+/// provider id too) and managed fields, in one statement (one new resourceVersion), if it is
+/// still at `resource_version` and its phase one of `from`; [`StoreError::Stale`] otherwise.
+#[tracing::instrument(level = "debug", skip_all, fields(machine = %m.uuid, phase = %m.status.phase))]
+pub(super) async fn update_object(
+    tx: &mut Tx,
+    m: &Machine,
+    from: &[MachinePhase],
+    resource_version: i64,
+    managed_fields: &ManagedFields,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("machine {} {what}", m.uuid));
+    let spec = serde_json::to_value(&m.spec).map_err(|_| corrupt("spec"))?;
+    let mut rest = match serde_json::to_value(&m.status) {
+        Ok(serde_json::Value::Object(rest)) => rest,
+        _ => return Err(corrupt("status")),
+    };
+    rest.remove("phase");
+    rest.remove("providerID");
+    let text = format!(
+        "UPDATE machine SET spec = $2, phase = $3, provider_id = $4, status = $5, \
+         updated_at = $6, managed_fields = $7 WHERE uuid = $1 AND resource_version = $8 \
+         AND phase IN ({})",
+        sql::placeholders(9, from.len())
+    );
+    let updated = tx
+        .sql(&text)
+        .bind_id(&m.uuid)
+        .bind(Json(spec))
+        .bind(m.status.phase.as_str())
+        .bind(m.status.provider_id.clone())
+        .bind(Json(serde_json::Value::Object(rest)))
+        .bind(now)
+        .bind(Json(managed_fields))
+        .bind(resource_version)
         .bind_all(from.iter().map(|p| p.as_str()))
         .execute(&mut *tx)
         .await?;

@@ -21,6 +21,7 @@ use crate::domain::federation::{Federation, NewFederation};
 use crate::domain::job::{JobResource, NewJob};
 use crate::domain::keypair::NewKeyPair;
 use crate::domain::machine::{Machine, MachinePhase, MachineStatus};
+use crate::domain::managed_fields::ManagedFields;
 use crate::domain::status::FederationStatus;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 use crate::domain::{ClusterGroupBindingId, ClusterGroupId, ClusterId, MachineId, NodeGroupId};
@@ -105,6 +106,14 @@ pub enum Write {
     UpdateMachine {
         machine: Box<Machine>,
         from: Vec<MachinePhase>,
+    },
+    /// [`Write::UpdateMachine`] from the Kubernetes face: the machine's `managed_fields` too,
+    /// and only while it is still at `resource_version` (else [`super::StoreError::Stale`]).
+    UpdateMachineObject {
+        machine: Box<Machine>,
+        from: Vec<MachinePhase>,
+        resource_version: i64,
+        managed_fields: ManagedFields,
     },
     InsertFederation {
         federation: Box<NewFederation>,
@@ -285,6 +294,7 @@ pub(super) fn touches_clusters(writes: &[Write]) -> bool {
                 | Write::SettleMachines { .. }
                 | Write::ObserveMachines(_)
                 | Write::UpdateMachine { .. }
+                | Write::UpdateMachineObject { .. }
         )
     })
 }
@@ -348,6 +358,15 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
         Write::ObserveMachines(observed) => machine_writes::observe(tx, observed, now).await?,
         Write::UpdateMachine { machine, from } => {
             machine_writes::update(tx, machine, from, now).await?
+        }
+        Write::UpdateMachineObject {
+            machine,
+            from,
+            resource_version,
+            managed_fields,
+        } => {
+            machine_writes::update_object(tx, machine, from, *resource_version, managed_fields, now)
+                .await?
         }
         Write::InsertFederation { federation, status } => {
             federations::insert(tx, federation, *status, now).await?

@@ -603,7 +603,8 @@ async fn kubectl_watches_and_patches_machines() {
         .await;
     assert_eq!(out.trim(), "v1.31.7 InPlace");
 
-    // Server-side apply of an existing machine changes what the applied configuration names.
+    // Server-side apply of an existing machine changes what the applied configuration names
+    // (taking the fields other managers own only when forced).
     let manifest = format!(
         "apiVersion: cluster.k8s.io/v1alpha1\nkind: Machine\nmetadata:\n  name: {w}\n  \
          labels:\n    cluster.k8s.io/cluster-name: kc\n    \
@@ -611,7 +612,19 @@ async fn kubectl_watches_and_patches_machines() {
          kubelet: v1.31.8\n"
     );
     let file = k.file("applied.yaml", &manifest);
-    let out = k.ok(&["apply", "--server-side", "-f", &file]).await;
+    // Its first apply gives the machine's fields to before-first-apply (as the API server
+    // does for an object whose fields no one tracked yet): a conflict until it forces.
+    let err = k.fails(&["apply", "--server-side", "-f", &file]).await;
+    assert!(
+        err.contains(
+            "conflict with \"before-first-apply\" using cluster.k8s.io/v1alpha1: \
+             .spec.versions.kubelet"
+        ),
+        "{err}"
+    );
+    let out = k
+        .ok(&["apply", "--server-side", "--force-conflicts", "-f", &file])
+        .await;
     assert!(
         out.contains(&format!("machine.cluster.k8s.io/{w} serverside-applied")),
         "{out}"

@@ -28,6 +28,7 @@ mod jwt_attacks;
 mod keystone;
 mod kubernetes_driver;
 mod lifecycle;
+mod machine_apply;
 mod machine_counts;
 mod machine_create;
 mod machine_delete;

@@ -277,7 +277,10 @@ async fn the_openapi_documents_describe_the_machine_for_kubectl_explain(
     let paths = doc.body["paths"].as_object().expect("paths");
     let one = &paths["/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}"];
     assert_eq!(one["get"]["operationId"], "readNamespacedMachine");
-    assert!(one.get("put").is_none() && one.get("delete").is_none());
+    // Every verb served: replace, patch and delete of one (and its status, machine_apply.rs).
+    assert_eq!(one["put"]["operationId"], "replaceNamespacedMachine");
+    assert_eq!(one["patch"]["operationId"], "patchNamespacedMachine");
+    assert_eq!(one["delete"]["operationId"], "deleteNamespacedMachine");
     assert!(paths.contains_key("/apis/cluster.k8s.io/v1alpha1/machines"));
     let v2 = get(&app, "/openapi/v2").await;
     assert_eq!(

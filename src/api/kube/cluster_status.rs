@@ -121,7 +121,7 @@ async fn write(
     let raw = validation::raw_object(Some(&content_type), body);
     let applied = if apply {
         let applied = patch::parse_applied(body)?;
-        managed::check_applied(&applied, namespace, name)?;
+        managed::check_applied(&managed::CLUSTER, &applied, namespace, name)?;
         Some(applied)
     } else {
         None
@@ -152,6 +152,7 @@ async fn write(
                 }
                 let mut fields = e.cluster.registry.managed_fields.clone();
                 let merged = managed::apply(
+                    &managed::CLUSTER,
                     &mut fields,
                     Some(&current),
                     applied,
@@ -194,8 +195,8 @@ async fn write(
                     Sent::Keep,
                     true,
                     &managed::SCHEMA,
-                    &managed::tracked(&current, Part::Status),
-                    &managed::tracked(&new, Part::Status),
+                    &managed::tracked(&managed::CLUSTER, &current, Part::Status),
+                    &managed::tracked(&managed::CLUSTER, &new, Part::Status),
                     &id,
                     API_VERSION,
                     chrono::Utc::now(),

@@ -1,7 +1,8 @@
-//! `metadata.managedFields` of registry clusters, as the API server keeps them: the field
-//! manager of a write (its `fieldManager`, or the User-Agent's product), the part of an object
-//! a manager can own, apply bodies checked as the API server checks them, conflicts as its 409,
-//! and the wire entries (`ManagedFieldsEntry`). The rules are [`crate::domain::managed_fields`].
+//! `metadata.managedFields` of the objects that keep them (registry clusters and machines), as
+//! the API server keeps them: the field manager of a write (its `fieldManager`, or the
+//! User-Agent's product), the part of an object a manager can own, apply bodies checked as the
+//! API server checks them, conflicts as its 409, and the wire entries (`ManagedFieldsEntry`).
+//! What differs by resource is its [`Kind`]; the rules are [`crate::domain::managed_fields`].
 
 use actix_web::http::header;
 use actix_web::HttpRequest;
@@ -9,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntr
 use serde_json::{Map, Value};
 
 use super::objects::{API_VERSION, KIND};
-use super::status::{quote, Cause, KubeError, CLUSTERS, PATCH_OPTIONS};
+use super::status::{quote, Cause, KubeError, Resource, CLUSTERS, PATCH_OPTIONS};
 use crate::domain::managed_fields::{
     allowed_conflicts, conflict_message, last_applied_of, path_string, validate, Conflict,
     ManagedFields, ManagerId, Operation, Problem, Schema, KUBECTL_MANAGER, OBJECT_META_LISTS,
@@ -17,7 +18,38 @@ use crate::domain::managed_fields::{
 };
 use crate::domain::registry::{BLOCKED_CONDITION, NAME_ANNOTATION, PROBER_CONDITION};
 
-/// A `Cluster`'s shape for field ownership: `metav1.ObjectMeta`'s lists (finalizers a set,
+/// What the server itself owns of one kind of object: managers never own these fields
+/// ([`CLUSTER`], and the machines' `MACHINE` in `machines/owners.rs`).
+#[derive(Debug)]
+pub struct Kind {
+    pub resource: &'static Resource,
+    /// `group/version`, as the entries and apply bodies name it.
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    /// Annotations the server derives (never a manager's).
+    pub derived_annotations: &'static [&'static str],
+    /// Other metadata fields the server derives.
+    pub derived_metadata: &'static [&'static str],
+    /// Status conditions the server sets itself (not a `/status` writer's).
+    pub server_conditions: &'static [&'static str],
+    /// Whether the object keeps kubectl's last-applied annotation (a machine's annotations
+    /// are derived, so it does not).
+    pub keeps_last_applied: bool,
+}
+
+/// A registry `Cluster`: its derived-name annotation and the prober's conditions are the
+/// server's.
+pub const CLUSTER: Kind = Kind {
+    resource: &CLUSTERS,
+    api_version: API_VERSION,
+    kind: KIND,
+    derived_annotations: &[NAME_ANNOTATION],
+    derived_metadata: &[],
+    server_conditions: &[PROBER_CONDITION, BLOCKED_CONDITION],
+    keeps_last_applied: true,
+};
+
+/// A `Cluster`'s (and a `Machine`'s) shape for field ownership: `metav1.ObjectMeta`'s lists (finalizers a set,
 /// ownerReferences keyed by uid); the spec's lists are atomic, as a CRD's lists without
 /// `x-kubernetes-list-type` are.
 pub const SCHEMA: Schema = Schema {
@@ -121,17 +153,23 @@ pub fn require_apply_manager(field_manager: Option<&str>) -> Result<(), KubeErro
 
 /// Checks an applied configuration as the API server does: its apiVersion and kind (400), no
 /// `metadata.managedFields` (400).
-pub fn check_applied(applied: &Value, namespace: &str, name: &str) -> Result<(), KubeError> {
+pub fn check_applied(
+    of: &Kind,
+    applied: &Value,
+    namespace: &str,
+    name: &str,
+) -> Result<(), KubeError> {
+    let expected = of.api_version;
     let version = applied["apiVersion"].as_str().unwrap_or("");
-    if version != API_VERSION {
+    if version != expected {
         return Err(KubeError::BadRequest(format!(
-            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {API_VERSION}"
+            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {expected}"
         )));
     }
     let kind = applied["kind"].as_str().unwrap_or("");
-    if kind != KIND {
+    if kind != of.kind {
         return Err(KubeError::BadRequest(format!(
-            "failed to create typed patch object ({namespace}/{name}; {API_VERSION}, Kind={kind}): no corresponding type for {API_VERSION}, Kind={kind}"
+            "failed to create typed patch object ({namespace}/{name}; {expected}, Kind={kind}): no corresponding type for {expected}, Kind={kind}"
         )));
     }
     if applied["metadata"].get("managedFields").is_some() {
@@ -163,7 +201,7 @@ impl Part {
 /// The part of an object (a `Cluster` as JSON) whose fields managers own: without what the
 /// server owns (apiVersion, kind, name, uid, resourceVersion, timestamps, the derived-name
 /// annotation) and without what the write does not reach.
-pub fn tracked(object: &Value, part: Part) -> Value {
+pub fn tracked(of: &Kind, object: &Value, part: Part) -> Value {
     let mut out = Map::new();
     let Some(o) = object.as_object() else {
         return Value::Object(out);
@@ -189,9 +227,14 @@ pub fn tracked(object: &Value, part: Part) -> Value {
                         ] {
                             meta.remove(server);
                         }
+                        for server in of.derived_metadata {
+                            meta.remove(*server);
+                        }
                         if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut)
                         {
-                            a.remove(NAME_ANNOTATION);
+                            for derived in of.derived_annotations {
+                                a.remove(*derived);
+                            }
                             if a.is_empty() {
                                 meta.remove("annotations");
                             }
@@ -212,8 +255,8 @@ pub fn tracked(object: &Value, part: Part) -> Value {
                 let mut status = status.clone();
                 if let Some(cs) = status.get_mut("conditions").and_then(Value::as_array_mut) {
                     cs.retain(|c| {
-                        let t = c["type"].as_str();
-                        t != Some(PROBER_CONDITION) && t != Some(BLOCKED_CONDITION)
+                        let t = c["type"].as_str().unwrap_or("");
+                        !of.server_conditions.contains(&t)
                     });
                 }
                 drop_empty(&mut status);
@@ -243,6 +286,7 @@ fn drop_empty(m: &mut Map<String, Value>) {
 /// the fields the annotation still holds the values of (the API server's
 /// `lastAppliedManager`): such an apply is forced when those are its only conflicts.
 pub fn apply(
+    of: &Kind,
     fields: &mut ManagedFields,
     live: Option<&Value>,
     applied: &Value,
@@ -252,10 +296,10 @@ pub fn apply(
 ) -> Result<Value, KubeError> {
     let empty = Value::Object(Map::new());
     let (tracked_live, exists) = match live {
-        Some(object) => (tracked(object, part), true),
+        Some(object) => (tracked(of, object, part), true),
         None => (empty, false),
     };
-    let applied_part = tracked(applied, part);
+    let applied_part = tracked(of, applied, part);
     let now = chrono::Utc::now();
     let conflicts = match fields.apply(
         &SCHEMA,
@@ -263,7 +307,7 @@ pub fn apply(
         exists,
         &applied_part,
         id,
-        API_VERSION,
+        of.api_version,
         force,
         now,
     ) {
@@ -271,12 +315,12 @@ pub fn apply(
         Err(conflicts) => conflicts,
     };
     let last = live
-        .filter(|_| id.manager == KUBECTL_MANAGER && part == Part::Main)
+        .filter(|_| id.manager == KUBECTL_MANAGER && part == Part::Main && of.keeps_last_applied)
         .and_then(last_applied_of);
     let Some(last) = last else {
         return Err(conflict_error(&conflicts));
     };
-    let allowed = allowed_conflicts(&SCHEMA, &tracked_live, &tracked(&last, part));
+    let allowed = allowed_conflicts(&SCHEMA, &tracked_live, &tracked(of, &last, part));
     let left: Vec<Conflict> = conflicts
         .into_iter()
         .filter(|c| !allowed.contains(&c.path))
@@ -291,7 +335,7 @@ pub fn apply(
             exists,
             &applied_part,
             id,
-            API_VERSION,
+            of.api_version,
             true,
             now,
         )
@@ -316,7 +360,7 @@ pub fn conflict_error(conflicts: &[Conflict]) -> KubeError {
 /// 422 naming `metadata.managedFields[i]...` when the entries a write leaves on the object
 /// `name` are not valid (`ValidateManagedFields`: a manager name too long or unprintable, a
 /// subresource name too long).
-pub fn check_entries(m: &ManagedFields, name: &str) -> Result<(), KubeError> {
+pub fn check_entries(of: &Kind, m: &ManagedFields, name: &str) -> Result<(), KubeError> {
     let causes: Vec<Cause> = validate(m)
         .into_iter()
         .map(|(field, problem)| match problem {
@@ -331,7 +375,7 @@ pub fn check_entries(m: &ManagedFields, name: &str) -> Result<(), KubeError> {
     if causes.is_empty() {
         Ok(())
     } else {
-        Err(KubeError::invalid(&CLUSTERS, name, causes))
+        Err(KubeError::invalid(of.resource, name, causes))
     }
 }
 
@@ -404,16 +448,16 @@ mod tests {
     #[test]
     fn applied_objects_name_their_version_and_kind() {
         let ok = json!({"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "a"}});
-        assert!(check_applied(&ok, "p", "a").is_ok());
-        let e = check_applied(&json!({"kind": KIND}), "p", "a").err();
+        assert!(check_applied(&CLUSTER, &ok, "p", "a").is_ok());
+        let e = check_applied(&CLUSTER, &json!({"kind": KIND}), "p", "a").err();
         assert_eq!(
             e.map(|e| e.to_string()),
             Some("Incorrect version specified in apply patch. Specified patch version: , expected: clusterregistry.k8s.io/v1alpha1".to_string())
         );
-        assert!(check_applied(&json!({"apiVersion": API_VERSION}), "p", "a").is_err());
+        assert!(check_applied(&CLUSTER, &json!({"apiVersion": API_VERSION}), "p", "a").is_err());
         let mf =
             json!({"apiVersion": API_VERSION, "kind": KIND, "metadata": {"managedFields": []}});
-        assert!(check_applied(&mf, "p", "a").is_err());
+        assert!(check_applied(&CLUSTER, &mf, "p", "a").is_err());
     }
 
     #[test]
@@ -424,11 +468,11 @@ mod tests {
             "spec": {"authInfo": {}},
             "status": {"conditions": [{"type": "OK", "status": "True"}, {"type": "R", "status": "True"}]}});
         assert_eq!(
-            tracked(&obj, Part::Main),
+            tracked(&CLUSTER, &obj, Part::Main),
             json!({"metadata": {"labels": {"x": "1"}}, "spec": {"authInfo": {}}})
         );
         assert_eq!(
-            tracked(&obj, Part::Status),
+            tracked(&CLUSTER, &obj, Part::Status),
             json!({"status": {"conditions": [{"type": "R", "status": "True"}]}})
         );
     }

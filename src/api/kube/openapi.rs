@@ -154,33 +154,44 @@ struct Writes {
     create_delete: bool,
     /// Replace (PUT) and patch.
     update: bool,
-    /// Delete of a collection, and the status subresource.
-    collection_and_status: bool,
+    /// Delete of a collection.
+    collection: bool,
+    /// The status subresource (read, replace, patch).
+    status: bool,
 }
 
 /// Reads only.
 const READ_ONLY: Writes = Writes {
     create_delete: false,
     update: false,
-    collection_and_status: false,
+    collection: false,
+    status: false,
 };
 /// Every write (the registry's clusters).
 const ALL_WRITES: Writes = Writes {
     create_delete: true,
     update: true,
-    collection_and_status: true,
+    collection: true,
+    status: true,
+};
+/// A machine's writes: create, replace, patch, delete and its status; no delete of a
+/// collection.
+const MACHINE_WRITES: Writes = Writes {
+    create_delete: true,
+    update: true,
+    collection: false,
+    status: true,
 };
 
 /// The OpenAPI v3 document of one group-version with one resource: `item` is the kind's
-/// schema, `list` its list schema, `writable` whether create/update/patch/delete are served.
+/// schema, `list` its list schema, `writes` the writes served.
 fn gv_document(
     r: &Resource,
     item: &'static Schema,
     list: &'static Schema,
-    writable: bool,
+    writes: Writes,
 ) -> Value {
-    let (paths, roots) =
-        resource_paths(r, item, list, if writable { ALL_WRITES } else { READ_ONLY });
+    let (paths, roots) = resource_paths(r, item, list, writes);
     document_of(paths, &roots)
 }
 
@@ -237,7 +248,6 @@ fn resource_paths(
             responses: responses(&[("200", "OK")], item) }),
         "parameters": path_params(&[("name", &name_doc), ns_param]),
     });
-    let writable = writes.collection_and_status;
     if writes.create_delete {
         coll_item["post"] = op(Op {
             r,
@@ -261,7 +271,7 @@ fn resource_paths(
             responses: responses(&[("200", "OK"), ("202", "Accepted")], &schema::STATUS),
         });
     }
-    if writable {
+    if writes.collection {
         let mut del_params: Vec<&str> = DELETE_PARAMS.to_vec();
         del_params.extend_from_slice(LIST_PARAMS);
         coll_item["delete"] = op(Op {
@@ -300,7 +310,7 @@ fn resource_paths(
             responses: responses(&[("200", "OK"), ("201", "Created")], item),
         });
     }
-    if writable {
+    if writes.status {
         // The status subresource: read, replace and patch, as for a CRD with one.
         let body = json!({"content": content(item), "required": true});
         let patch_ref = json!({"schema": {"$ref": schema::ref_of(&schema::PATCH)}});
@@ -408,7 +418,8 @@ pub(super) fn documents() -> Vec<(String, Value)> {
                     Writes {
                         create_delete: true,
                         update: true,
-                        collection_and_status: false,
+                        collection: false,
+                        status: false,
                     },
                 ),
                 (
@@ -418,7 +429,8 @@ pub(super) fn documents() -> Vec<(String, Value)> {
                     Writes {
                         create_delete: true,
                         update: false,
-                        collection_and_status: false,
+                        collection: false,
+                        status: false,
                     },
                 ),
             ]),
@@ -429,12 +441,17 @@ pub(super) fn documents() -> Vec<(String, Value)> {
                 &CLUSTER_PROFILES,
                 &schema::CLUSTER_PROFILE,
                 &schema::CLUSTER_PROFILE_LIST,
-                false,
+                READ_ONLY,
             ),
         ),
         (
             gv_key(&MACHINES),
-            gv_document(&MACHINES, &schema::MACHINE, &schema::MACHINE_LIST, false),
+            gv_document(
+                &MACHINES,
+                &schema::MACHINE,
+                &schema::MACHINE_LIST,
+                MACHINE_WRITES,
+            ),
         ),
         (
             gv_key(&ACCESS_REVIEWS),
@@ -609,7 +626,8 @@ mod tests {
             // Clusters (with status), groups and bindings.
             (registry_doc(), 10),
             (multicluster_doc(), 3),
-            (served("apis/cluster.k8s.io/v1alpha1"), 3),
+            // Machines: all, a namespace's, one, and its status.
+            (served("apis/cluster.k8s.io/v1alpha1"), 4),
             (served("apis/authorization.k8s.io/v1"), 2),
             (served("apis/authentication.k8s.io/v1"), 1),
         ] {

@@ -31,6 +31,8 @@ pub struct NewMachine {
     pub nodegroup_id: NodeGroupId,
     pub spec: MachineSpec,
     pub phase: MachinePhase,
+    /// `metadata.managedFields` of its Kubernetes object (none unless made there).
+    pub managed_fields: crate::domain::managed_fields::ManagedFields,
 }
 
 impl NewMachine {
@@ -71,6 +73,7 @@ impl NewMachine {
             nodegroup_id: tmpl.nodegroup,
             spec,
             phase: MachinePhase::Pending,
+            managed_fields: Default::default(),
         })
     }
 

@@ -197,7 +197,7 @@ pub(super) async fn modify(
     let id = ManagerId::new(&manager, managed::operation(apply), "");
     let applied = if apply {
         let applied = patch::parse_applied(body)?;
-        managed::check_applied(&applied, namespace, name)?;
+        managed::check_applied(&managed::CLUSTER, &applied, namespace, name)?;
         if stated(&applied, "name").is_some() {
             validation::check_name(&applied, name)?;
         }
@@ -231,7 +231,15 @@ pub(super) async fn modify(
                     return Err(KubeError::conflict(&CLUSTERS, name));
                 }
                 let mut fields = ManagedFields::default();
-                let mut value = managed::apply(&mut fields, None, applied, Part::Main, &id, force)?;
+                let mut value = managed::apply(
+                    &managed::CLUSTER,
+                    &mut fields,
+                    None,
+                    applied,
+                    Part::Main,
+                    &id,
+                    force,
+                )?;
                 refresh_last_applied(&mut value, applied, &manager);
                 value["metadata"]["name"] = Value::String(name.to_string());
                 strip_server_fields(&mut value, namespace)?;
@@ -280,8 +288,15 @@ pub(super) async fn modify(
                     return Err(KubeError::conflict(&CLUSTERS, name));
                 }
                 let mut fields = e.cluster.registry.managed_fields.clone();
-                let merged =
-                    managed::apply(&mut fields, Some(&current), applied, Part::Main, &id, force)?;
+                let merged = managed::apply(
+                    &managed::CLUSTER,
+                    &mut fields,
+                    Some(&current),
+                    applied,
+                    Part::Main,
+                    &id,
+                    force,
+                )?;
                 applied_fields = Some(fields);
                 let mut merged = merged;
                 refresh_last_applied(&mut merged, applied, &manager);

@@ -80,12 +80,12 @@ pub(super) fn record_create(
         false,
         &managed::SCHEMA,
         &Value::Object(Default::default()),
-        &managed::tracked(&shown, Part::Main),
+        &managed::tracked(&managed::CLUSTER, &shown, Part::Main),
         &ManagerId::new(manager, Operation::Update, ""),
         API_VERSION,
         chrono::Utc::now(),
     );
-    managed::check_entries(&m, &d.name)?;
+    managed::check_entries(&managed::CLUSTER, &m, &d.name)?;
     d.meta.managed_fields = m;
     Ok(())
 }
@@ -113,13 +113,13 @@ pub(super) fn with_managed_fields(
                 sent,
                 true,
                 &managed::SCHEMA,
-                &managed::tracked(current, Part::Main),
-                &managed::tracked(&new, Part::Main),
+                &managed::tracked(&managed::CLUSTER, current, Part::Main),
+                &managed::tracked(&managed::CLUSTER, &new, Part::Main),
                 id,
                 API_VERSION,
                 chrono::Utc::now(),
             );
-            managed::check_entries(&m, &e.cluster.registry.name)?;
+            managed::check_entries(&managed::CLUSTER, &m, &e.cluster.registry.name)?;
             row.registry.managed_fields = m;
         }
     }

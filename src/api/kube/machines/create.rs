@@ -16,8 +16,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::listing;
 use super::object::{machine, CLUSTER_LABEL, MACHINE_NAME_ANNOTATION, NODEGROUP_LABEL};
+use super::{listing, owners};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::MACHINE_CREATE;
@@ -32,7 +32,8 @@ use crate::api::v1::machine_create::{machine_create_writes, NAME_TAKEN};
 use crate::api::{AppState, RequestContext};
 use crate::domain::machine::create::MachineRequest;
 use crate::domain::machine::{ContainerRuntime, KubeVersion, MachineName};
-use crate::store::{MachineEntry, StoreError};
+use crate::domain::managed_fields::Sent;
+use crate::store::{MachineEntry, StoreError, Write};
 
 /// The fields a `Machine` body may carry, by object.
 const TOP: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
@@ -361,6 +362,7 @@ pub(super) async fn create(
     let p = params(&req)?;
     let dry = dry_run(&p, &CREATE_OPTIONS)?;
     let value = json_of(&req, &body)?;
+    let sent = Sent::read(value["metadata"].get("managedFields"));
     let asked = read(&value, &namespace, &p)?;
     let annotation = value["metadata"]["annotations"][MACHINE_NAME_ANNOTATION].as_str();
     let (object, machine_name) = names(&asked, annotation)?;
@@ -397,16 +399,30 @@ pub(super) async fn create(
             })?;
         let mut request = asked.request.clone();
         request.name = Some(machine_name.clone());
-        let (writes, new) = machine_create_writes(&state, &ctx, &c, &ng, &request).await?;
+        let (mut writes, new) = machine_create_writes(&state, &ctx, &c, &ng, &request).await?;
         let rv = state.store.registry_bounds().await?.0;
-        let preview = MachineEntry {
+        let mut preview = MachineEntry {
             machine: new.provisional(crate::store::sql::now()),
             cluster_name: asked.cluster.clone(),
             nodegroup_name: ng.name.clone(),
             resource_version: rv,
+            managed_fields: Default::default(),
         };
-        let served = serde_json::to_value(machine(&preview).spec).map_err(KubeError::internal)?;
-        check_group_owned(&asked, &served, &object, new.role.as_str() == "master")?;
+        let shown = serde_json::to_value(machine(&preview)).map_err(KubeError::internal)?;
+        check_group_owned(
+            &asked,
+            &shown["spec"],
+            &object,
+            new.role.as_str() == "master",
+        )?;
+        // The creating manager's entry (on the entries the body carried, if any).
+        let fields = owners::created(&req, &p, &shown, sent.clone())?;
+        for w in writes.iter_mut() {
+            if let Write::InsertMachine(m) = w {
+                m.managed_fields = fields.clone();
+            }
+        }
+        preview.managed_fields = fields;
         if dry {
             return Ok(Attempt::Done(machine(&preview)));
         }

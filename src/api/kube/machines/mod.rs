@@ -5,13 +5,15 @@
 //! subresource ([`status`]), one object per stored machine (a node of a cluster).
 //!
 //! By what each part does: [`object`] (the wire form and the object name), [`listing`] (the
-//! paged read and the lookup by name) and [`table`] (`kubectl get` columns).
+//! paged read and the lookup by name), [`table`] (`kubectl get` columns) and [`owners`] (the
+//! `metadata.managedFields` each write leaves, as a registry cluster keeps them).
 
 pub mod object;
 
 mod create;
 mod delete;
 mod listing;
+mod owners;
 mod status;
 mod table;
 mod update;

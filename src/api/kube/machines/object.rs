@@ -255,6 +255,8 @@ pub fn machine(e: &MachineEntry) -> Machine {
             // A machine being deleted shows since when, as any object a delete waits on.
             deletion_timestamp: (m.status.phase == MachinePhase::Deleting)
                 .then(|| meta_time(m.updated_at.unwrap_or(m.created_at))),
+            managed_fields: Some(crate::api::kube::managed::wire(&e.managed_fields))
+                .filter(|m| !m.is_empty()),
             ..ObjectMeta::default()
         },
         spec: spec(&m.spec),

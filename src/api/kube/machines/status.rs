@@ -5,7 +5,9 @@
 //! status only, whatever else the body says: `providerID`, `nodeRef`, `addresses`,
 //! `versions`, `errorReason`, `errorMessage`, `lastUpdated` and `lastChange`, until the driver
 //! next reports. `status.phase` is the service's operations' (a different phase is a 422);
-//! a stated resourceVersion other than the machine's is a 409.
+//! a stated resourceVersion other than the machine's is a 409. Each write records its
+//! manager's entry in `metadata.managedFields` with subresource `status` (an apply's with the
+//! API server's conflicts, [`super::owners`]).
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -14,9 +16,11 @@ use serde_json::Value;
 
 use super::listing;
 use super::object::machine;
+use super::owners::{owned_writes, Writer};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{MACHINE_STATUS_GET, MACHINE_STATUS_PATCH, MACHINE_STATUS_UPDATE};
+use crate::api::kube::managed::Part;
 use crate::api::kube::patch::{apply_patch, PatchType};
 use crate::api::kube::request::{
     authorize_namespace, caller, content_type, dry_run, json_of, json_response, params,
@@ -24,7 +28,7 @@ use crate::api::kube::request::{
 use crate::api::kube::status::{Cause, KubeError, MACHINES, PATCH_OPTIONS, UPDATE_OPTIONS};
 use crate::api::{AppState, RequestContext};
 use crate::domain::machine::MachineStatus;
-use crate::store::Write;
+use crate::domain::managed_fields::Sent;
 
 /// `GET …/machines/{name}/status`: the machine.
 #[tracing::instrument(name = "machines.status.get", skip_all, fields(namespace = %path.0, name = %path.1))]
@@ -69,12 +73,13 @@ fn domain_status(name: &str, wire: &Value) -> Result<MachineStatus, KubeError> {
     })
 }
 
-/// A status write: the machine's status as `desired_of` leaves the object.
+/// A status write by `writer`: the machine's status as `desired_of` (or the apply) leaves the
+/// object.
 async fn write(
     state: &AppState,
-    namespace: &str,
-    name: &str,
+    (namespace, name): (&str, &str),
     dry: bool,
+    writer: &Writer,
     desired_of: impl Fn(&Value) -> Result<Value, KubeError>,
 ) -> Result<HttpResponse, KubeError> {
     let answer = retry::until_committed(async || {
@@ -82,7 +87,7 @@ async fn write(
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
         let current = serde_json::to_value(machine(&e)).map_err(KubeError::internal)?;
-        let desired = desired_of(&current)?;
+        let (desired, applied) = writer.desired(&e, &current, &desired_of)?;
         if let Some(rv) = desired["metadata"]["resourceVersion"].as_str() {
             if rv != e.resource_version.to_string() {
                 return Err(KubeError::conflict(&MACHINES, name));
@@ -100,11 +105,18 @@ async fn write(
             ));
         }
         let mut next = e.clone();
-        next.machine.status = status.clone();
-        if dry || status == e.machine.status {
-            return Ok(Attempt::Done(machine(&next)));
+        next.machine.status = status;
+        let new = serde_json::to_value(machine(&next)).map_err(KubeError::internal)?;
+        let fields = writer.fields(&e, applied, Sent::Keep, (&current, &new))?;
+        let writes = owned_writes(&e, &next, None, &fields);
+        next.managed_fields = fields;
+        if dry || writes.is_empty() {
+            return Ok(Attempt::Done(machine(if writes.is_empty() {
+                &e
+            } else {
+                &next
+            })));
         }
-        let writes = [Write::ObserveMachines(vec![(e.machine.uuid, status)])];
         listing::commit_and_read(state, &writes, namespace, name).await
     })
     .await?;
@@ -126,8 +138,12 @@ pub(super) async fn replace(
     let (rule, verb) = MACHINE_STATUS_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINES, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
+    let writer = Writer::of(&req, &p, None, Part::Status, (&namespace, &name), &body)?;
     let desired = json_of(&req, &body)?;
-    write(&state, &namespace, &name, dry, |_| Ok(desired.clone())).await
+    write(&state, (&namespace, &name), dry, &writer, |_| {
+        Ok(desired.clone())
+    })
+    .await
 }
 
 /// `PATCH …/machines/{name}/status` (a strategic merge patch is 415).
@@ -147,7 +163,15 @@ pub(super) async fn patch(
     let dry = dry_run(&p, &PATCH_OPTIONS)?;
     let ct = content_type(&req).unwrap_or("").to_string();
     PatchType::from_content_type(&ct)?;
-    write(&state, &namespace, &name, dry, |current| {
+    let writer = Writer::of(
+        &req,
+        &p,
+        Some(&ct),
+        Part::Status,
+        (&namespace, &name),
+        &body,
+    )?;
+    write(&state, (&namespace, &name), dry, &writer, |current| {
         apply_patch(&ct, current, &body).map_err(|err| match err {
             KubeError::Invalid { causes, .. } => KubeError::invalid(&MACHINES, &name, causes),
             other => other,

@@ -13,8 +13,11 @@
 //! these is a 422 whose causes name each field. A strategic merge patch is the apiserver's 415
 //! for a custom resource. A stated `metadata.resourceVersion` (required by a replace) that is
 //! not the machine's is a 409 Conflict; a stated `metadata.uid` that is not its uid, too.
-//! Server-side apply merges the applied configuration into the object (fields it names are
-//! set, none removed); machines keep no `managedFields`, so an apply never conflicts.
+//! Server-side apply merges the applied configuration into the object and keeps
+//! `metadata.managedFields` as the API server does ([`super::owners`]): a field another
+//! manager owns that the apply would change is a 409 naming each field and manager, unless
+//! `force=true` (`kubectl apply --server-side --force-conflicts`) takes it over; a replace
+//! or a merge/JSON patch records its manager's `Update` entry. A `dryRun` writes nothing.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -23,9 +26,11 @@ use serde_json::{Map, Value};
 
 use super::listing;
 use super::object::{machine, Machine};
+use super::owners::{owned_writes, Writer};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{MACHINE_PATCH, MACHINE_UPDATE};
+use crate::api::kube::managed::Part;
 use crate::api::kube::patch::apply_patch;
 use crate::api::kube::request::{
     authorize_namespace, caller, content_type, dry_run, json_of, json_response, params,
@@ -35,6 +40,7 @@ use crate::api::v1::lookup::cluster_target;
 use crate::api::v1::machine_ops::{change_writes, MachineChange};
 use crate::api::{AppState, RequestContext};
 use crate::domain::machine::{KubeVersion, MachinePhase};
+use crate::domain::managed_fields::Sent;
 use crate::store::MachineEntry;
 
 /// How the desired object came: a replace states the whole object, a patch's result is the
@@ -325,8 +331,10 @@ fn refusal(name: &str, err: ApiError) -> KubeError {
     }
 }
 
-/// One update: reads the machine, asks `desired_of` for the object it should be, and makes
-/// the change (or, on a dry run, checks it).
+/// One update by `writer`: reads the machine, asks `desired_of` (or the apply) for the object
+/// it should be, and makes the change with the managed fields it leaves (or, on a dry run,
+/// checks it).
+#[allow(clippy::too_many_arguments)]
 async fn update(
     ctx: &RequestContext,
     state: &AppState,
@@ -334,6 +342,7 @@ async fn update(
     name: &str,
     verb: Verb,
     dry: bool,
+    writer: &Writer,
     desired_of: impl Fn(&Value) -> Result<Value, KubeError>,
 ) -> Result<HttpResponse, KubeError> {
     let rule = MACHINE_UPDATE.rule;
@@ -342,11 +351,17 @@ async fn update(
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
         let current = serde_json::to_value(machine(&e)).map_err(KubeError::internal)?;
-        let desired = desired_of(&current).map_err(|err| match err {
-            // A JSON patch that does not apply, named against this resource.
-            KubeError::Invalid { causes, .. } => KubeError::invalid(&MACHINES, name, causes),
-            other => other,
-        })?;
+        let (desired, applied) =
+            writer
+                .desired(&e, &current, &desired_of)
+                .map_err(|err| match err {
+                    // A JSON patch that does not apply, named against this resource.
+                    KubeError::Invalid { causes, .. } if verb == Verb::Patch => {
+                        KubeError::invalid(&MACHINES, name, causes)
+                    }
+                    other => other,
+                })?;
+        let sent = Sent::read(desired["metadata"].get("managedFields"));
         let change = read_change(verb, &e, &current, &desired)?;
         let c = state
             .store
@@ -357,16 +372,23 @@ async fn update(
         let writes = change_writes(state, ctx, &c, &e.machine, &change)
             .await
             .map_err(|err| refusal(name, err))?;
-        let Some(writes) = writes else {
-            return Ok(Attempt::Done(machine(&e)));
-        };
-        if dry {
-            let mut preview = e.clone();
+        let mut preview = e.clone();
+        if writes.is_some() {
             if let Ok(spec) = change.apply(&e.machine.spec) {
                 preview.machine.spec = spec;
             }
             preview.machine.status.phase = MachinePhase::Provisioning;
-            return Ok(Attempt::Done(machine(&preview)));
+        }
+        let new = serde_json::to_value(machine(&preview)).map_err(KubeError::internal)?;
+        let fields = writer.fields(&e, applied, sent, (&current, &new))?;
+        let writes = owned_writes(&e, &preview, writes, &fields);
+        preview.managed_fields = fields;
+        if dry || writes.is_empty() {
+            return Ok(Attempt::Done(machine(if writes.is_empty() {
+                &e
+            } else {
+                &preview
+            })));
         }
         listing::commit_and_read(state, &writes, namespace, name).await
     })
@@ -389,10 +411,18 @@ pub(super) async fn replace(
     let (rule, verb) = MACHINE_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINES, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
+    let writer = Writer::of(&req, &p, None, Part::Main, (&namespace, &name), &body)?;
     let desired = json_of(&req, &body)?;
-    update(&ctx, &state, &namespace, &name, Verb::Replace, dry, |_| {
-        Ok(desired.clone())
-    })
+    update(
+        &ctx,
+        &state,
+        &namespace,
+        &name,
+        Verb::Replace,
+        dry,
+        &writer,
+        |_| Ok(desired.clone()),
+    )
     .await
 }
 
@@ -415,6 +445,7 @@ pub(super) async fn patch(
     let ct = content_type(&req).unwrap_or("").to_string();
     // The patch type first: a strategic merge patch is refused before the machine is read.
     crate::api::kube::patch::PatchType::from_content_type(&ct)?;
+    let writer = Writer::of(&req, &p, Some(&ct), Part::Main, (&namespace, &name), &body)?;
     update(
         &ctx,
         &state,
@@ -422,6 +453,7 @@ pub(super) async fn patch(
         &name,
         Verb::Patch,
         dry,
+        &writer,
         |current| apply_patch(&ct, current, &body),
     )
     .await
