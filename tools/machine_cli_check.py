@@ -11,7 +11,8 @@ the real `openstack` executable: the table and json output, every filter,
 paging and sorting, names and uuids, the API's 400 and 404 sentences, and the
 406 below microversion 1.19; then a machine's delete and create (--wait) on a
 cluster of its own, and a machine's change in place, its replacement and its reboot with
---wait (microversion 1.20). Every check prints `ok - ...` or `FAIL - ...`;
+--wait (microversion 1.20); then a node group's rolling replacement (`openstack coe nodegroup
+update ... replace flavor_id=... image_id=... max_batch_size=2`) and its machines after it. Every check prints `ok - ...` or `FAIL - ...`;
 the last line is `machine-cli-check: N passed, N failed`, and the exit status
 is 1 when anything failed.
 
@@ -357,6 +358,56 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     rep.check("machine set --kubelet-version (a patch release: in place), replace and reboot "
               "with --wait; a kubelet newer than the control plane, an unknown machine and 1.19 "
               "exit non-zero with the API's sentences", changed)
+
+    def rolled() -> None:
+        expect_ok(coe("cluster", "create", "roll", "--cluster-template", "machine-tpl",
+                      "--node-count", "3", "--master-count", "1"))
+        wait_group("roll", "default-worker", "CREATE_COMPLETE")
+
+        def workers() -> dict[str, dict[str, Any]]:
+            r = expect_ok(coe("machine", "list", "roll", "--nodegroup", "default-worker",
+                              "-f", "json"))
+            return {m["name"]: fed_body(expect_ok(coe("machine", "show", "roll", m["name"],
+                                                      "-f", "json")))
+                    for m in r.json()}
+
+        before = workers()
+        if len(before) != 3:
+            raise CheckFailed("3 workers expected, got %r" % sorted(before))
+        r = expect_ok(coe("nodegroup", "update", "roll", "default-worker", "replace",
+                          "flavor_id=m1.xlarge", "image_id=fedora-coreos-41", "max_batch_size=2"))
+        body = wait_group("roll", "default-worker", "UPDATE_COMPLETE")
+        expect_equal(r, "group flavor", body.get("flavor_id"), "m1.xlarge")
+        expect_equal(r, "group image", body.get("image_id"), "fedora-coreos-41")
+        expect_equal(r, "node_count", body.get("node_count"), 3)
+        after = workers()
+        expect_equal(r, "the same machines", sorted(after), sorted(before))
+        for name, m in after.items():
+            old = before[name].get("provider_id")
+            for k, v in {"flavor": "m1.xlarge", "os_image": "fedora-coreos-41", "phase": "Running",
+                         # One replacement: the simulator's second server of that machine.
+                         "provider_id": "%s/2" % old}.items():
+                expect_equal(r, "%s %s" % (name, k), m.get(k), v)
+            if old is None or m.get("provider_id") == old:
+                raise CheckFailed("%s kept its server %r" % (name, old))
+        expect_fail_with(coe("nodegroup", "update", "roll", "default-worker", "replace",
+                             "max_batch_size=0"), "max_batch_size")
+
+    def wait_group(cluster: str, group: str, status: str) -> dict[str, Any]:
+        deadline = time.monotonic() + 60
+        while True:
+            body = fed_body(expect_ok(coe("nodegroup", "show", cluster, group, "-f", "json")))
+            if body.get("status") == status:
+                return body
+            if body.get("status", "").endswith("_FAILED") or time.monotonic() > deadline:
+                raise CheckFailed("node group %s/%s is %s (%s), expected %s" % (
+                    cluster, group, body.get("status"), body.get("status_reason"), status))
+            time.sleep(0.5)
+
+    rep.check("nodegroup update roll default-worker replace flavor_id=m1.xlarge "
+              "image_id=fedora-coreos-41 max_batch_size=2: UPDATE_COMPLETE, every machine on the "
+              "new flavor and image, replaced once (its second server), the count unchanged; "
+              "max_batch_size=0 exits non-zero with the API's sentence", rolled)
 
 
 def main() -> int:
