@@ -11,7 +11,9 @@ the real `openstack` executable: the table and json output, every filter,
 paging and sorting, names and uuids, the API's 400 and 404 sentences, and the
 406 below microversion 1.19; then a machine's delete and create (--wait) on a
 cluster of its own, and a machine's change in place, its replacement and its reboot with
---wait (microversion 1.20). Every check prints `ok - ...` or `FAIL - ...`;
+--wait (microversion 1.20); then a node group's rolling replacement (its flavor, image and
+max_batch_size=2 patched through magnumclient's client, as `openstack coe nodegroup update` of
+5.0.0 has no option for them) and its machines after it. Every check prints `ok - ...` or `FAIL - ...`;
 the last line is `machine-cli-check: N passed, N failed`, and the exit status
 is 1 when anything failed.
 
@@ -74,6 +76,23 @@ MACHINES = [
      {"errorReason": "CreateError", "errorMessage": "no capacity"}),
 ]
 M1, W1, W2 = (m[0] for m in MACHINES)
+
+# magnumclient's own client (the SessionClient `openstack coe` uses, over a keystoneauth no-auth
+# session, at `container-infra latest`) sending a node group's JSON patch.
+UPDATE_SNIPPET = r"""
+import json, sys
+from keystoneauth1 import noauth, session
+from magnumclient import client
+endpoint, cluster, group, patch = sys.argv[1:5]
+mc = client.Client("1", session=session.Session(auth=noauth.NoAuth(endpoint=endpoint)),
+                   endpoint_override=endpoint, api_version="latest")
+try:
+    ng = mc.nodegroups.update(cluster, group, json.loads(patch))
+except Exception as e:
+    print(e, file=sys.stderr)
+    sys.exit(1)
+print(json.dumps(ng.to_dict()))
+"""
 
 
 def table_rows(r: Result) -> dict[str, str]:
@@ -357,6 +376,69 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     rep.check("machine set --kubelet-version (a patch release: in place), replace and reboot "
               "with --wait; a kubelet newer than the control plane, an unknown machine and 1.19 "
               "exit non-zero with the API's sentences", changed)
+
+    def rolled() -> None:
+        expect_ok(coe("cluster", "create", "roll", "--cluster-template", "machine-tpl",
+                      "--node-count", "3", "--master-count", "1"))
+        wait_group("roll", "default-worker", "CREATE_COMPLETE")
+
+        def workers() -> dict[str, dict[str, Any]]:
+            r = expect_ok(coe("machine", "list", "roll", "--nodegroup", "default-worker",
+                              "-f", "json"))
+            return {m["name"]: fed_body(expect_ok(coe("machine", "show", "roll", m["name"],
+                                                      "-f", "json")))
+                    for m in r.json()}
+
+        before = workers()
+        if len(before) != 3:
+            raise CheckFailed("3 workers expected, got %r" % sorted(before))
+        # magnumclient 5.0.0's `openstack coe nodegroup update` only takes --min-nodes,
+        # --max-nodes, --node-labels and --node-taints: the patch goes through its own client
+        # (the SessionClient the CLI uses, at `container-infra latest`).
+        r = update_group("roll", "default-worker", [
+            {"op": "replace", "path": "/flavor_id", "value": "m1.xlarge"},
+            {"op": "replace", "path": "/image_id", "value": "fedora-coreos-41"},
+            {"op": "replace", "path": "/max_batch_size", "value": "2"}])
+        expect_equal(r, "the answer", fed_body(r).get("status"), "UPDATE_IN_PROGRESS")
+        body = wait_group("roll", "default-worker", "UPDATE_COMPLETE")
+        expect_equal(r, "group flavor", body.get("flavor_id"), "m1.xlarge")
+        expect_equal(r, "group image", body.get("image_id"), "fedora-coreos-41")
+        expect_equal(r, "node_count", body.get("node_count"), 3)
+        after = workers()
+        expect_equal(r, "the same machines", sorted(after), sorted(before))
+        for name, m in after.items():
+            old = before[name].get("provider_id")
+            for k, v in {"flavor": "m1.xlarge", "os_image": "fedora-coreos-41", "phase": "Running",
+                         # One replacement: the simulator's second server of that machine.
+                         "provider_id": "%s/2" % old}.items():
+                expect_equal(r, "%s %s" % (name, k), m.get(k), v)
+            if old is None or m.get("provider_id") == old:
+                raise CheckFailed("%s kept its server %r" % (name, old))
+        expect_fail_with(update_group("roll", "default-worker", [
+            {"op": "replace", "path": "/max_batch_size", "value": "0"}]),
+            # magnumclient shows the error's first sentence.
+            "Invalid input for field/attribute max_batch_size (HTTP 400)")
+
+    def update_group(cluster: str, group: str, patch: list[dict[str, str]]) -> Result:
+        python = str(Path(cli.openstack).parent / "python")
+        return cli.run([python, "-c", UPDATE_SNIPPET, srv.endpoint, cluster, group,
+                        json.dumps(patch)])
+
+    def wait_group(cluster: str, group: str, status: str) -> dict[str, Any]:
+        deadline = time.monotonic() + 60
+        while True:
+            body = fed_body(expect_ok(coe("nodegroup", "show", cluster, group, "-f", "json")))
+            if body.get("status") == status:
+                return body
+            if body.get("status", "").endswith("_FAILED") or time.monotonic() > deadline:
+                raise CheckFailed("node group %s/%s is %s (%s), expected %s" % (
+                    cluster, group, body.get("status"), body.get("status_reason"), status))
+            time.sleep(0.5)
+
+    rep.check("magnumclient nodegroups.update(roll, default-worker, replace /flavor_id m1.xlarge, "
+              "/image_id fedora-coreos-41, /max_batch_size 2): UPDATE_COMPLETE, every machine on the "
+              "new flavor and image, replaced once (its second server), the count unchanged; "
+              "max_batch_size=0 exits non-zero with the API's sentence", rolled)
 
 
 def main() -> int:

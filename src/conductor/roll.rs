@@ -7,6 +7,11 @@
 //! rest, never one machine twice. A driver's refusal stops the roll: the group and its cluster
 //! go `UPDATE_FAILED` with the reason, the machines replaced stay replaced, and the ones under
 //! way are `Failed` (replaced again by the retry).
+//!
+//! A driver that rolls a group as a whole ([`crate::drivers::Driver::rolls_whole_group`]: the
+//! kubernetes driver's master group, which its KubeadmControlPlane renews) gets every machine
+//! left at once, and one `roll_nodegroup` question per attempt stands for all of them; its
+//! answer is each machine's. The driver keeps its own progress, so a restart asks it again.
 
 use futures_util::future::join_all;
 
@@ -53,6 +58,12 @@ impl Conductor {
                 .await;
         };
         let target = RollTarget::of(&ng);
+        let whole = self
+            .drivers
+            .get(&job.driver)
+            .is_some_and(|d| d.rolls_whole_group(&ng));
+        // A whole group's roll starts every machine left at once.
+        let max_batch_size = if whole { i32::MAX } else { max_batch_size };
         let machines = self.store.nodegroup_machines(&nodegroup).await?;
         let plan = roll::plan(&machines, &target, max_batch_size);
         if plan.finished() {
@@ -74,7 +85,7 @@ impl Conductor {
             .into_iter()
             .filter(|m| roll::state(m, &target) == RollState::InFlight)
             .collect();
-        let answers = self.ask_driver(job, &ctx, in_flight).await;
+        let answers = self.ask_driver(job, &ctx, &ng, whole, in_flight).await;
         let mut progressed = started;
         let mut refusal: Option<(Machine, DriverError)> = None;
         let mut unfinished = Vec::new();
@@ -121,6 +132,7 @@ impl Conductor {
                 NextStep::Fail { reason } => {
                     let failure = RollFailure {
                         machine: m,
+                        whole,
                         reason,
                         unfinished,
                     };
@@ -135,7 +147,8 @@ impl Conductor {
         self.requeue_roll(job, progressed).await
     }
 
-    /// Asks the driver about each replacement under way, all at once (at most a batch).
+    /// Asks the driver about each replacement under way, all at once (at most a batch); or,
+    /// for a whole group's roll, once for all of them.
     #[tracing::instrument(
         name = "driver",
         skip_all,
@@ -145,6 +158,8 @@ impl Conductor {
         &self,
         job: &Job,
         ctx: &ClusterContext,
+        ng: &NodeGroup,
+        whole: bool,
         in_flight: Vec<Machine>,
     ) -> Vec<Answer> {
         let Some(driver) = self.drivers.get(&job.driver) else {
@@ -157,6 +172,10 @@ impl Conductor {
                 .map(|m| (m, Err(missing.clone())))
                 .collect();
         };
+        if whole {
+            let answer = driver.roll_nodegroup(ctx, ng, &in_flight).await;
+            return in_flight.into_iter().map(|m| (m, answer.clone())).collect();
+        }
         let calls = in_flight.into_iter().map(|m| {
             let driver = driver.clone();
             async move {
@@ -299,12 +318,20 @@ impl Conductor {
                     .iter()
                     .find(|n| n.uuid == nodegroup)
                     .map_or_else(|| nodegroup.to_string(), |n| n.name.clone());
-                let reason = format!(
-                    "The rolling replacement of node group {name} stopped at machine {}: {} \
-                     The machines replaced stay replaced; updating the node group again \
-                     replaces the rest.",
-                    f.machine.name, f.reason
-                );
+                let reason = if f.whole {
+                    format!(
+                        "The rolling replacement of node group {name} as a whole stopped: {} \
+                         Updating the node group again resumes it.",
+                        f.reason
+                    )
+                } else {
+                    format!(
+                        "The rolling replacement of node group {name} stopped at machine {}: {} \
+                         The machines replaced stay replaced; updating the node group again \
+                         replaces the rest.",
+                        f.machine.name, f.reason
+                    )
+                };
                 tracing::warn!(nodegroup = %nodegroup, reason = %reason, "rolling replacement failed");
                 let payload = JobPayload::MachineReplace {
                     machine: f.machine.uuid,
@@ -380,6 +407,8 @@ impl Conductor {
 /// other replacements under way then.
 struct RollFailure {
     machine: Machine,
+    /// The driver rolled the group as a whole: its reason is the group's, not the machine's.
+    whole: bool,
     reason: String,
     unfinished: Vec<Machine>,
 }

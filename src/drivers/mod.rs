@@ -397,6 +397,30 @@ pub trait Driver: Send + Sync {
         )))
     }
 
+    /// Whether the driver rolls this group's machines onto a new flavor or image as a whole
+    /// ([`Driver::roll_nodegroup`], the backend's own roll-out) rather than one by one
+    /// ([`Driver::replace_machine`], `max_batch_size` at a time).
+    fn rolls_whole_group(&self, _nodegroup: &NodeGroup) -> bool {
+        false
+    }
+
+    /// One step of a whole group's roll onto its current flavor and image: `Started` while the
+    /// backend rolls, `Done` once every machine of `rolling` was replaced, each reported in the
+    /// observation's `machines` with its new server. Asked again until done, and again after a
+    /// restart or a failure: it must never start a second roll-out.
+    async fn roll_nodegroup(
+        &self,
+        _ctx: &ClusterContext,
+        nodegroup: &NodeGroup,
+        _rolling: &[Machine],
+    ) -> DriverResult<Progress> {
+        Err(DriverError::Permanent(format!(
+            "The {} driver cannot roll node group {} as a whole.",
+            self.name(),
+            nodegroup.name
+        )))
+    }
+
     async fn reboot_machine(
         &self,
         _ctx: &ClusterContext,

@@ -4,6 +4,7 @@
 //! The tests assert the exact requests sent, idempotency on retry and the status mapping.
 
 mod capi_types;
+mod control_plane_roll;
 mod fake_kube;
 mod machine_ops;
 mod v1beta2;

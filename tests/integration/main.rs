@@ -39,6 +39,7 @@ mod metrics;
 mod noauth_identity;
 mod node_limit;
 mod nodegroup_roll;
+mod nodegroup_roll_whole;
 mod nodegroups;
 mod notify;
 mod notify_wakeup;

@@ -666,7 +666,8 @@ async fn start_roll(
     cluster_accepts(c, false)?;
     let template = template_of(state, c).await?;
     let driver = driver_for(state, &template)?;
-    if let Some(m) = machines.first() {
+    // A driver rolling the group as a whole replaces no machine alone.
+    if let Some(m) = machines.first().filter(|_| !driver.rolls_whole_group(ng)) {
         driver
             .check_machine_action(m, crate::drivers::MachineAction::Replace)
             .map_err(ApiError::bad_request)?;

@@ -11,7 +11,8 @@
 //!   the cluster gone only once the management cluster answers 404.
 //! * one machine's operations ([`machines`]): a worker is replaced new-first through its
 //!   MachineDeployment; what Cluster API only does per group (versions, images, flavors) or
-//!   not at all (a reboot, a lone master replaced) is refused with that reason;
+//!   not at all (a reboot, a lone master replaced) is refused with that reason; the master
+//!   group's flavor or image change is rolled by the KubeadmControlPlane ([`control_plane_roll`]);
 //! * `[kubernetes_driver] cluster_api_version` chooses `v1beta1` or `v1beta2` objects
 //!   ([`capi`]);
 //! * federations run on the host cluster through a [`federation::FederationEngine`]; members'
@@ -27,6 +28,7 @@
 
 pub mod capi;
 pub mod client;
+pub mod control_plane_roll;
 pub mod federation;
 pub mod machines;
 pub mod render;
@@ -598,6 +600,19 @@ impl Driver for KubernetesDriver {
 
     async fn replace_machine(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
         self.replace(ctx, m).await
+    }
+
+    fn rolls_whole_group(&self, ng: &NodeGroup) -> bool {
+        ng.is_master()
+    }
+
+    async fn roll_nodegroup(
+        &self,
+        ctx: &ClusterContext,
+        ng: &NodeGroup,
+        rolling: &[Machine],
+    ) -> DriverResult<Progress> {
+        self.roll_control_plane(ctx, ng, rolling).await
     }
 
     async fn reboot_machine(&self, _ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {

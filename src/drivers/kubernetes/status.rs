@@ -77,7 +77,7 @@ pub fn api_address(cluster: &Value) -> Option<String> {
 
 /// Whether a replicated object (KCP, MachineDeployment) has observed its spec and has every
 /// replica updated and ready.
-fn settled(obj: &Value) -> bool {
+pub fn settled(obj: &Value) -> bool {
     let desired = int(&obj["spec"]["replicas"]).unwrap_or(1);
     let status = &obj["status"];
     let generation = int(&obj["metadata"]["generation"]).unwrap_or(0);
