@@ -419,6 +419,25 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
             # magnumclient shows the error's first sentence.
             "Invalid input for field/attribute max_batch_size (HTTP 400)")
 
+        # The plugin's `coe nodegroup set`: the same roll from the CLI, all three at once.
+        r = expect_ok(coe("nodegroup", "set", "roll", "default-worker", "--flavor", "m1.large",
+                          "--max-batch-size", "3", "--wait"))
+        expect_equal(r, "output", r.out, "Request to update nodegroup default-worker has been "
+                     "accepted.\nNodegroup default-worker is UPDATE_COMPLETE.\n")
+        body = wait_group("roll", "default-worker", "UPDATE_COMPLETE")
+        expect_equal(r, "group flavor", body.get("flavor_id"), "m1.large")
+        again = workers()
+        expect_equal(r, "the same machines", sorted(again), sorted(before))
+        for name, m in again.items():
+            for k, v in {"flavor": "m1.large", "os_image": "fedora-coreos-41", "phase": "Running",
+                         "provider_id": "%s/3" % before[name].get("provider_id")}.items():
+                expect_equal(r, "%s %s" % (name, k), m.get(k), v)
+        expect_fail_with(coe("nodegroup", "set", "roll", "default-worker"),
+                         "Nothing to change: give --flavor or --image.")
+        expect_fail_with(coe("nodegroup", "set", "roll", "default-worker", "--flavor", "m1.large",
+                             "--max-batch-size", "0"),
+                         "Invalid input for field/attribute max_batch_size")
+
     def update_group(cluster: str, group: str, patch: list[dict[str, str]]) -> Result:
         python = str(Path(cli.openstack).parent / "python")
         return cli.run([python, "-c", UPDATE_SNIPPET, srv.endpoint, cluster, group,
@@ -438,7 +457,9 @@ def checks(rep: Report, cli: Clients, srv: Server) -> None:
     rep.check("magnumclient nodegroups.update(roll, default-worker, replace /flavor_id m1.xlarge, "
               "/image_id fedora-coreos-41, /max_batch_size 2): UPDATE_COMPLETE, every machine on the "
               "new flavor and image, replaced once (its second server), the count unchanged; "
-              "max_batch_size=0 exits non-zero with the API's sentence", rolled)
+              "max_batch_size=0 exits non-zero with the API's sentence; then the plugin's `coe "
+              "nodegroup set roll default-worker --flavor m1.large --max-batch-size 3 --wait`: every "
+              "machine replaced once more (its third server); nothing to change and 0 refused", rolled)
 
 
 def main() -> int:

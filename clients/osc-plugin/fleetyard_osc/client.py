@@ -271,6 +271,21 @@ class FederationClient:
             "POST", "/clusters/%s/machines/%s/actions/%s"
             % (self._ident(cluster), self._ident(ident), action), {})
 
+    def roll_nodegroup(self, cluster, ident, ops):
+        """PATCH of a node group's /flavor_id, /image_id and /max_batch_size (1.20): its
+        machines are replaced, max_batch_size at a time; the node group, UPDATE_IN_PROGRESS."""
+        version = MACHINE_WRITES_VERSION if self.api_version == "latest" else self.api_version
+        path = "/clusters/%s/nodegroups/%s" % (self._ident(cluster), self._ident(ident))
+        try:
+            return self.request("PATCH", path, body=ops, version=version)
+        except ApiError as e:
+            if e.status_code != 406:
+                raise
+            raise ApiError(406, "A node group's rolling replacement needs microversion %s or "
+                                "later; this request was sent at container-infra %s (see "
+                                "--os-container-infra-api-version)." % (MACHINE_WRITES_VERSION, version),
+                           title=e.title, request_id=e.request_id)
+
     def list_nodegroups(self, cluster):
         """The cluster's node groups (summaries), at the machine API's microversion."""
         body = self._machines_request("/clusters/%s/nodegroups" % self._ident(cluster)) or {}
