@@ -357,7 +357,7 @@ async fn kubectl_creates_reads_patches_and_deletes_groups_and_bindings_that_v1_s
         .await;
     assert_eq!(
         out.trim(),
-        "no - namespace \"project-b\" is not the caller's project \"project-a\""
+        "no - create \"clustergroups\" in namespace \"project-b\" is not granted through cluster groups"
     );
     assert_eq!(
         k.ok(&["auth", "can-i", "delete", "clustergroupbindings"])

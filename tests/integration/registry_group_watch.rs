@@ -445,7 +445,9 @@ async fn a_member_of_another_project_is_named_only_when_the_caller_reads_it(
     assert_eq!(missing.status, 422, "{}", missing.text);
     assert_eq!(
         hidden.body["details"]["causes"][0]["message"],
-        format!("cluster {web} in namespace project-b not found"),
+        format!(
+            "Invalid value: \"project-b/{web}\": cluster {web} in namespace project-b not found"
+        ),
         "{}",
         hidden.text
     );

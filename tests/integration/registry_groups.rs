@@ -322,7 +322,11 @@ both!(
                 assert_eq!(r.text.contains(ip), want.contains(&ip), "{ip}: {}", r.text);
             }
         }
-        assert_forbidden(&get(app, &export, &w.unbound).await, "get", "project-a");
+        let r = get(app, &export, &w.unbound).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        for ip in ["10.9.0.1", "10.9.0.2"] {
+            assert!(!r.text.contains(ip), "{ip}: {}", r.text);
+        }
         let r = get(app, &format!("{REG}/kubeconfig"), &w.reader).await;
         assert_eq!(r.status, 200, "{}", r.text);
         assert!(

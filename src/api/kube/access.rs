@@ -497,7 +497,7 @@ pub fn decide_through(ctx: &RequestContext, ask: &Ask<'_>, reach: Reach) -> Deci
         allowed: true,
         denied: false,
         reason: format!(
-            "a cluster group bound to project {:?} grants it in namespace {:?}",
+            "the cluster groups bound to project {:?} decide it in namespace {:?}",
             ctx.project_id, ask.namespace
         ),
     }
