@@ -7,8 +7,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 
-use super::object::{binding, binding_name_candidates, Binding, CLUSTER_GROUP_BINDINGS};
-use super::{answer, list_request, list_verb, ok, read, table, watch, Kind};
+use super::object::{binding, binding_name_candidates, CLUSTER_GROUP_BINDINGS};
+use super::{answer, current, list_request, list_verb, ok, read, table, watch, Kind};
 use crate::api::http::error::ApiError;
 use crate::api::kube::access::{
     BINDING_CREATE, BINDING_DELETE, BINDING_GET, BINDING_LIST, GROUP_LIST_ALL_PROJECTS,
@@ -39,7 +39,7 @@ async fn list_answer(
     if o.watch {
         return watch::start(req, state, Kind::Bindings, visible, p, o).await;
     }
-    let objects = current(state, &visible).await?;
+    let objects = current::bindings(state, &visible).await?;
     answer(
         req,
         state,
@@ -50,19 +50,6 @@ async fn list_answer(
         table::binding_table,
     )
     .await
-}
-
-/// The `ClusterGroupBinding`s `visible` shows now.
-pub(super) async fn current(
-    state: &AppState,
-    visible: &Visible,
-) -> Result<Vec<Binding>, KubeError> {
-    let scope = Scope {
-        project_id: visible.project().unwrap_or_default(),
-        all_projects: visible.project().is_none(),
-    };
-    let all = state.store.cluster_group_bindings_in(&scope).await?;
-    Ok(all.iter().map(|(b, g)| binding(b, g)).collect())
 }
 
 /// `GET …/clustergroupbindings`: every project's for an admin that

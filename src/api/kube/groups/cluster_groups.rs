@@ -16,7 +16,7 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::object::{group, ClusterRef, Group, CLUSTER_GROUPS};
-use super::{answer, list_request, list_verb, ok, read, table, watch, Kind};
+use super::{answer, current, list_request, list_verb, ok, read, table, watch, Kind};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{
@@ -41,55 +41,7 @@ use crate::api::{AppState, RequestContext};
 use crate::domain::cluster::Cluster;
 use crate::domain::cluster_group::{ClusterGroup, ClusterGroupMember, NewClusterGroup};
 use crate::domain::{ClusterGroupId, Ident};
-use crate::store::{PageRequest, Scope, SortDir, StoreError, Write};
-
-/// Groups read per store page while listing.
-const PAGE: u32 = 500;
-
-/// The groups `visible` shows, by name, with their members.
-async fn groups_of(
-    state: &AppState,
-    visible: &Visible,
-) -> Result<Vec<(ClusterGroup, Vec<(ClusterGroupMember, String)>)>, KubeError> {
-    let scope = Scope {
-        project_id: visible.project().unwrap_or_default(),
-        all_projects: visible.project().is_none(),
-    };
-    let mut out: Vec<ClusterGroup> = Vec::new();
-    let mut marker = None;
-    loop {
-        let page = PageRequest {
-            limit: PAGE,
-            marker,
-            sort_key: "name".into(),
-            sort_dir: SortDir::Asc,
-        };
-        let batch = state.store.list_cluster_groups(&scope, &page).await?;
-        let full = batch.len() == PAGE as usize;
-        marker = batch.last().map(|g| g.uuid.0);
-        out.extend(batch);
-        if !full {
-            break;
-        }
-    }
-    let ids: Vec<ClusterGroupId> = out.iter().map(|g| g.uuid).collect();
-    let mut members = Vec::new();
-    for chunk in ids.chunks(PAGE as usize) {
-        members.extend(state.store.cluster_group_members_named(chunk).await?);
-    }
-    out.sort_by(|a, b| (&a.project_id, a.name.as_str()).cmp(&(&b.project_id, b.name.as_str())));
-    Ok(out
-        .into_iter()
-        .map(|g| {
-            let mine = members
-                .iter()
-                .filter(|(m, _)| m.group == g.uuid)
-                .cloned()
-                .collect();
-            (g, mine)
-        })
-        .collect())
-}
+use crate::store::{Scope, StoreError, Write};
 
 /// The list, or with `watch=true` the watch, of the groups `visible` shows.
 async fn list_answer(
@@ -101,7 +53,7 @@ async fn list_answer(
     if o.watch {
         return watch::start(req, state, Kind::Groups, visible, p, o).await;
     }
-    let objects = current(state, &visible).await?;
+    let objects = current::groups(state, &visible).await?;
     answer(
         req,
         state,
@@ -112,12 +64,6 @@ async fn list_answer(
         table::group_table,
     )
     .await
-}
-
-/// The `ClusterGroup`s `visible` shows now.
-pub(super) async fn current(state: &AppState, visible: &Visible) -> Result<Vec<Group>, KubeError> {
-    let all = groups_of(state, visible).await?;
-    Ok(all.iter().map(|(g, m)| group(g, m)).collect())
 }
 
 /// `GET …/clustergroups`: every project's groups for an admin that

@@ -17,6 +17,7 @@ pub mod object;
 
 mod bindings;
 mod cluster_groups;
+mod current;
 mod listing;
 mod read;
 mod table;
@@ -190,7 +191,7 @@ async fn answer<T: Named + Serialize>(
     if wants_table(accept(req)) {
         let mut body = table(&objects, include, Utc::now());
         body["metadata"] =
-            serde_json::to_value(list_meta(rv, token, remaining)).unwrap_or_else(|_| Value::Null);
+            serde_json::to_value(list_meta(rv, token, remaining)).unwrap_or(Value::Null);
         return Ok(ok(&body));
     }
     let mut list = List::new(kind.resource(), &objects);

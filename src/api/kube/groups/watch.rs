@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::listing::object_name;
 use super::object::{binding, group_shown, MemberStatus};
-use super::{bindings, cluster_groups, table, Kind, Named};
+use super::{current, table, Kind, Named};
 use crate::api::kube::list::{self, ListOptions};
 use crate::api::kube::request::{accept, Params, Visible};
 use crate::api::kube::scan::Selectors;
@@ -301,12 +301,12 @@ impl Watch {
     async fn initial(&mut self) -> Result<Option<i64>, KubeError> {
         let (rv, _) = self.store().registry_bounds().await?;
         let shown: Vec<Shown> = match self.kind {
-            Kind::Groups => cluster_groups::current(&self.state, &self.visible)
+            Kind::Groups => current::groups(&self.state, &self.visible)
                 .await?
                 .into_iter()
                 .map(Shown::Group)
                 .collect(),
-            Kind::Bindings => bindings::current(&self.state, &self.visible)
+            Kind::Bindings => current::bindings(&self.state, &self.visible)
                 .await?
                 .into_iter()
                 .map(Shown::Binding)
