@@ -145,6 +145,8 @@ pub struct ClusterGroup {
     pub selector: Option<GroupSelector>,
     /// Optimistic-concurrency counter, bumped by every update.
     pub version: i64,
+    /// The registry's resourceVersion of the group's last change (its members' too).
+    pub resource_version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: Option<DateTime<Utc>>,
 }
@@ -347,6 +349,8 @@ pub struct ClusterGroupBinding {
     pub grantee_project_id: String,
     pub roles: Option<Vec<String>>,
     pub right: GroupRight,
+    /// The registry's resourceVersion of the binding's creation.
+    pub resource_version: i64,
     pub created_at: DateTime<Utc>,
 }
 
@@ -424,6 +428,7 @@ mod tests {
             description: None,
             selector: selector.map(|s| GroupSelector::parse(s).expect("selector")),
             version: 0,
+            resource_version: 0,
             created_at: Utc::now(),
             updated_at: None,
         }
@@ -438,6 +443,7 @@ mod tests {
             grantee_project_id: grantee.into(),
             roles: roles.map(|r| r.iter().map(|s| s.to_string()).collect()),
             right,
+            resource_version: 0,
             created_at: Utc::now(),
         }
     }

@@ -578,6 +578,7 @@ mod tests {
             description: None,
             selector: Some(GroupSelector::parse("env=prod").expect("selector")),
             version: 0,
+            resource_version: 0,
             created_at: Utc::now(),
             updated_at: None,
         };
@@ -595,6 +596,7 @@ mod tests {
             grantee_project_id: "p2".into(),
             roles: Some(vec!["reader".into()]),
             right: GroupRight::Write,
+            resource_version: 0,
             created_at: Utc::now(),
         };
         let e = cluster_group_binding_event("h", Action::Delete, Outcome::Success, &b, None);

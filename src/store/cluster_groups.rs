@@ -49,28 +49,29 @@ pub const CLUSTER_GROUP_SORT_KEYS: &[(&str, bool)] = &[
 ];
 
 const GROUP_COLUMNS: &str = "id, uuid, project_id, user_id, name, description, selector, \
-     version, created_at, updated_at";
+     version, resource_version, created_at, updated_at";
 const MEMBER_COLUMNS: &str =
     "group_id, cluster_id, cluster_project_id, state, proposed_by, consented_at, created_at";
-const BINDING_COLUMNS: &str =
-    "id, uuid, group_id, project_id, grantee_project_id, roles, access, created_at";
+const BINDING_COLUMNS: &str = "id, uuid, group_id, project_id, grantee_project_id, roles, access, \
+     resource_version, created_at";
 
 #[derive(sqlx::FromRow)]
-struct GroupRow {
-    id: i64,
-    uuid: String,
-    project_id: String,
-    user_id: String,
-    name: String,
-    description: Option<String>,
-    selector: Option<String>,
-    version: i64,
-    created_at: DateTime<Utc>,
-    updated_at: Option<DateTime<Utc>>,
+pub(super) struct GroupRow {
+    pub id: i64,
+    pub uuid: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub selector: Option<String>,
+    pub version: i64,
+    pub resource_version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 impl GroupRow {
-    fn into_domain(self) -> StoreResult<ClusterGroup> {
+    pub(super) fn into_domain(self) -> StoreResult<ClusterGroup> {
         let corrupt =
             |what: &str, e: String| StoreError::Corrupt(format!("cluster_group.{what}: {e}"));
         Ok(ClusterGroup {
@@ -92,6 +93,7 @@ impl GroupRow {
                 .transpose()
                 .map_err(|e| corrupt("selector", e))?,
             version: self.version,
+            resource_version: self.resource_version,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })
@@ -126,15 +128,16 @@ impl MemberRow {
 }
 
 #[derive(sqlx::FromRow)]
-struct BindingRow {
-    id: i64,
-    uuid: String,
-    group_id: String,
-    project_id: String,
-    grantee_project_id: String,
-    roles: Option<Json<Vec<String>>>,
-    access: String,
-    created_at: DateTime<Utc>,
+pub(super) struct BindingRow {
+    pub id: i64,
+    pub uuid: String,
+    pub group_id: String,
+    pub project_id: String,
+    pub grantee_project_id: String,
+    pub roles: Option<Json<Vec<String>>>,
+    pub access: String,
+    pub resource_version: i64,
+    pub created_at: DateTime<Utc>,
 }
 
 pub(super) fn right(text: &str) -> StoreResult<GroupRight> {
@@ -143,7 +146,7 @@ pub(super) fn right(text: &str) -> StoreResult<GroupRight> {
 }
 
 impl BindingRow {
-    fn into_domain(self) -> StoreResult<ClusterGroupBinding> {
+    pub(super) fn into_domain(self) -> StoreResult<ClusterGroupBinding> {
         Ok(ClusterGroupBinding {
             id: self.id,
             uuid: uuid_of("cluster_group_binding", &self.uuid)?,
@@ -152,6 +155,7 @@ impl BindingRow {
             grantee_project_id: self.grantee_project_id,
             roles: self.roles.map(|r| r.0),
             right: right(&self.access)?,
+            resource_version: self.resource_version,
             created_at: self.created_at,
         })
     }
@@ -371,7 +375,7 @@ pub(super) async fn bindings_in(
     };
     let text = format!(
         "SELECT b.id, b.uuid, b.group_id, b.project_id, b.grantee_project_id, b.roles, \
-         b.access, b.created_at, g.name AS group_name FROM cluster_group_binding b \
+         b.access, b.resource_version, b.created_at, g.name AS group_name FROM cluster_group_binding b \
          JOIN cluster_group g ON g.uuid = b.group_id WHERE {filter} \
          ORDER BY b.project_id, g.name, b.grantee_project_id"
     );

@@ -9,6 +9,7 @@
 //! event commit together.
 
 mod arg;
+mod cluster_group_changes;
 mod cluster_group_reach;
 mod cluster_groups;
 mod clusters;
@@ -46,6 +47,7 @@ use uuid::Uuid;
 use crate::domain::template::{ClusterTemplate, NewClusterTemplate, TemplateSpec};
 use crate::domain::{ClusterGroupId, ClusterId, FederationId, Ident, NodeGroupId, TemplateId};
 
+pub use cluster_group_changes::{GroupChange, GroupObject, MemberShown};
 pub use cluster_groups::CLUSTER_GROUP_SORT_KEYS;
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
@@ -504,7 +506,9 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
     ) -> StoreResult<Vec<MachineEntry>>;
     /// Changes of machine rows after resourceVersion `after`, oldest first.
     async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>>;
-    /// The latest resourceVersion (of clusters and machines), and the highest one pruned from
+    /// Changes of cluster groups and bindings after resourceVersion `after`, oldest first.
+    async fn cluster_group_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<GroupChange>>;
+    /// The latest resourceVersion (of clusters, machines, groups and bindings), and the highest one pruned from
     /// the change logs.
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)>;
     /// Drops changes older than `keep_seconds` (never the latest); returns how many.

@@ -477,7 +477,8 @@ pub(super) async fn bounds(pool: &Pool) -> StoreResult<(i64, i64)> {
         .sql(
             "SELECT COALESCE((SELECT MAX(rv) FROM (\
              SELECT MAX(resource_version) AS rv FROM cluster_change UNION ALL \
-             SELECT MAX(resource_version) AS rv FROM machine_change) AS logs), \
+             SELECT MAX(resource_version) AS rv FROM machine_change UNION ALL \
+             SELECT MAX(resource_version) AS rv FROM cluster_group_change) AS logs), \
              (SELECT pruned_through FROM cluster_change_horizon WHERE id = 1), 0), \
              COALESCE((SELECT pruned_through FROM cluster_change_horizon WHERE id = 1), 0)",
         )
@@ -485,6 +486,10 @@ pub(super) async fn bounds(pool: &Pool) -> StoreResult<(i64, i64)> {
         .await?;
     Ok((latest, pruned))
 }
+
+/// The change logs, which share the registry's counter and horizon: clusters', machines',
+/// and cluster groups' and bindings'.
+const LOGS: [&str; 3] = ["cluster_change", "machine_change", "cluster_group_change"];
 
 static PRUNE: LazyLock<[String; 2]> = LazyLock::new(|| {
     Dialect::both(|d| {
@@ -494,19 +499,25 @@ static PRUNE: LazyLock<[String; 2]> = LazyLock::new(|| {
                 "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || $1 || ' seconds')".to_string()
             }
         };
-        // Over both logs (clusters' and machines'), which share the counter and the horizon.
-        let latest =
-            "(SELECT MAX(rv) FROM (SELECT MAX(resource_version) AS rv FROM cluster_change \
-             UNION ALL SELECT MAX(resource_version) AS rv FROM machine_change) AS logs)";
-        // Each log's newest old line below the latest of both: the latest stays, whichever
+        let each = |f: &dyn Fn(&str) -> String| {
+            LOGS.iter()
+                .map(|log| f(log))
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ")
+        };
+        // Over every log, which share the counter and the horizon.
+        let latest = format!(
+            "(SELECT MAX(rv) FROM ({}) AS logs)",
+            each(&|log| format!("SELECT MAX(resource_version) AS rv FROM {log}"))
+        );
+        // Each log's newest old line below the latest of all: the latest stays, whichever
         // log holds it.
         format!(
-            "SELECT MAX(rv) FROM (\
-             SELECT MAX(resource_version) AS rv FROM cluster_change \
-             WHERE changed_at < {cutoff} AND resource_version < {latest} \
-             UNION ALL \
-             SELECT MAX(resource_version) AS rv FROM machine_change \
-             WHERE changed_at < {cutoff} AND resource_version < {latest}) AS old"
+            "SELECT MAX(rv) FROM ({}) AS old",
+            each(&|log| format!(
+                "SELECT MAX(resource_version) AS rv FROM {log} \
+                 WHERE changed_at < {cutoff} AND resource_version < {latest}"
+            ))
         )
     })
 });
@@ -524,7 +535,7 @@ pub(super) async fn prune(pool: &Pool, keep_seconds: u64) -> StoreResult<u64> {
         return Ok(0);
     };
     let mut gone = 0;
-    for log in ["cluster_change", "machine_change"] {
+    for log in LOGS {
         gone += tx
             .sql(&format!("DELETE FROM {log} WHERE resource_version <= $1"))
             .bind(through)

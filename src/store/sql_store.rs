@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
-    cluster_group_reach, cluster_groups, clusters, federations, health_probes, jobs, keypairs,
-    machine_changes, machine_listing, machines, nodegroups, outbox, quotas, registry, services,
-    templates, write,
+    cluster_group_changes, cluster_group_reach, cluster_groups, clusters, federations,
+    health_probes, jobs, keypairs, machine_changes, machine_listing, machines, nodegroups, outbox,
+    quotas, registry, services, templates, write,
 };
 use super::{
-    ClusterChange, Dialect, JobGauges, MachineChange, MachineEntry, MachineFilter, MachinePage,
-    NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, RegistryEntry, RegistryPage,
-    ResourceStore, Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
+    ClusterChange, Dialect, GroupChange, JobGauges, MachineChange, MachineEntry, MachineFilter,
+    MachinePage, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, RegistryEntry,
+    RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
 };
 use crate::domain::cluster::{
     Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
@@ -504,6 +504,10 @@ impl Store for SqlStore {
 
     async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>> {
         machine_changes::changes(&self.pool, after, limit).await
+    }
+
+    async fn cluster_group_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<GroupChange>> {
+        cluster_group_changes::changes(&self.pool, after, limit).await
     }
 
     async fn registry_bounds(&self) -> StoreResult<(i64, i64)> {

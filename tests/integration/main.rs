@@ -47,6 +47,7 @@ mod openapi;
 mod quotas_stats_services;
 mod registry_apply;
 mod registry_group_kinds;
+mod registry_group_watch;
 mod registry_groups;
 mod registry_groups_kubectl;
 mod registry_groups_resume;

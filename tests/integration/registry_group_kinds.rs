@@ -77,6 +77,27 @@ async fn registry_name(app: &TestApp, project: &str, h: &HeaderMap) -> String {
         .to_string()
 }
 
+/// Project B shares its cluster `cluster` with project A (read, through a `/v1` group of B's
+/// bound to A), so that A may name it as a member of its own groups.
+async fn share_with_a(app: &TestApp, cluster: &str) {
+    let r = app
+        .post_as(
+            GROUPS,
+            &json!({"name": "to-a", "clusters": [cluster]}),
+            &b(app),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = app
+        .post_as(
+            &format!("{GROUPS}/{}/bindings", uuid_of(&r.body)),
+            &json!({"project_id": "project-a", "access": "read"}),
+            &b(app),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+}
+
 fn kinds(events: Vec<(String, String, String)>) -> Vec<String> {
     events
         .into_iter()
@@ -113,6 +134,7 @@ async fn kubectl_creates_reads_patches_and_deletes_groups_and_bindings_that_v1_s
     let c_b = complete_cluster_as(&app, "web", &b(&app)).await;
     let api = registry_name(&app, "project-a", &a(&app)).await;
     let web = registry_name(&app, "project-b", &b(&app)).await;
+    share_with_a(&app, &c_b).await;
     let k = Kubectl::new(&bin, &app, "project-a", None);
 
     let out = k
@@ -335,7 +357,7 @@ async fn kubectl_creates_reads_patches_and_deletes_groups_and_bindings_that_v1_s
         .await;
     assert_eq!(
         out.trim(),
-        "no - namespace \"project-b\" is not the caller's project \"project-a\""
+        "no - create \"clustergroups\" in namespace \"project-b\" is not granted through cluster groups"
     );
     assert_eq!(
         k.ok(&["auth", "can-i", "delete", "clustergroupbindings"])
@@ -461,8 +483,8 @@ both!(
             r.body["message"],
             "clustergroups.clusterregistry.k8s.io \"nosuch\" not found"
         );
-        let r = kube_get(&app, "/clustergroups?watch=true", &a(&app)).await;
-        assert_eq!(r.status, 405, "{}", r.text);
+        let r = kube_get(&app, "/clustergroups?watch=true&timeoutSeconds=1", &a(&app)).await;
+        assert_eq!(r.status, 200, "{}", r.text);
     }
 );
 
@@ -635,6 +657,7 @@ both!(
     |app: TestApp| async move {
         let c_b = complete_cluster_as(&app, "web", &b(&app)).await;
         let web = registry_name(&app, "project-b", &b(&app)).await;
+        share_with_a(&app, &c_b).await;
         let r = kube_post(
             &app,
             "/namespaces/project-a/clustergroups",

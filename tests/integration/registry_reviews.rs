@@ -105,8 +105,9 @@ async fn access_reviews_answer_for_each_role_what_the_handlers_do(
             [true, true, false, false],
         ),
         (
+            // A project nothing is bound to lists what its (no) groups reach there: nothing.
             json!({"verb": "list", "group": registry, "resource": "clusters", "namespace": "proj-a"}),
-            [true, true, true, false],
+            [true, true, true, true],
         ),
         (
             json!({"verb": "delete", "group": registry, "resource": "clusters", "namespace": "proj-a", "name": "x"}),
@@ -138,11 +139,11 @@ async fn access_reviews_answer_for_each_role_what_the_handlers_do(
         ),
         (
             json!({"verb": "watch", "group": registry, "resource": "clustergroups", "namespace": "proj-a"}),
-            [false, false, false, false],
+            [true, true, true, false],
         ),
         (
             json!({"verb": "watch", "group": "multicluster.x-k8s.io", "resource": "clusterprofiles", "namespace": "proj-a"}),
-            [true, true, true, false],
+            [true, true, true, true],
         ),
         (
             json!({"verb": "*", "group": registry, "resource": "clusters", "namespace": "proj-a"}),
@@ -439,12 +440,14 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(
             registry,
             "clustergroups",
-            &["get", "list", "create", "update", "patch", "delete"],
+            &[
+                "get", "list", "create", "update", "patch", "delete", "watch",
+            ],
         ),
         rule(
             registry,
             "clustergroupbindings",
-            &["get", "list", "create", "delete"],
+            &["get", "list", "create", "delete", "watch"],
         ),
     ];
     want.extend(open.iter().cloned());
@@ -479,8 +482,8 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule("cluster.k8s.io", "machines", &["get", "list", "watch"]),
         rule("cluster.k8s.io", "machines/status", &["get"]),
         rule(registry, "kubeconfig", &["get"]),
-        rule(registry, "clustergroups", &["get", "list"]),
-        rule(registry, "clustergroupbindings", &["get", "list"]),
+        rule(registry, "clustergroups", &["get", "list", "watch"]),
+        rule(registry, "clustergroupbindings", &["get", "list", "watch"]),
     ];
     want.extend(open.iter().cloned());
     assert_eq!(rules_of(&r.body), want, "{}", r.text);

@@ -86,11 +86,15 @@ pub const GROUP_UPDATE: Access = access("clustergroup:update", "update");
 pub const GROUP_PATCH: Access = access("clustergroup:update", "patch");
 pub const GROUP_DELETE: Access = access("clustergroup:delete", "delete");
 pub const GROUP_LIST_ALL_PROJECTS: &str = "clustergroup:get_all_all_projects";
+/// A watch of groups, decided as their list.
+pub const GROUP_WATCH: Access = access("clustergroup:get_all", "watch");
 /// A group's bindings, by the rules of `/v1/clustergroups/{g}/bindings`.
 pub const BINDING_GET: Access = access("clustergroup:binding_get", "get");
 pub const BINDING_LIST: Access = access("clustergroup:binding_get", "list");
 pub const BINDING_CREATE: Access = access("clustergroup:binding_create", "create");
 pub const BINDING_DELETE: Access = access("clustergroup:binding_delete", "delete");
+/// A watch of bindings, decided as their list.
+pub const BINDING_WATCH: Access = access("clustergroup:binding_get", "watch");
 
 /// The kubeconfig export, a read of its own.
 pub const KUBECONFIG: Resource = Resource {
@@ -150,10 +154,12 @@ pub static GRANTS: &[Grant] = &[
     grant(&CLUSTER_GROUPS, "", GROUP_UPDATE),
     grant(&CLUSTER_GROUPS, "", GROUP_PATCH),
     grant(&CLUSTER_GROUPS, "", GROUP_DELETE),
+    grant(&CLUSTER_GROUPS, "", GROUP_WATCH),
     grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_GET),
     grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_LIST),
     grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_CREATE),
     grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_DELETE),
+    grant(&CLUSTER_GROUP_BINDINGS, "", BINDING_WATCH),
 ];
 
 /// Cluster-scoped resources every authenticated caller may use: the reviews themselves
@@ -491,7 +497,7 @@ pub fn decide_through(ctx: &RequestContext, ask: &Ask<'_>, reach: Reach) -> Deci
         allowed: true,
         denied: false,
         reason: format!(
-            "a cluster group bound to project {:?} grants it in namespace {:?}",
+            "the cluster groups bound to project {:?} decide it in namespace {:?}",
             ctx.project_id, ask.namespace
         ),
     }

@@ -282,7 +282,7 @@ impl ListOptions {
 
     /// A list read at exactly `resourceVersion`: `Exact`, or a version other than 0 with a
     /// limit and no match (the apiserver's legacy rule).
-    fn exact(&self) -> bool {
+    pub fn exact(&self) -> bool {
         match self.resource_version_match {
             Some(Match::Exact) => true,
             Some(Match::NotOlderThan) => false,

@@ -138,8 +138,9 @@ fn action_of(verb: &str) -> ClusterAction {
 }
 
 /// The groups bound to the caller's project, for a `verb` in `namespace`, another project's:
-/// the caller's own project's rule decides the verb (as for a cluster of its own), and a
-/// caller nothing is bound to gets the 403 of a namespace not its own.
+/// the caller's own project's rule decides the verb (as for a cluster of its own). A caller
+/// nothing is bound to gets none, and so the answers of a bound caller for a cluster its
+/// groups do not reach (404 for one cluster, an empty list): whether it is bound is not told.
 pub(super) async fn shared_groups(
     ctx: &RequestContext,
     state: &AppState,
@@ -151,17 +152,13 @@ pub(super) async fn shared_groups(
     if ctx.is_admin || !ctx.allowed(rule, &ctx.own_target()) {
         return Err(refused());
     }
-    let groups = cluster_access::caller_groups(state, ctx).await?;
-    if groups.is_empty() {
-        return Err(refused());
-    }
-    Ok(groups)
+    Ok(cluster_access::caller_groups(state, ctx).await?)
 }
 
 /// The view of a list or watch in `namespace` (None: every namespace): the caller's own
 /// project (every project for an admin) as [`authorize_namespace`] and [`authorize_all`]
 /// decide it, widened by the clusters the groups bound to its project reach. In another
-/// project's namespace only those (403 when nothing is bound). A watch across namespaces is
+/// project's namespace only those (none when nothing is bound). A watch across namespaces is
 /// always a shared view, so that a binding made while it runs shows its clusters.
 pub(super) async fn authorize_visible(
     ctx: &RequestContext,

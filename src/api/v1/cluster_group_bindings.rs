@@ -97,6 +97,7 @@ pub(crate) fn create_writes(
         grantee_project_id: grantee,
         roles,
         right,
+        resource_version: 0,
         created_at: Utc::now(),
     };
     let writes = [

@@ -227,6 +227,7 @@ pub(crate) fn provisional(new: &NewClusterGroup) -> ClusterGroup {
         description: new.description.clone(),
         selector: new.selector.clone(),
         version: 0,
+        resource_version: 0,
         created_at: Utc::now(),
         updated_at: None,
     }

@@ -79,11 +79,13 @@ const SERVED: [Served; 8] = [
         categories: &[super::objects::CATEGORY],
         subresources: &[("status", STATUS_VERBS)],
     },
-    // No watch: groups keep no change log. A binding never changes.
+    // A binding never changes. Both kinds watch (the groups' change log).
     Served {
         resource: &CLUSTER_GROUPS,
         namespaced: true,
-        verbs: &["create", "delete", "get", "list", "patch", "update"],
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         short_names: &["cg"],
         categories: &[],
         subresources: &[],
@@ -91,7 +93,7 @@ const SERVED: [Served; 8] = [
     Served {
         resource: &CLUSTER_GROUP_BINDINGS,
         namespaced: true,
-        verbs: &["create", "delete", "get", "list"],
+        verbs: &["create", "delete", "get", "list", "watch"],
         short_names: &["cgb"],
         categories: &[],
         subresources: &[],
@@ -554,10 +556,10 @@ mod tests {
                      "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"Cluster"}}]},
                   {"resource":"clustergroups","singularResource":"clustergroup","scope":"Namespaced",
                    "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"ClusterGroup"},
-                   "verbs":["create","delete","get","list","patch","update"],"shortNames":["cg"]},
+                   "verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["cg"]},
                   {"resource":"clustergroupbindings","singularResource":"clustergroupbinding","scope":"Namespaced",
                    "responseKind":{"group":"clusterregistry.k8s.io","version":"v1alpha1","kind":"ClusterGroupBinding"},
-                   "verbs":["create","delete","get","list"],"shortNames":["cgb"]}]}]},
+                   "verbs":["create","delete","get","list","watch"],"shortNames":["cgb"]}]}]},
                 {"metadata":{"name":"multicluster.x-k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1alpha1","freshness":"Current","resources":[{
                    "resource":"clusterprofiles","singularResource":"clusterprofile","scope":"Namespaced",
@@ -672,10 +674,10 @@ mod tests {
                 {"name":"clusters/status","singularName":"","namespaced":true,"kind":"Cluster",
                  "verbs":["get","patch","update"]},
                 {"name":"clustergroups","singularName":"clustergroup","namespaced":true,
-                 "kind":"ClusterGroup","verbs":["create","delete","get","list","patch","update"],
+                 "kind":"ClusterGroup","verbs":["create","delete","get","list","patch","update","watch"],
                  "shortNames":["cg"]},
                 {"name":"clustergroupbindings","singularName":"clustergroupbinding","namespaced":true,
-                 "kind":"ClusterGroupBinding","verbs":["create","delete","get","list"],
+                 "kind":"ClusterGroupBinding","verbs":["create","delete","get","list","watch"],
                  "shortNames":["cgb"]}]})
         );
         let (_, _, v) = call(group_version(get("/apis/multicluster.x-k8s.io/v1alpha1"))).await;

@@ -7,13 +7,14 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use chrono::Utc;
 
-use super::object::{binding, binding_name_candidates, Binding, CLUSTER_GROUP_BINDINGS};
-use super::{answer, list_request, list_verb, ok, read, refuse_watch, table};
+use super::object::{binding, binding_name_candidates, CLUSTER_GROUP_BINDINGS};
+use super::{answer, current, list_request, list_verb, ok, read, table, watch, Kind};
 use crate::api::http::error::ApiError;
 use crate::api::kube::access::{
     BINDING_CREATE, BINDING_DELETE, BINDING_GET, BINDING_LIST, GROUP_LIST_ALL_PROJECTS,
 };
 use crate::api::kube::delete_options::Delete;
+use crate::api::kube::list::ListOptions;
 use crate::api::kube::request::refuse_resource_version;
 use crate::api::kube::request::{
     accept, authorize_all, authorize_namespace, caller, dry_run, json_of, json_response, params,
@@ -28,25 +29,27 @@ use crate::domain::cluster_group::{ClusterGroup, ClusterGroupBinding};
 use crate::domain::Ident;
 use crate::store::{Scope, StoreError};
 
+/// The list, or with `watch=true` the watch, of the bindings `visible` shows.
 async fn list_answer(
     req: &HttpRequest,
-    state: &AppState,
+    state: &web::Data<AppState>,
     visible: Visible,
-    p: &crate::api::kube::request::Params,
+    (p, o): (&crate::api::kube::request::Params, &ListOptions),
 ) -> Result<HttpResponse, KubeError> {
-    let scope = Scope {
-        project_id: visible.project().unwrap_or_default(),
-        all_projects: visible.project().is_none(),
-    };
-    let all = state.store.cluster_group_bindings_in(&scope).await?;
-    let objects: Vec<Binding> = all.iter().map(|(b, g)| binding(b, g)).collect();
+    if o.watch {
+        return watch::start(req, state, Kind::Bindings, visible, p, o).await;
+    }
+    let objects = current::bindings(state, &visible).await?;
     answer(
         req,
-        p,
+        state,
+        &visible,
+        (p, o),
+        Kind::Bindings,
         objects,
-        &CLUSTER_GROUP_BINDINGS,
         table::binding_table,
     )
+    .await
 }
 
 /// `GET …/clustergroupbindings`: every project's for an admin that
@@ -64,11 +67,10 @@ pub(super) async fn list_all(
         list_verb(&o),
         &CLUSTER_GROUP_BINDINGS,
     )?;
-    refuse_watch(&o, &CLUSTER_GROUP_BINDINGS)?;
     if matches!(visible, Visible::All) && !ctx.allowed(GROUP_LIST_ALL_PROJECTS, &ctx.own_target()) {
         visible = Visible::Namespace(ctx.project_id.clone());
     }
-    list_answer(&req, &state, visible, &p).await
+    list_answer(&req, &state, visible, (&p, &o)).await
 }
 
 #[tracing::instrument(name = "kube_bindings.list", skip_all, fields(namespace = %path))]
@@ -86,8 +88,13 @@ pub(super) async fn list_namespace(
         &CLUSTER_GROUP_BINDINGS,
         &path,
     )?;
-    refuse_watch(&o, &CLUSTER_GROUP_BINDINGS)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+    list_answer(
+        &req,
+        &state,
+        Visible::Namespace(path.into_inner()),
+        (&p, &o),
+    )
+    .await
 }
 
 /// The group `name` of project `namespace`, if any.

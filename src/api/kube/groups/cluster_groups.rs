@@ -16,7 +16,7 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::object::{group, ClusterRef, Group, CLUSTER_GROUPS};
-use super::{answer, list_request, list_verb, ok, read, refuse_watch, table};
+use super::{answer, current, list_request, list_verb, ok, read, table, watch, Kind};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{
@@ -24,6 +24,7 @@ use crate::api::kube::access::{
     GROUP_UPDATE,
 };
 use crate::api::kube::delete_options::Delete;
+use crate::api::kube::list::ListOptions;
 use crate::api::kube::patch::apply_patch;
 use crate::api::kube::request::refuse_resource_version;
 use crate::api::kube::request::{
@@ -40,65 +41,29 @@ use crate::api::{AppState, RequestContext};
 use crate::domain::cluster::Cluster;
 use crate::domain::cluster_group::{ClusterGroup, ClusterGroupMember, NewClusterGroup};
 use crate::domain::{ClusterGroupId, Ident};
-use crate::store::{PageRequest, Scope, SortDir, StoreError, Write};
+use crate::store::{Scope, StoreError, Write};
 
-/// Groups read per store page while listing.
-const PAGE: u32 = 500;
-
-/// The groups `visible` shows, by name, with their members.
-async fn groups_of(
-    state: &AppState,
-    visible: &Visible,
-) -> Result<Vec<(ClusterGroup, Vec<(ClusterGroupMember, String)>)>, KubeError> {
-    let scope = Scope {
-        project_id: visible.project().unwrap_or_default(),
-        all_projects: visible.project().is_none(),
-    };
-    let mut out: Vec<ClusterGroup> = Vec::new();
-    let mut marker = None;
-    loop {
-        let page = PageRequest {
-            limit: PAGE,
-            marker,
-            sort_key: "name".into(),
-            sort_dir: SortDir::Asc,
-        };
-        let batch = state.store.list_cluster_groups(&scope, &page).await?;
-        let full = batch.len() == PAGE as usize;
-        marker = batch.last().map(|g| g.uuid.0);
-        out.extend(batch);
-        if !full {
-            break;
-        }
-    }
-    let ids: Vec<ClusterGroupId> = out.iter().map(|g| g.uuid).collect();
-    let mut members = Vec::new();
-    for chunk in ids.chunks(PAGE as usize) {
-        members.extend(state.store.cluster_group_members_named(chunk).await?);
-    }
-    out.sort_by(|a, b| (&a.project_id, a.name.as_str()).cmp(&(&b.project_id, b.name.as_str())));
-    Ok(out
-        .into_iter()
-        .map(|g| {
-            let mine = members
-                .iter()
-                .filter(|(m, _)| m.group == g.uuid)
-                .cloned()
-                .collect();
-            (g, mine)
-        })
-        .collect())
-}
-
+/// The list, or with `watch=true` the watch, of the groups `visible` shows.
 async fn list_answer(
     req: &HttpRequest,
-    state: &AppState,
+    state: &web::Data<AppState>,
     visible: Visible,
-    p: &crate::api::kube::request::Params,
+    (p, o): (&crate::api::kube::request::Params, &ListOptions),
 ) -> Result<HttpResponse, KubeError> {
-    let all = groups_of(state, &visible).await?;
-    let objects: Vec<Group> = all.iter().map(|(g, m)| group(g, m)).collect();
-    answer(req, p, objects, &CLUSTER_GROUPS, table::group_table)
+    if o.watch {
+        return watch::start(req, state, Kind::Groups, visible, p, o).await;
+    }
+    let objects = current::groups(state, &visible).await?;
+    answer(
+        req,
+        state,
+        &visible,
+        (p, o),
+        Kind::Groups,
+        objects,
+        table::group_table,
+    )
+    .await
 }
 
 /// `GET …/clustergroups`: every project's groups for an admin that
@@ -111,11 +76,10 @@ pub(super) async fn list_all(
 ) -> Result<HttpResponse, KubeError> {
     let (ctx, p, o) = list_request(&req, ctx)?;
     let mut visible = authorize_all(&ctx, GROUP_LIST.rule, list_verb(&o), &CLUSTER_GROUPS)?;
-    refuse_watch(&o, &CLUSTER_GROUPS)?;
     if matches!(visible, Visible::All) && !ctx.allowed(GROUP_LIST_ALL_PROJECTS, &ctx.own_target()) {
         visible = Visible::Namespace(ctx.project_id.clone());
     }
-    list_answer(&req, &state, visible, &p).await
+    list_answer(&req, &state, visible, (&p, &o)).await
 }
 
 #[tracing::instrument(name = "kube_groups.list", skip_all, fields(namespace = %path))]
@@ -127,8 +91,13 @@ pub(super) async fn list_namespace(
 ) -> Result<HttpResponse, KubeError> {
     let (ctx, p, o) = list_request(&req, ctx)?;
     authorize_namespace(&ctx, GROUP_LIST.rule, list_verb(&o), &CLUSTER_GROUPS, &path)?;
-    refuse_watch(&o, &CLUSTER_GROUPS)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+    list_answer(
+        &req,
+        &state,
+        Visible::Namespace(path.into_inner()),
+        (&p, &o),
+    )
+    .await
 }
 
 /// The group `name` of project `namespace` for a caller that may `rule` it (403 in
@@ -189,22 +158,44 @@ pub(super) async fn get(
     Ok(ok(&object))
 }
 
-/// The clusters a body's member list names, for the group's project `namespace`: each must
-/// exist (a 422 naming the entry otherwise).
+/// The clusters a body's member list names for a group of project `namespace`: one of the
+/// group's own project (any project's for an administrator) by its name there; one of another
+/// project only when the caller reads it through the groups bound to its own project. Any
+/// other entry is the same 422 as a cluster that does not exist ("not found"), so that a
+/// member list never tells whether another project has a cluster of that name.
 async fn resolve(
     state: &AppState,
+    ctx: &RequestContext,
+    namespace: &str,
     refs: &[ClusterRef],
     object: &str,
 ) -> Result<Vec<Cluster>, KubeError> {
     let mut out = Vec::new();
     let mut causes = Vec::new();
+    let mut groups = None;
     for (i, r) in refs.iter().enumerate() {
-        match state.store.registry_get(&r.namespace, &r.name).await? {
-            Some(e) => out.push(e.cluster),
-            None => causes.push(crate::api::kube::status::Cause::invalid(
+        let found = state.store.registry_get(&r.namespace, &r.name).await?;
+        let readable = match &found {
+            Some(_) if ctx.is_admin || r.namespace == namespace => true,
+            Some(e) => {
+                if groups.is_none() {
+                    groups = Some(crate::api::v1::cluster_access::caller_groups(state, ctx).await?);
+                }
+                let ids = groups.as_ref().map(|g| g.ids()).unwrap_or_default();
+                !state
+                    .store
+                    .cluster_group_links(&[e.cluster.uuid], &ids)
+                    .await?
+                    .is_empty()
+            }
+            None => false,
+        };
+        match found {
+            Some(e) if readable => out.push(e.cluster),
+            _ => causes.push(crate::api::kube::status::Cause::invalid(
                 format!("spec.clusters[{i}]"),
                 &format!("{}/{}", r.namespace, r.name),
-                &format!("no cluster {} in namespace {}", r.name, r.namespace),
+                &format!("cluster {} in namespace {} not found", r.name, r.namespace),
             )),
         }
     }
@@ -261,7 +252,7 @@ pub(super) async fn create(
     if !asked.clusters.is_empty() {
         ctx.authorize("clustergroup:member_add", &group_target(&provisional))?;
     }
-    let clusters = resolve(&state, &asked.clusters, name.as_str()).await?;
+    let clusters = resolve(&state, &ctx, &namespace, &asked.clusters, name.as_str()).await?;
     let writes = create_writes(&state, &ctx, &new, &clusters)?;
     let exists = || KubeError::already_exists(&CLUSTER_GROUPS, name.as_str());
     let scope = Scope {
@@ -360,7 +351,7 @@ async fn update(
             .as_str()
             .filter(|rv| !rv.is_empty())
         {
-            if rv != g.version.to_string() {
+            if rv != g.resource_version.to_string() {
                 return Err(KubeError::conflict(&CLUSTER_GROUPS, name));
             }
         }
@@ -384,7 +375,7 @@ async fn update(
         if !added.is_empty() {
             ctx.authorize("clustergroup:member_add", &group_target(&g))?;
         }
-        for c in resolve(state, &added, name).await? {
+        for c in resolve(state, ctx, namespace, &added, name).await? {
             writes.push(Write::InsertClusterGroupMember(Box::new(new_member(
                 ctx, &g, &c,
             )?)));
@@ -527,7 +518,7 @@ pub(super) async fn delete(
         }
     }
     if let Some(rv) = &options.resource_version {
-        if *rv != g.version.to_string() {
+        if *rv != g.resource_version.to_string() {
             return Err(KubeError::conflict(&CLUSTER_GROUPS, &name));
         }
     }

@@ -5,18 +5,23 @@
 //!
 //! Groups: list (JSON or Table, in a namespace or across namespaces), get, create, replace,
 //! merge or JSON patch of the spec (description, selector and explicit members) and delete.
-//! Bindings: list, get, create and delete (a binding never changes). No watch (groups keep no
-//! change log; `watch=true` is the apiserver's 405 for a resource without the verb).
+//! Bindings: list, get, create and delete (a binding never changes). Both kinds' lists page
+//! (`limit` and `continue`, [`listing`]) and watch (`watch=true`, [`watch`], from the groups'
+//! change log on the registry's one resourceVersion counter).
 //!
 //! By what each part does: [`object`] (the wire forms), [`read`] (bodies into the domain's
-//! types), [`cluster_groups`] and [`bindings`] (the handlers) and [`table`] (`kubectl get` columns).
+//! types), [`cluster_groups`] and [`bindings`] (the handlers), [`listing`] and [`watch`] and
+//! [`table`] (`kubectl get` columns).
 
 pub mod object;
 
 mod bindings;
 mod cluster_groups;
+mod current;
+mod listing;
 mod read;
 mod table;
+mod watch;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -26,13 +31,14 @@ use serde_json::Value;
 
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
-use super::objects::ObjectMeta;
-use super::request::{accept, json_response, params, Params};
+use super::objects::{list_meta, ObjectMeta};
+use super::request::{accept, json_response, params, Params, Visible};
 use super::scan::Selectors;
 use super::status::{KubeError, Resource};
 use super::table::{wants_table, IncludeObject};
 use crate::api::http::error::ApiError;
-use crate::api::RequestContext;
+use crate::api::{AppState, RequestContext};
+use crate::store::GroupObject;
 
 use self::object::{Binding, Group, List};
 pub use object::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
@@ -84,8 +90,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-/// The caller, the query and the list options of a list: a watch is the 405 of a resource
-/// without the verb (after the policy check, which the caller makes with `verb`).
+/// The caller, the query and the list options of a list or watch.
 fn list_request(
     req: &HttpRequest,
     ctx: Result<RequestContext, ApiError>,
@@ -96,14 +101,28 @@ fn list_request(
     Ok((ctx, p, o))
 }
 
-fn refuse_watch(o: &ListOptions, resource: &'static Resource) -> Result<(), KubeError> {
-    if o.watch {
-        return Err(KubeError::MethodNotAllowed {
-            resource,
-            action: "watch".into(),
-        });
+/// Which of the two kinds a list or watch serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Groups,
+    Bindings,
+}
+
+impl Kind {
+    fn resource(self) -> &'static Resource {
+        match self {
+            Kind::Groups => &CLUSTER_GROUPS,
+            Kind::Bindings => &CLUSTER_GROUP_BINDINGS,
+        }
     }
-    Ok(())
+
+    /// Whether a change-log line is of this kind.
+    fn holds(self, o: &GroupObject) -> bool {
+        matches!(
+            (self, o),
+            (Kind::Groups, GroupObject::Group(..)) | (Kind::Bindings, GroupObject::Binding(..))
+        )
+    }
 }
 
 /// The verb of a list request, as a refusal words it.
@@ -133,18 +152,21 @@ impl Named for Binding {
 }
 
 /// A list's answer: the objects the label and field selectors admit (neither kind carries
-/// labels, so a label selector admits an object when it admits no labels), as a Table when
-/// the client asks for one (`table`), else as the kind's list. `limit` is not applied: a list
-/// is one answer with every object, as the apiserver may answer (a project has few groups).
-fn answer<T: Named + Serialize>(
+/// labels, so a label selector admits an object when it admits no labels), one page of them
+/// ([`listing`]), as a Table when the client asks for one (`table`), else as the kind's list.
+#[allow(clippy::too_many_arguments)]
+async fn answer<T: Named + Serialize>(
     req: &HttpRequest,
-    p: &Params,
+    state: &AppState,
+    visible: &Visible,
+    (p, o): (&Params, &ListOptions),
+    kind: Kind,
     items: Vec<T>,
-    resource: &Resource,
     table: fn(&[T], IncludeObject, DateTime<Utc>) -> Value,
 ) -> Result<HttpResponse, KubeError> {
     let include = IncludeObject::parse(p.include_object.as_deref())?;
     let selectors = Selectors::parse(p)?;
+    let (rv, after) = listing::position(state.store.as_ref(), kind, visible, o).await?;
     let none = std::collections::BTreeMap::new();
     let objects: Vec<T> = items
         .into_iter()
@@ -157,10 +179,24 @@ fn answer<T: Named + Serialize>(
             )
         })
         .collect();
+    let key = |i: &T| {
+        let m = i.meta();
+        (
+            m.namespace.clone().unwrap_or_default(),
+            m.name.clone().unwrap_or_default(),
+        )
+    };
+    let (objects, next, remaining) = listing::page(objects, key, rv, after.as_ref(), o.limit);
+    let token = next.map(|t| t.encode()).unwrap_or_default();
     if wants_table(accept(req)) {
-        return Ok(ok(&table(&objects, include, Utc::now())));
+        let mut body = table(&objects, include, Utc::now());
+        body["metadata"] =
+            serde_json::to_value(list_meta(rv, token, remaining)).unwrap_or(Value::Null);
+        return Ok(ok(&body));
     }
-    Ok(ok(&List::new(resource, &objects)))
+    let mut list = List::new(kind.resource(), &objects);
+    list.metadata = list_meta(rv, token, remaining);
+    Ok(ok(&list))
 }
 
 fn ok(body: &impl Serialize) -> HttpResponse {

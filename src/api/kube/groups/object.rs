@@ -56,7 +56,7 @@ pub struct GroupSpec {
 pub struct MemberStatus {
     pub namespace: String,
     pub name: String,
-    pub state: &'static str,
+    pub state: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -177,19 +177,28 @@ pub fn expression_text(key: &str, operator: &str, values: &[String]) -> Result<S
 /// The `ClusterGroup` of a stored group with its explicit members (each with its cluster's
 /// registry name).
 pub fn group(g: &ClusterGroup, members: &[(ClusterGroupMember, String)]) -> Group {
-    let mut clusters = Vec::new();
-    let mut status = Vec::new();
-    for (m, name) in members.iter().filter(|(m, _)| m.group == g.uuid) {
-        clusters.push(ClusterRef {
+    let shown: Vec<MemberStatus> = members
+        .iter()
+        .filter(|(m, _)| m.group == g.uuid)
+        .map(|(m, name)| MemberStatus {
             namespace: m.cluster_project_id.clone(),
             name: name.clone(),
-        });
-        status.push(MemberStatus {
-            namespace: m.cluster_project_id.clone(),
-            name: name.clone(),
-            state: m.state.as_str(),
-        });
-    }
+            state: m.state.as_str().to_string(),
+        })
+        .collect();
+    group_shown(g, shown)
+}
+
+/// The `ClusterGroup` of a group and its members as its object shows them (a change-log
+/// line's).
+pub fn group_shown(g: &ClusterGroup, mut status: Vec<MemberStatus>) -> Group {
+    let mut clusters: Vec<ClusterRef> = status
+        .iter()
+        .map(|m| ClusterRef {
+            namespace: m.namespace.clone(),
+            name: m.name.clone(),
+        })
+        .collect();
     clusters.sort();
     status.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Group {
@@ -199,7 +208,7 @@ pub fn group(g: &ClusterGroup, members: &[(ClusterGroupMember, String)]) -> Grou
             name: Some(g.name.as_str().to_string()),
             namespace: Some(g.project_id.clone()),
             uid: Some(g.uuid.to_string()),
-            resource_version: Some(g.version.to_string()),
+            resource_version: Some(g.resource_version.to_string()),
             creation_timestamp: Some(meta_time(g.created_at)),
             ..ObjectMeta::default()
         },
@@ -238,8 +247,7 @@ pub fn binding(b: &ClusterGroupBinding, group: &str) -> Binding {
             name: Some(binding_name(group, &b.grantee_project_id)),
             namespace: Some(b.project_id.clone()),
             uid: Some(b.uuid.to_string()),
-            // A binding never changes: its row's id stands for its version.
-            resource_version: Some(b.id.to_string()),
+            resource_version: Some(b.resource_version.to_string()),
             creation_timestamp: Some(meta_time(b.created_at)),
             ..ObjectMeta::default()
         },
