@@ -182,6 +182,7 @@ both!(
             )
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
+        let last = r.body["uuid"].as_str().expect("a uuid").to_string();
         let r = relabel(
             app,
             &w.owner,
@@ -198,6 +199,27 @@ both!(
             .await;
         assert_eq!(r.status, 204, "{}", r.text);
         assert_expired(&resumed(app, &w.reader, &rv).await, &rv);
+
+        // Its last binding goes too: bound nothing now, it is still asked (a binding to it
+        // changed after the version), in A's namespace and across namespaces.
+        let r = app
+            .delete_as(&format!("{GROUPS}/{none}/bindings/{last}"), &w.owner)
+            .await;
+        assert_eq!(r.status, 204, "{}", r.text);
+        assert_expired(&resumed(app, &w.reader, &rv).await, &rv);
+        let r = get(
+            app,
+            &format!("{REG}/clusters?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+            &w.reader,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let lines: Vec<Value> = r
+            .text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_expired(&lines, &rv);
 
         // A watch from a version after the last change streams (nothing to replay).
         let (rv, _) = listed(app, &w.owner).await;

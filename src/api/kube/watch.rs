@@ -16,7 +16,8 @@
 //!   starts. A replayed line of another project's cluster that they do not reach cannot be
 //!   placed (the client may hold it from a time it was reached): that watch answers the same
 //!   410 `Expired`, and the client lists again, as after a version older than the window
-//!   (a project bound nothing when the watch starts is not asked: it holds nothing shared).
+//!   (a project bound nothing when the watch starts is asked only when a binding to it
+//!   changed after N: it may have lost its last one).
 //! - `allowWatchBookmarks=true`: a `BOOKMARK` with the latest resourceVersion after every
 //!   [`BOOKMARK_EVERY`] without events.
 //! - `timeoutSeconds` ends the stream cleanly (at most [`MAX_WATCH`]; [`DEFAULT_WATCH`]
@@ -42,7 +43,7 @@ use super::view;
 use crate::api::AppState;
 use crate::domain::cluster_group::Grantee;
 use crate::domain::{ClusterGroupId, ClusterId};
-use crate::store::{ChangeKind, ClusterChange, RegistryEntry};
+use crate::store::{ChangeKind, ClusterChange, GroupObject, RegistryEntry};
 
 pub const DEFAULT_WATCH: Duration = Duration::from_secs(1800);
 pub const MAX_WATCH: Duration = Duration::from_secs(3600);
@@ -302,15 +303,25 @@ impl Watch {
             Ok(reached) => self.shown = reached,
             Err(e) => return self.fail(e).await,
         }
-        // A project bound nothing when the watch starts is not asked: it reached nothing
-        // unless it lost its last binding after the version (then its namespaced watch is a
-        // 403, and its watch across namespaces keeps what it held until it lists again).
-        let bound = matches!(&self.visible, Visible::Shared { groups, .. } if !groups.is_empty());
-        if self.resumed.is_some() && bound {
+        // A project bound nothing when the watch starts is asked only if a binding to it
+        // changed after the version (it may have lost its last one and hold what it reached).
+        if let (Some(after), Visible::Shared { groups, own, .. }) = (self.resumed, &self.visible) {
             // Read after the groups were: a line committed in between is replayed too.
-            match self.store.registry_bounds().await {
-                Ok((latest, _)) => self.replay_to = Some(latest),
+            let latest = match self.store.registry_bounds().await {
+                Ok((latest, _)) => latest,
                 Err(e) => return self.fail(e.into()).await,
+            };
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let bound = if groups.is_empty() {
+                match self.bindings_changed(own, after, latest).await {
+                    Ok(changed) => changed,
+                    Err(e) => return self.fail(e).await,
+                }
+            } else {
+                true
+            };
+            if bound {
+                self.replay_to = Some(latest);
             }
         }
         let mut last = match from {
@@ -555,6 +566,28 @@ impl Watch {
             .into_iter()
             .map(|(c, _)| c)
             .collect())
+    }
+
+    /// Whether a binding to `project` was created, changed or deleted after `after` (up to
+    /// `to`): the groups' change log read in batches.
+    async fn bindings_changed(&self, project: &str, mut after: i64, to: i64) -> Result<bool, KubeError> {
+        while after < to {
+            let lines = self.store.cluster_group_changes(after, CHANGE_BATCH).await?;
+            let Some(end) = lines.last().map(|l| l.resource_version) else {
+                return Ok(false);
+            };
+            if lines.iter().any(|l| {
+                l.resource_version <= to
+                    && matches!(&l.object, GroupObject::Binding(b, _) if b.grantee_project_id == project)
+            }) {
+                return Ok(true);
+            }
+            if lines.len() < CHANGE_BATCH as usize {
+                return Ok(false);
+            }
+            after = end;
+        }
+        Ok(false)
     }
 
     /// Whether a replayed line is of another project's cluster in this shared view that the
