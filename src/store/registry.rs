@@ -68,8 +68,11 @@ pub struct RegistryPage {
     pub after: Option<(String, String)>,
     pub limit: u32,
     /// A caller's view through cluster groups: its own project's clusters (named first) and
-    /// those the groups reach (accepted members and selector matches), probed by cluster on
-    /// `ix_cluster_group_member_cluster_id` and `ix_cluster_group_match_cluster_id`.
+    /// those the groups reach (accepted members and selector matches). Across namespaces the
+    /// walk keeps to the projects the groups reach ([`reached_projects`]); each row it reads
+    /// is probed on `ix_cluster_group_member_cluster_id` and `ix_cluster_group_match_cluster_id`
+    /// (one `EXISTS` over both, which the planner cannot turn into a hash of every reached
+    /// cluster: a page reads what it shows, not all the groups reach).
     pub shared: Option<(String, Vec<ClusterGroupId>)>,
 }
 
@@ -189,6 +192,26 @@ fn entries(rows: Vec<EntryRow>) -> StoreResult<Vec<RegistryEntry>> {
     rows.into_iter().map(EntryRow::into_entry).collect()
 }
 
+/// The projects a caller of project `own` reaches through the groups `list` (placeholders):
+/// its own, its bound groups' accepted members' (`ix_cluster_group_member_accepted`, from the
+/// index alone) and the groups' own (a group's selector matches only its own project's
+/// clusters). A page across namespaces walks only these projects' clusters in
+/// (project, name) order: on PostgreSQL as `= ANY(ARRAY(...))`, an index condition on the
+/// leading column that keeps the index's order (an `IN (SELECT ...)` would be a join and a
+/// sort), so the first page of a member whose groups reach 10 of 100 projects reads about as
+/// many rows as it shows instead of every cluster of the projects before them.
+fn reached_projects(dialect: Dialect, own: &str, list: &str) -> String {
+    let projects = format!(
+        "SELECT CAST({own} AS VARCHAR(255)) UNION SELECT gm.cluster_project_id \
+         FROM cluster_group_member gm WHERE gm.state = 'Accepted' AND gm.group_id IN ({list}) \
+         UNION SELECT g.project_id FROM cluster_group g WHERE g.uuid IN ({list})"
+    );
+    match dialect {
+        Dialect::Postgres => format!("c.project_id = ANY(ARRAY({projects}))"),
+        Dialect::Sqlite => format!("c.project_id IN ({projects})"),
+    }
+}
+
 /// One page in (project, registry name) order.
 #[tracing::instrument(level = "debug", skip_all, fields(project = ?page.project, limit = page.limit))]
 pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<RegistryEntry>> {
@@ -215,10 +238,13 @@ pub(super) async fn page(pool: &Pool, page: &RegistryPage) -> StoreResult<Vec<Re
                 .map(|_| next())
                 .collect::<Vec<_>>()
                 .join(", ");
+            if page.project.is_none() {
+                conds.push(reached_projects(pool.dialect(), &own, &list));
+            }
             conds.push(format!(
                 "(c.project_id = {own} OR EXISTS (SELECT 1 FROM cluster_group_member gm \
                  WHERE gm.cluster_id = c.uuid AND gm.state = 'Accepted' AND gm.group_id IN \
-                 ({list})) OR EXISTS (SELECT 1 FROM cluster_group_match gx \
+                 ({list}) UNION ALL SELECT 1 FROM cluster_group_match gx \
                  WHERE gx.cluster_id = c.uuid AND gx.group_id IN ({list})))"
             ));
         }

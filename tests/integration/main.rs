@@ -61,5 +61,6 @@ mod registry_validation;
 mod registry_watch;
 mod store_contract;
 mod store_contract_groups;
+mod store_contract_reach;
 mod tls;
 mod wire;
