@@ -570,9 +570,17 @@ impl Watch {
 
     /// Whether a binding to `project` was created, changed or deleted after `after` (up to
     /// `to`): the groups' change log read in batches.
-    async fn bindings_changed(&self, project: &str, mut after: i64, to: i64) -> Result<bool, KubeError> {
+    async fn bindings_changed(
+        &self,
+        project: &str,
+        mut after: i64,
+        to: i64,
+    ) -> Result<bool, KubeError> {
         while after < to {
-            let lines = self.store.cluster_group_changes(after, CHANGE_BATCH).await?;
+            let lines = self
+                .store
+                .cluster_group_changes(after, CHANGE_BATCH)
+                .await?;
             let Some(end) = lines.last().map(|l| l.resource_version) else {
                 return Ok(false);
             };
