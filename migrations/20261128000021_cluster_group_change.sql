@@ -111,27 +111,35 @@ CREATE TRIGGER cluster_group_deleting BEFORE DELETE ON cluster_group
     FOR EACH ROW EXECUTE FUNCTION cluster_group_deleting();
 
 -- A member added, accepted or removed (a cluster that goes removes its memberships) changes
--- what its group shows.
-CREATE FUNCTION cluster_group_member_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    g VARCHAR(36);
+-- what its group shows. Once per statement and group: a statement that adds or removes many
+-- members of one group moves its resource_version (and writes its line) once.
+CREATE FUNCTION cluster_group_members_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'DELETE' THEN
-        g := OLD.group_id;
-    ELSE
-        g := NEW.group_id;
-    END IF;
     UPDATE cluster_group SET resource_version = nextval('cluster_resource_version')
-    WHERE uuid = g;
+    WHERE uuid IN (SELECT DISTINCT group_id FROM changed_members);
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER cluster_group_member_changed AFTER INSERT OR DELETE ON cluster_group_member
-    FOR EACH ROW EXECUTE FUNCTION cluster_group_member_changed();
+CREATE FUNCTION cluster_group_members_restated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE cluster_group SET resource_version = nextval('cluster_resource_version')
+    WHERE uuid IN (SELECT DISTINCT n.group_id FROM new_members n JOIN old_members o
+        ON o.group_id = n.group_id AND o.cluster_id = n.cluster_id
+        WHERE o.state IS DISTINCT FROM n.state);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER cluster_group_member_added AFTER INSERT ON cluster_group_member
+    REFERENCING NEW TABLE AS changed_members
+    FOR EACH STATEMENT EXECUTE FUNCTION cluster_group_members_added();
+CREATE TRIGGER cluster_group_member_removed AFTER DELETE ON cluster_group_member
+    REFERENCING OLD TABLE AS changed_members
+    FOR EACH STATEMENT EXECUTE FUNCTION cluster_group_members_added();
 CREATE TRIGGER cluster_group_member_changed_update AFTER UPDATE ON cluster_group_member
-    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
-    EXECUTE FUNCTION cluster_group_member_changed();
+    REFERENCING OLD TABLE AS old_members NEW TABLE AS new_members
+    FOR EACH STATEMENT EXECUTE FUNCTION cluster_group_members_restated();
 
 -- A binding's ADDED line (a binding never changes) and its DELETED line.
 CREATE FUNCTION cluster_group_binding_changed() RETURNS trigger LANGUAGE plpgsql AS $$
