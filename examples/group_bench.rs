@@ -208,6 +208,9 @@ async fn load(pool: &sqlx::PgPool, n: u32, projects: u32) -> anyhow::Result<()> 
     .bind(i64::from(TEAMS))
     .execute(pool)
     .await?;
+    // Statistics, as a live database has them, before the group writes' triggers plan their
+    // reads of the clusters.
+    sqlx::query("ANALYZE cluster").execute(pool).await?;
     sqlx::query(
         "INSERT INTO cluster_group (uuid, project_id, user_id, name, selector, description, \
              created_at) \
