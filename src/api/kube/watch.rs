@@ -76,7 +76,8 @@ struct Shape {
     first: bool,
 }
 
-fn line<T: Serialize>(kind: &str, object: T) -> Option<Bytes> {
+/// One watch event as a newline-terminated JSON line.
+pub(super) fn line<T: Serialize>(kind: &str, object: T) -> Option<Bytes> {
     let mut bytes = serde_json::to_vec(&Event { kind, object }).ok()?;
     bytes.push(b'\n');
     Some(Bytes::from(bytes))
@@ -145,7 +146,8 @@ impl Shape {
     }
 }
 
-fn timeout_of(p: &Params) -> Duration {
+/// How long a watch streams: `timeoutSeconds` (at most [`MAX_WATCH`]), else [`DEFAULT_WATCH`].
+pub(super) fn timeout_of(p: &Params) -> Duration {
     p.timeout_seconds
         .as_deref()
         .and_then(|t| t.parse::<u64>().ok())
@@ -244,7 +246,7 @@ pub(super) async fn start(
 
 /// Where a watch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Start {
+pub(super) enum Start {
     /// The current state as `ADDED` events, then the changes after it.
     Initial,
     /// The changes after this version.

@@ -18,11 +18,8 @@
 //! the field selectors keep (neither kind carries labels). A line keeps its object whole, so
 //! a `DELETED` event carries the object's last state.
 
-use std::time::Duration;
-
 use actix_web::web::Bytes;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -34,44 +31,12 @@ use crate::api::kube::request::{accept, Params, Visible};
 use crate::api::kube::scan::Selectors;
 use crate::api::kube::status::{status_value, KubeError};
 use crate::api::kube::table::{wants_table, watch_event_table, IncludeObject};
-use crate::api::kube::watch::{BOOKMARK_EVERY, DEFAULT_WATCH, MAX_WATCH};
+use crate::api::kube::watch::{line, timeout_of, Start, BOOKMARK_EVERY, MAX_WATCH};
 use crate::api::AppState;
 use crate::store::{GroupObject, Store};
 
 /// Change-log lines read per statement.
 const BATCH: u32 = 500;
-
-#[derive(Serialize)]
-struct Event<'a, T: Serialize> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    object: T,
-}
-
-fn line<T: Serialize>(kind: &str, object: T) -> Option<Bytes> {
-    let mut bytes = serde_json::to_vec(&Event { kind, object }).ok()?;
-    bytes.push(b'\n');
-    Some(Bytes::from(bytes))
-}
-
-fn timeout_of(p: &Params) -> Duration {
-    p.timeout_seconds
-        .as_deref()
-        .and_then(|t| t.parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map(Duration::from_secs)
-        .unwrap_or(DEFAULT_WATCH)
-        .min(MAX_WATCH)
-}
-
-/// Where a watch starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Start {
-    /// The current objects as `ADDED` events, then the changes after them.
-    Initial,
-    /// The changes after this version.
-    After(i64),
-}
 
 /// One object of either kind, as an event carries it.
 enum Shown {
