@@ -798,11 +798,23 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
         if status != 200 or body.get("status") != "CREATE_COMPLETE" or body.get("project_id") != ns:
             raise CheckFailed("ks-edge through /v1: %d %s" % (status, body))
         b_member = issue_token(ks, "b-member", "proj-b")
-        for path in (base, base + "/c1", base + "?watch=true"):
-            status, _, body = http("GET", path, {"Authorization": "Bearer " + b_member})
-            if status != 403 or not isinstance(body, dict) or body.get("reason") != "Forbidden":
-                raise CheckFailed("project B's member on %s: expected 403 Forbidden, got %d %s"
-                                  % (path, status, body))
+        # Project B is bound nothing: in A's namespace it sees what a project whose groups
+        # reach nothing there sees (an empty list and watch, 404 for a name), which tells
+        # nothing of A's clusters.
+        b_auth = {"Authorization": "Bearer " + b_member}
+        status, _, body = http("GET", base, b_auth)
+        if status != 200 or not isinstance(body, dict) or body.get("kind") != "ClusterList" \
+                or body.get("items") != []:
+            raise CheckFailed("project B's member on %s: expected an empty ClusterList, got %d %s"
+                              % (base, status, body))
+        status, _, body = http("GET", base + "/c1", b_auth)
+        if status != 404 or not isinstance(body, dict) or body.get("reason") != "NotFound":
+            raise CheckFailed("project B's member on %s/c1: expected 404 NotFound, got %d %s"
+                              % (base, status, body))
+        status, _, body = http("GET", base + "?watch=true&timeoutSeconds=1", b_auth)
+        if status != 200 or body is not None:
+            raise CheckFailed("project B's member watching %s: expected an empty stream, got %d %s"
+                              % (base, status, body))
         status, _, body = http("GET", base)
         if status != 401 or not isinstance(body, dict) or body.get("kind") != "Status":
             raise CheckFailed("no token: expected a 401 Status, got %d %s" % (status, body))
@@ -811,7 +823,8 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
             raise CheckFailed("deleting ks-edge: %d %s" % (status, body))
 
     rep.check("the cluster registry with Keystone bearer tokens: c1 in project A's namespace, "
-              "a registered cluster seen through /v1, 403 for project B, 401 without a token",
+              "a registered cluster seen through /v1, nothing of A's for project B (empty list and "
+              "watch, 404 for c1), 401 without a token",
               registry)
 
     def nodegroups() -> None:
@@ -1020,8 +1033,13 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
                                   % (ns, r.returncode, r.stdout, r.stderr))
             b_token = issue_token(ks, "b-member", "proj-b")
             r = run(b_token, "get", "clusters", "-n", ns)
-            if r.returncode == 0 or "Forbidden" not in r.stderr:
-                raise CheckFailed("project B's member in A's namespace: expected Forbidden, got rc %d\n%s\n%s"
+            if r.returncode != 0 or "No resources found in %s namespace." % ns not in r.stderr \
+                    or "tls-edge" in r.stdout:
+                raise CheckFailed("project B's member in A's namespace: expected no resources, got rc %d\n%s\n%s"
+                                  % (r.returncode, r.stdout, r.stderr))
+            r = run(b_token, "get", "clusters", "tls-edge", "-n", ns)
+            if r.returncode == 0 or "NotFound" not in r.stderr:
+                raise CheckFailed("project B's member getting tls-edge: expected NotFound, got rc %d\n%s\n%s"
                                   % (r.returncode, r.stdout, r.stderr))
             r = run("not-a-keystone-token", "get", "clusters", "-A")
             if r.returncode == 0 or "You must be logged in to the server" not in r.stderr:
@@ -1037,8 +1055,9 @@ def keystone_checks(rep: Report, cli: Clients, srv: Server, ks: Keystone, projec
             tls.stop()
 
     kubectl_check = ("kubectl with Keystone tokens over HTTPS (a second fleetyard serve with "
-                     "enabled_ssl): create -f and get clusters -A as project A's member, Forbidden "
-                     "for B's member, \"You must be logged in\" for a bad token, 400 for plain HTTP")
+                     "enabled_ssl): create -f and get clusters -A as project A's member, nothing "
+                     "of A's for B's member (no resources, NotFound), \"You must be logged in\" "
+                     "for a bad token, 400 for plain HTTP")
     if kubectl_binary() is None and os.environ.get("FLEETYARD_REQUIRE_KUBECTL") != "1":
         # Said, not passed: without kubectl this check did not run.
         print("skip - %s: no kubectl on this machine (FLEETYARD_KUBECTL or the PATH)" % kubectl_check,
