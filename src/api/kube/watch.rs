@@ -244,6 +244,41 @@ pub(super) async fn start(
         .streaming(stream))
 }
 
+/// Where a watch asked with `o` starts, given the change logs' latest and pruned versions: a
+/// streaming list from a version the server has not reached is a 504; a version older than
+/// the logs is `Err` with the 410 line the stream answers.
+pub(super) fn start_of(
+    o: &ListOptions,
+    latest: i64,
+    pruned: i64,
+) -> Result<Result<Start, String>, KubeError> {
+    let asked = o.resource_version.filter(|n| *n > 0);
+    let from = match o.send_initial_events {
+        Some(true) => {
+            if let Some(n) = asked {
+                if i64::try_from(n).map_or(true, |n| n > latest) {
+                    return Err(KubeError::TooLargeResourceVersion {
+                        requested: n,
+                        current: u64::try_from(latest).unwrap_or(0),
+                    });
+                }
+            }
+            Start::Initial
+        }
+        _ => match asked {
+            Some(n) => Start::After(i64::try_from(n).unwrap_or(i64::MAX)),
+            None => Start::After(latest),
+        },
+    };
+    match from {
+        Start::After(n) if n < pruned => Ok(Err(super::expired_watch_line(
+            &n.to_string(),
+            &pruned.to_string(),
+        ))),
+        _ => Ok(Ok(from)),
+    }
+}
+
 /// Where a watch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Start {

@@ -31,7 +31,7 @@ use crate::api::kube::request::{accept, Params, Visible};
 use crate::api::kube::scan::Selectors;
 use crate::api::kube::status::{status_value, KubeError};
 use crate::api::kube::table::{wants_table, watch_event_table, IncludeObject};
-use crate::api::kube::watch::{line, timeout_of, Start, BOOKMARK_EVERY, MAX_WATCH};
+use crate::api::kube::watch::{line, start_of, timeout_of, Start, BOOKMARK_EVERY, MAX_WATCH};
 use crate::api::AppState;
 use crate::store::{GroupObject, Store};
 
@@ -108,33 +108,15 @@ pub(super) async fn start(
 ) -> Result<HttpResponse, KubeError> {
     let selectors = Selectors::parse(p)?;
     let include = IncludeObject::parse(p.include_object.as_deref())?;
-    let asked = o.resource_version.filter(|n| *n > 0);
     let (latest, pruned) = state.store.registry_bounds().await?;
-    let from = match o.send_initial_events {
-        Some(true) => {
-            if let Some(n) = asked {
-                if i64::try_from(n).map_or(true, |n| n > latest) {
-                    return Err(KubeError::TooLargeResourceVersion {
-                        requested: n,
-                        current: u64::try_from(latest).unwrap_or(0),
-                    });
-                }
-            }
-            Start::Initial
-        }
-        _ => match asked {
-            Some(n) => Start::After(i64::try_from(n).unwrap_or(i64::MAX)),
-            None => Start::After(latest),
-        },
-    };
-    if let Start::After(n) = from {
-        if n < pruned {
-            let body = crate::api::kube::expired_watch_line(&n.to_string(), &pruned.to_string());
+    let from = match start_of(o, latest, pruned)? {
+        Ok(from) => from,
+        Err(expired) => {
             return Ok(HttpResponse::Ok()
                 .content_type("application/json")
-                .body(body));
+                .body(expired))
         }
-    }
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let watch = Watch {
         state: state.clone(),
