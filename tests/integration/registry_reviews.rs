@@ -436,6 +436,17 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         ),
         // A member reads a machine's status; writing it is an admin's.
         rule("cluster.k8s.io", "machines/status", &["get"]),
+        // A node group's MachineDeployment: read, and changed (a resize or a roll).
+        rule(
+            "cluster.k8s.io",
+            "machinedeployments",
+            &["get", "list", "update", "patch"],
+        ),
+        rule(
+            "cluster.k8s.io",
+            "machinedeployments/scale",
+            &["get", "update", "patch"],
+        ),
         rule(registry, "kubeconfig", &["get"]),
         rule(
             registry,
