@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 
 use crate::helpers::kubectl::{kubectl_binary, Kubectl};
 use crate::helpers::{
-    at, cluster_as, conductor_from, drain, spawn_keeping, template_as, Backend, Resp, TestApp,
+    at, cluster_as, conductor, conductor_from, drain, instant, spawn_keeping, template_as, Backend,
+    Resp, TestApp,
 };
 
 const ALL: &str = "/apis/cluster.k8s.io/v1alpha1/machinedeployments";
@@ -250,7 +251,10 @@ async fn each_node_group_is_a_machine_deployment_listed_got_and_tabled(
             ("Status", 1)
         ]
     );
-    let row = t.body["rows"][1]["cells"].as_array().cloned().unwrap_or_default();
+    let row = t.body["rows"][1]["cells"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(row[0], WORKER);
     assert_eq!(
         row[1..7],
@@ -670,6 +674,79 @@ async fn a_kubelet_version_within_the_skew_policy_rolls_the_machines_onto_it(
     assert_eq!(env.group().await["status"], "UPDATE_COMPLETE");
 }
 
+#[rstest]
+#[tokio::test]
+async fn a_stopped_version_roll_shows_update_failed_and_the_same_spec_again_resumes_it(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let env = Env::new(backend).await;
+    let r = env
+        .patch(
+            WORKER,
+            MERGE,
+            json!({"spec": {"template": {"spec": {"versions": {"kubelet": "v1.31.6"}}}}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let broken = conductor(
+        &env.app,
+        fleetyard::config::FakeDriverSection {
+            fail_replacement: 2,
+            ..instant()
+        },
+    );
+    let outcomes = drain(&broken).await;
+    assert!(
+        matches!(outcomes.last(), Some(Outcome::Failed { .. })),
+        "{outcomes:?}"
+    );
+    let md = env.md(WORKER).await;
+    let failure = condition(&md, "ReplicaFailure");
+    assert_eq!(failure["status"], "True", "{md}");
+    assert_eq!(failure["reason"], "UPDATE_FAILED");
+    let reason = env.group().await["status_reason"].clone();
+    assert_eq!(failure["message"], reason);
+    assert!(
+        failure["message"].as_str().is_some_and(
+            |m| m.starts_with("The rolling replacement of node group default-worker stopped")
+        ),
+        "{failure}"
+    );
+    assert_eq!(condition(&md, "Progressing")["status"], "False");
+    assert_eq!(md["status"]["updatedReplicas"], 1, "{md}");
+    assert_eq!(
+        md["spec"]["template"]["spec"]["versions"]["kubelet"],
+        "v1.31.6"
+    );
+
+    // The same spec again resumes the roll: only the machines left are replaced.
+    let r = env
+        .patch(
+            WORKER,
+            MERGE,
+            json!({"spec": {"template": {"spec": {"versions": {"kubelet": "v1.31.6"}}}}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        condition(&r.body, "Progressing")["reason"],
+        "UPDATE_IN_PROGRESS"
+    );
+    drain(&env.conductor).await;
+    for m in env.workers().await {
+        assert_eq!(m["spec"]["versions"]["kubelet"], "v1.31.6", "{m}");
+        assert_eq!(m["status"]["phase"], "Running", "{m}");
+        assert_eq!(
+            m["status"]["providerID"],
+            format!("fake://{}/2", m["metadata"]["uid"].as_str().unwrap_or("")),
+            "replaced exactly once"
+        );
+    }
+    let md = env.md(WORKER).await;
+    assert_eq!(md["status"]["updatedReplicas"], WORKERS);
+    assert!(condition(&md, "ReplicaFailure").is_null());
+}
+
 #[tokio::test]
 async fn kubectl_gets_scales_and_patches_machine_deployments() {
     let Some(bin) = kubectl_binary() else { return };
@@ -770,6 +847,20 @@ async fn kubectl_gets_scales_and_patches_machine_deployments() {
         out.contains("kind: MachineDeployment") && out.contains("replicas: 4"),
         "{out}"
     );
+
+    // Server-side apply of the replicas: a resize.
+    let file = k.file(
+        "md.yaml",
+        &format!(
+            "apiVersion: cluster.k8s.io/v1alpha1\nkind: MachineDeployment\nmetadata:\n  \
+             name: {WORKER}\n  namespace: project-a\nspec:\n  replicas: 2\n"
+        ),
+    );
+    let out = k.ok(&["apply", "--server-side", "-f", &file]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    drain(&env.conductor).await;
+    assert_eq!(env.group().await["node_count"], 2);
+    assert_eq!(env.workers().await.len(), 2);
     let out = k.ok(&["explain", "machinedeployment.spec"]).await;
     assert!(
         out.contains("replicas") && out.contains("template"),

@@ -10,7 +10,7 @@
 //!   `spec.strategy` a `RollingUpdate` with `maxUnavailable: 0` and `maxSurge` the batch of a
 //!   roll (1 unless a write says otherwise; a parameter of the change, not kept).
 //! * `status` counts the group's machines: `replicas` (not being deleted), `updatedReplicas`
-//!   (on the group's flavor, image and version), `readyReplicas`/`availableReplicas`
+//!   (on the group's flavor, image and version, and not failed), `readyReplicas`/`availableReplicas`
 //!   (`Running`), `unavailableReplicas`; `conditions` say the group's status (`Available`,
 //!   `Progressing`, and `ReplicaFailure` with the reason of a `*_FAILED` group).
 //! * `metadata.resourceVersion` is the highest of the cluster row's and the group's machines'
@@ -188,7 +188,8 @@ pub fn counts(e: &NodeGroupEntry) -> Counts {
             .as_deref()
             .and_then(|k| KubeVersion::parse(k).ok());
         let on_version = version.is_none() || kubelet == version;
-        if t.flavor == flavor && t.image == image && on_version {
+        // A failed machine is still to replace, whatever its spec says.
+        if t.flavor == flavor && t.image == image && on_version && t.phase != MachinePhase::Failed {
             c.updated += t.count;
         }
         if t.phase == MachinePhase::Running {
