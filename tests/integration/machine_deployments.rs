@@ -3,7 +3,8 @@
 //! group's resize; a template change (flavor, image, kubelet) as the group's rolling
 //! replacement, `maxSurge` at a time, each machine exactly once; a kubelet version held to the
 //! skew policy before anything changes; replace with its resourceVersion; the refusals as 422
-//! with causes naming each field, 409 for a busy group, 405 for what is not served. On
+//! with causes naming each field, 409 for a busy group, a delete as the group's, 405 for what
+//! is not served. On
 //! PostgreSQL and SQLite with the fake driver and an instant conductor, and with the real
 //! kubectl.
 
@@ -323,10 +324,77 @@ async fn each_node_group_is_a_machine_deployment_listed_got_and_tabled(
         "{}",
         r.text
     );
+}
+
+#[rstest]
+#[tokio::test]
+async fn deleting_a_machine_deployment_deletes_its_node_group(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let env = Env::new(backend).await;
+    let path = format!("/v1/clusters/{}/nodegroups", env.cluster);
+    let r = env
+        .app
+        .request(
+            Method::POST,
+            &path,
+            &env.v1,
+            Some(&json!({"name": "gpu", "node_count": 1})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&env.conductor).await;
+    let md = env.md("kc-gpu").await;
+    assert_eq!(md["spec"]["replicas"], 1);
+
+    let one = format!("{BASE}/kc-gpu");
+    let r = env
+        .call(Method::DELETE, &format!("{one}?dryRun=All"), "", None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.body["metadata"]["deletionTimestamp"].is_string(),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        env.md("kc-gpu").await["metadata"]["resourceVersion"],
+        md["metadata"]["resourceVersion"]
+    );
+    let stale = json!({"preconditions": {"resourceVersion": "1"}});
+    let r = env
+        .call(Method::DELETE, &one, "application/json", Some(&stale))
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+
+    let r = env.call(Method::DELETE, &one, "", None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["metadata"]["name"], "kc-gpu");
+    assert!(
+        r.body["metadata"]["deletionTimestamp"].is_string(),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        condition(&r.body, "Progressing")["reason"],
+        "DELETE_IN_PROGRESS"
+    );
+    drain(&env.conductor).await;
+    let r = env.get(&one).await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = env.app.get_as(&format!("{path}/gpu"), &env.v1).await;
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    // A default group is never deleted.
     let r = env
         .call(Method::DELETE, &format!("{BASE}/{WORKER}"), "", None)
         .await;
-    assert_eq!(r.status, 405, "{}", r.text);
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "Deleting a default nodegroup is not supported."
+    );
+    assert_eq!(env.jobs_left().await, 0);
 }
 
 #[rstest]

@@ -436,11 +436,11 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         ),
         // A member reads a machine's status; writing it is an admin's.
         rule("cluster.k8s.io", "machines/status", &["get"]),
-        // A node group's MachineDeployment: read, and changed (a resize or a roll).
+        // A node group's MachineDeployment: read, changed (a resize or a roll) and deleted.
         rule(
             "cluster.k8s.io",
             "machinedeployments",
-            &["get", "list", "update", "patch"],
+            &["get", "list", "update", "patch", "delete"],
         ),
         rule(
             "cluster.k8s.io",

@@ -85,6 +85,8 @@ pub const DEPLOYMENT_GET: Access = access("nodegroup:get", "get");
 pub const DEPLOYMENT_LIST: Access = access("nodegroup:get_all", "list");
 pub const DEPLOYMENT_UPDATE: Access = access("nodegroup:update", "update");
 pub const DEPLOYMENT_PATCH: Access = access("nodegroup:update", "patch");
+/// A machine deployment's delete: its node group's (`nodegroup:delete`).
+pub const DEPLOYMENT_DELETE: Access = access("nodegroup:delete", "delete");
 pub const DEPLOYMENT_LIST_ALL_PROJECTS: &str = "nodegroup:get_all_all_projects";
 
 /// Cluster groups, by the rules of `/v1/clustergroups`: read, list, create, update (a replace
@@ -162,6 +164,7 @@ pub static GRANTS: &[Grant] = &[
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_LIST),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_UPDATE),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_PATCH),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_DELETE),
     grant(&MACHINE_DEPLOYMENTS, "scale", DEPLOYMENT_GET),
     grant(&MACHINE_DEPLOYMENTS, "scale", DEPLOYMENT_UPDATE),
     grant(&MACHINE_DEPLOYMENTS, "scale", DEPLOYMENT_PATCH),

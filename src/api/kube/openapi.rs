@@ -262,6 +262,25 @@ fn machines_document() -> Value {
         paths.extend(p);
         roots.extend(rs);
     }
+    // A machine deployment's delete (its node group's), without a create.
+    let one = format!(
+        "/apis/{}/{}/namespaces/{{namespace}}/{}/{{name}}",
+        MACHINE_DEPLOYMENTS.group, MACHINE_DEPLOYMENTS.version, MACHINE_DEPLOYMENTS.plural
+    );
+    if let Some(item) = paths.get_mut(&one) {
+        item["delete"] = op(Op {
+            r: &MACHINE_DEPLOYMENTS,
+            id: "deleteNamespacedMachineDeployment".into(),
+            action: "delete",
+            description: "delete a MachineDeployment (its node group)".into(),
+            params: DELETE_PARAMS,
+            request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
+            responses: responses(
+                &[("200", "OK"), ("202", "Accepted")],
+                &schema::MACHINE_DEPLOYMENT,
+            ),
+        });
+    }
     let (p, rs) = scale_paths(&MACHINE_DEPLOYMENTS);
     paths.extend(p);
     roots.extend(rs);

@@ -323,7 +323,8 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
     "nodegroup:get_one_all_projects" => ADMIN,
         "Retrieve information about a given nodegroup across projects.", [("GET", NODEGROUP)];
     "nodegroup:create" => ADMIN_OR_MEMBER, "Create a new nodegroup.", [("POST", NODEGROUPS)];
-    "nodegroup:delete" => ADMIN_OR_MEMBER, "Delete a nodegroup.", [("DELETE", NODEGROUP)];
+    "nodegroup:delete" => ADMIN_OR_MEMBER, "Delete a nodegroup.",
+        [("DELETE", NODEGROUP), ("DELETE", KUBE_DEPLOYMENT)];
     "nodegroup:update" => ADMIN_OR_MEMBER,
         "Update an existing nodegroup (on the Kubernetes face: its MachineDeployment's \
          replicas, flavor, image or kubelet version, and its scale).",

@@ -5,9 +5,9 @@
 //! image and kubelet version a rolling replacement, as `/v1` does them, [`change`]) and the
 //! `scale` subresource ([`scale`]).
 //!
-//! Not served, each a 405 `MethodNotAllowed` Status: a watch (node groups keep no change log),
-//! a create (a node group is created with `POST /v1/clusters/{cluster}/nodegroups`) and a
-//! delete (`DELETE /v1/clusters/{cluster}/nodegroups/{nodegroup}`).
+//! A delete deletes the node group ([`delete`], as `/v1`'s). Not served, each a 405
+//! `MethodNotAllowed` Status: a watch (node groups keep no change log) and a create (a node
+//! group is created with `POST /v1/clusters/{cluster}/nodegroups`).
 //!
 //! By what each part does: [`object`] (the wire form and the object name), [`listing`] (the
 //! paged read and the lookup by name), [`table`] (`kubectl get` columns), [`diff`] (what a
@@ -16,6 +16,7 @@
 pub mod object;
 
 mod change;
+mod delete;
 mod diff;
 mod listing;
 mod scale;
@@ -60,7 +61,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route(web::get().to(get))
         .route(web::put().to(update::replace))
         .route(web::patch().to(update::patch))
-        .route(web::delete().to(delete))
+        .route(web::delete().to(delete::delete))
         .default_service(web::to(method_not_allowed)),
     )
     .service(
@@ -86,14 +87,6 @@ async fn create() -> Result<HttpResponse, KubeError> {
     Err(not_here(
         "create (a node group is created with POST /v1/clusters/{cluster_ident}/nodegroups, \
          and then served here)",
-    ))
-}
-
-/// `DELETE …/machinedeployments/{name}`: 405, a node group is deleted through `/v1`.
-async fn delete() -> Result<HttpResponse, KubeError> {
-    Err(not_here(
-        "delete (a node group is deleted with DELETE \
-         /v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident})",
     ))
 }
 
