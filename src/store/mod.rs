@@ -518,6 +518,12 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         pairs: &[(String, String)],
         uuid: Option<&str>,
     ) -> StoreResult<Vec<NodeGroupEntry>>;
+    /// Every node group of `clusters`, with their machines' tallies (what a watch of
+    /// `machinedeployments` reads again when those clusters or their machines changed).
+    async fn nodegroups_of_clusters(
+        &self,
+        clusters: &[ClusterId],
+    ) -> StoreResult<Vec<NodeGroupEntry>>;
     /// Changes of machine rows after resourceVersion `after`, oldest first.
     async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>>;
     /// Changes of cluster groups and bindings after resourceVersion `after`, oldest first.

@@ -260,3 +260,24 @@ pub(super) async fn by_names(
     let rows: Vec<EntryRow> = pool.sql(&text).bind_all(b.texts).fetch_all(pool).await?;
     with_tallies(pool, rows).await
 }
+
+/// Every node group of `clusters` (with their machines' tallies), in (project, cluster
+/// registry name, name) order: what a watch reads again when their clusters or machines
+/// changed.
+#[tracing::instrument(level = "debug", skip_all, fields(clusters = clusters.len()))]
+pub(super) async fn of_clusters(
+    pool: &Pool,
+    clusters: &[crate::domain::ClusterId],
+) -> StoreResult<Vec<NodeGroupEntry>> {
+    if clusters.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = format!(
+        "{} WHERE g.cluster_id IN ({}) ORDER BY g.project_id, COALESCE(c.registry_name, c.name), \
+         g.name",
+        entry_select(),
+        sql::placeholders(1, clusters.len())
+    );
+    let rows: Vec<EntryRow> = pool.sql(&text).bind_ids(clusters).fetch_all(pool).await?;
+    with_tallies(pool, rows).await
+}

@@ -516,6 +516,13 @@ impl Store for SqlStore {
         nodegroup_listing::by_names(&self.pool, project, pairs, uuid).await
     }
 
+    async fn nodegroups_of_clusters(
+        &self,
+        clusters: &[ClusterId],
+    ) -> StoreResult<Vec<NodeGroupEntry>> {
+        nodegroup_listing::of_clusters(&self.pool, clusters).await
+    }
+
     async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>> {
         machine_changes::changes(&self.pool, after, limit).await
     }

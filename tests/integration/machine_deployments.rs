@@ -3,8 +3,8 @@
 //! group's resize; a template change (flavor, image, kubelet) as the group's rolling
 //! replacement, `maxSurge` at a time, each machine exactly once; a kubelet version held to the
 //! skew policy before anything changes; replace with its resourceVersion; the refusals as 422
-//! with causes naming each field, 409 for a busy group, a delete as the group's, 405 for what
-//! is not served. On
+//! with causes naming each field, 409 for a busy group, a delete as the group's, a watch from
+//! the clusters' and machines' change logs, 405 for a create. On
 //! PostgreSQL and SQLite with the fake driver and an instant conductor, and with the real
 //! kubectl.
 
@@ -310,9 +310,6 @@ async fn each_node_group_is_a_machine_deployment_listed_got_and_tabled(
         r.body["message"],
         "machinedeployments.cluster.k8s.io \"nosuch\" not found"
     );
-    let r = env.get(&format!("{BASE}?watch=true")).await;
-    assert_eq!(r.status, 405, "{}", r.text);
-    assert_eq!(r.body["reason"], "MethodNotAllowed");
     let r = env
         .call(Method::POST, BASE, "application/json", Some(&md))
         .await;
@@ -324,6 +321,150 @@ async fn each_node_group_is_a_machine_deployment_listed_got_and_tabled(
         "{}",
         r.text
     );
+}
+
+/// `(type, name)` of each watch event, and the events.
+fn events_of(text: &str) -> (Vec<(String, String)>, Vec<Value>) {
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let seen = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    (seen, events)
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_watch_follows_node_groups_through_their_clusters_and_machines(
+    #[values(Backend::Postgres, Backend::Sqlite)] backend: Backend,
+) {
+    let env = Env::new(backend).await;
+    let path = format!("/v1/clusters/{}/nodegroups", env.cluster);
+    let r = env
+        .app
+        .request(
+            Method::POST,
+            &path,
+            &env.v1,
+            Some(&json!({"name": "gpu", "node_count": 1})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&env.conductor).await;
+    let rv0 = env.get(BASE).await.body["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a resourceVersion")
+        .to_string();
+
+    // A streaming list, then the changes as they are made.
+    let req = env
+        .app
+        .client
+        .get(env.app.url(&format!(
+            "{BASE}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&\
+             resourceVersionMatch=NotOlderThan&timeoutSeconds=6"
+        )))
+        .headers(env.app.headers.clone());
+    let live = tokio::spawn(async move {
+        let r = req.send().await.expect("watch");
+        assert_eq!(r.status(), 200);
+        r.text().await.expect("events")
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let scale = format!("{BASE}/{WORKER}/scale");
+    let r = env
+        .call(
+            Method::PATCH,
+            &scale,
+            MERGE,
+            Some(&json!({"spec": {"replicas": 4}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    drain(&env.conductor).await;
+    let r = env
+        .call(Method::DELETE, &format!("{BASE}/kc-gpu"), "", None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    drain(&env.conductor).await;
+    let text = live.await.expect("the watch ends");
+    let (seen, events) = events_of(&text);
+    let pair = |t: &str, n: &str| (t.to_string(), n.to_string());
+    assert_eq!(
+        seen[..4],
+        [
+            pair("ADDED", MASTER),
+            pair("ADDED", WORKER),
+            pair("ADDED", "kc-gpu"),
+            pair("BOOKMARK", "")
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        events[3]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    let worker: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "MODIFIED" && e["object"]["metadata"]["name"] == WORKER)
+        .map(|e| &e["object"])
+        .collect();
+    assert!(worker.iter().any(|o| o["spec"]["replicas"] == 4), "{text}");
+    let last = worker.last().expect("the worker group changed");
+    assert_eq!(last["status"]["readyReplicas"], 4, "{text}");
+    assert!(seen.contains(&pair("DELETED", "kc-gpu")), "{text}");
+    // The master group's object changed only in its resourceVersion (its cluster's row
+    // moved), which the watch shows so a client's copy stays current.
+    for e in events
+        .iter()
+        .filter(|e| e["type"] == "MODIFIED" && e["object"]["metadata"]["name"] == MASTER)
+    {
+        assert_eq!(e["object"]["spec"], events[0]["object"]["spec"], "{text}");
+        assert_eq!(
+            e["object"]["status"], events[0]["object"]["status"],
+            "{text}"
+        );
+    }
+
+    // From a resourceVersion: the changes after it, each group as it is now.
+    let r = env
+        .get(&format!(
+            "{BASE}?watch=true&resourceVersion={rv0}&timeoutSeconds=1"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (seen, events) = events_of(&r.text);
+    assert_eq!(
+        seen,
+        vec![pair("MODIFIED", MASTER), pair("MODIFIED", WORKER)],
+        "{}",
+        r.text
+    );
+    assert_eq!(events[1]["object"]["status"]["readyReplicas"], 4);
+    // Another project's watch sees none of it.
+    let b = env.app.project_b();
+    let r = env
+        .call_as(
+            Method::GET,
+            &format!("{BASE}?watch=true&timeoutSeconds=1"),
+            "",
+            None,
+            &b,
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert_eq!(r.body["details"]["kind"], "machinedeployments");
 }
 
 #[rstest]

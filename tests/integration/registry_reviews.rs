@@ -440,7 +440,7 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(
             "cluster.k8s.io",
             "machinedeployments",
-            &["get", "list", "update", "patch", "delete"],
+            &["get", "list", "watch", "update", "patch", "delete"],
         ),
         rule(
             "cluster.k8s.io",
@@ -492,7 +492,11 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
         rule("cluster.k8s.io", "machines", &["get", "list", "watch"]),
         rule("cluster.k8s.io", "machines/status", &["get"]),
-        rule("cluster.k8s.io", "machinedeployments", &["get", "list"]),
+        rule(
+            "cluster.k8s.io",
+            "machinedeployments",
+            &["get", "list", "watch"],
+        ),
         rule("cluster.k8s.io", "machinedeployments/scale", &["get"]),
         rule(registry, "kubeconfig", &["get"]),
         rule(registry, "clustergroups", &["get", "list", "watch"]),

@@ -83,6 +83,8 @@ pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
 /// patch, the `scale` subresource: a resize, a roll or a version) by `nodegroup:update`.
 pub const DEPLOYMENT_GET: Access = access("nodegroup:get", "get");
 pub const DEPLOYMENT_LIST: Access = access("nodegroup:get_all", "list");
+/// A watch of machine deployments, decided as their list.
+pub const DEPLOYMENT_WATCH: Access = access("nodegroup:get_all", "watch");
 pub const DEPLOYMENT_UPDATE: Access = access("nodegroup:update", "update");
 pub const DEPLOYMENT_PATCH: Access = access("nodegroup:update", "patch");
 /// A machine deployment's delete: its node group's (`nodegroup:delete`).
@@ -162,6 +164,7 @@ pub static GRANTS: &[Grant] = &[
     grant(&MACHINES, "status", MACHINE_STATUS_PATCH),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_GET),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_LIST),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_WATCH),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_UPDATE),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_PATCH),
     grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_DELETE),

@@ -121,11 +121,11 @@ const SERVED: [Served; 9] = [
         subresources: &[("status", STATUS_VERBS)],
     },
     // One per node group: an update or patch resizes it or rolls its machines, `scale`
-    // resizes it, a delete deletes it; created through `/v1` only, not watched.
+    // resizes it, a delete deletes it; created through `/v1` only.
     Served {
         resource: &MACHINE_DEPLOYMENTS,
         namespaced: true,
-        verbs: &["delete", "get", "list", "patch", "update"],
+        verbs: &["delete", "get", "list", "patch", "update", "watch"],
         short_names: &["md"],
         categories: &[],
         subresources: &[("scale", STATUS_VERBS)],
@@ -609,7 +609,7 @@ mod tests {
                      "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"}}]},
                   {"resource":"machinedeployments","singularResource":"machinedeployment","scope":"Namespaced",
                    "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"MachineDeployment"},
-                   "verbs":["delete","get","list","patch","update"],"shortNames":["md"],
+                   "verbs":["delete","get","list","patch","update","watch"],"shortNames":["md"],
                    "subresources":[{"subresource":"scale","verbs":["get","patch","update"],
                      "responseKind":{"group":"autoscaling","version":"v1","kind":"Scale"}}]}]}]},
                 {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},

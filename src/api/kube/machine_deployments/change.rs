@@ -57,8 +57,8 @@ fn invalid(name: &str, field: &str, message: &str) -> KubeError {
     )
 }
 
-/// 409 for a group (or cluster) in a state that takes no change now.
-fn busy(ng: &NodeGroup, c: &Cluster) -> Result<(), KubeError> {
+/// 409 for a group in a state that takes no change now.
+fn group_busy(ng: &NodeGroup) -> Result<(), KubeError> {
     if ng.status.is_in_progress() || !nodegroup_change_allowed(ng.status) {
         return Err(KubeError::ConflictMessage(format!(
             "Operation cannot be fulfilled on {} {}: node group {} is {}; try again once it \
@@ -69,6 +69,13 @@ fn busy(ng: &NodeGroup, c: &Cluster) -> Result<(), KubeError> {
             ng.status
         )));
     }
+    Ok(())
+}
+
+/// 409 for a group, or a cluster, in a state that takes no roll now (a roll is a node group
+/// update, as `/v1`'s).
+fn busy(ng: &NodeGroup, c: &Cluster) -> Result<(), KubeError> {
+    group_busy(ng)?;
     if !cluster_accepts_nodegroup_work(c.status, false) {
         return Err(KubeError::ConflictMessage(format!(
             "Updating a cluster when status is \"{}\" is not supported.",
@@ -155,7 +162,8 @@ async fn resize(
     name: &str,
     n: i32,
 ) -> Result<Planned, KubeError> {
-    busy(ng, c)?;
+    // The cluster's state is the resize's own rule (`check_resize`).
+    group_busy(ng)?;
     let template = template_of(state, c).await?;
     let driver = driver_for(state, &template)?;
     check_resize(c, ng, n, driver.as_ref()).map_err(|e| refusal(name, "spec.replicas", e))?;

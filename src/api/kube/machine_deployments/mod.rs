@@ -5,9 +5,9 @@
 //! image and kubelet version a rolling replacement, as `/v1` does them, [`change`]) and the
 //! `scale` subresource ([`scale`]).
 //!
-//! A delete deletes the node group ([`delete`], as `/v1`'s). Not served, each a 405
-//! `MethodNotAllowed` Status: a watch (node groups keep no change log) and a create (a node
-//! group is created with `POST /v1/clusters/{cluster}/nodegroups`).
+//! A delete deletes the node group ([`delete`], as `/v1`'s); a watch follows the clusters' and
+//! machines' change logs ([`watch`]). Not served: a create, a 405 `MethodNotAllowed` Status (a
+//! node group is created with `POST /v1/clusters/{cluster}/nodegroups`).
 //!
 //! By what each part does: [`object`] (the wire form and the object name), [`listing`] (the
 //! paged read and the lookup by name), [`table`] (`kubectl get` columns), [`diff`] (what a
@@ -22,6 +22,7 @@ mod listing;
 mod scale;
 mod table;
 mod update;
+mod watch;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -75,6 +76,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// The verb a list request is (`watch` with `watch=true`), as refusals word it.
+fn list_verb(o: &ListOptions) -> &'static str {
+    if o.watch {
+        "watch"
+    } else {
+        DEPLOYMENT_LIST.verb
+    }
+}
+
 fn not_here(action: &str) -> KubeError {
     KubeError::MethodNotAllowed {
         resource: &MACHINE_DEPLOYMENTS,
@@ -90,19 +100,20 @@ async fn create() -> Result<HttpResponse, KubeError> {
     ))
 }
 
-/// The list (JSON or Table) of what `visible` shows; a watch is 405.
+/// The list (JSON or Table) of what `visible` shows, or with `watch=true` its watch.
 async fn list_answer(
     req: &HttpRequest,
-    state: &AppState,
+    state: &web::Data<AppState>,
     visible: Visible,
     p: &Params,
+    o: &ListOptions,
 ) -> Result<HttpResponse, KubeError> {
-    let o = ListOptions::parse(&p.list_query())?;
-    if o.watch {
-        return Err(not_here("watch"));
-    }
     let selectors = Selectors::parse(p)?;
     let include = IncludeObject::parse(p.include_object.as_deref())?;
+    if o.watch {
+        return watch::start(req, state, visible, selectors, p, o).await;
+    }
+    let o = o.clone();
     let listed = listing::list_deployments(state, &visible, &selectors, &o).await?;
     let objects: Vec<MachineDeployment> = listed.items.iter().map(machine_deployment).collect();
     let token = listed.continue_token();
@@ -141,10 +152,11 @@ async fn list_all(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let p = params(&req)?;
+    let o = ListOptions::parse(&p.list_query())?;
     let own = ctx.own_target();
     if !ctx.allowed(DEPLOYMENT_LIST.rule, &own) {
         return Err(KubeError::forbidden(
-            DEPLOYMENT_LIST.verb,
+            list_verb(&o),
             &MACHINE_DEPLOYMENTS,
             None,
             &ctx.user_id,
@@ -155,7 +167,7 @@ async fn list_all(
     } else {
         Visible::Namespace(ctx.project_id.clone())
     };
-    list_answer(&req, &state, visible, &p).await
+    list_answer(&req, &state, visible, &p, &o).await
 }
 
 #[tracing::instrument(name = "machinedeployments.list", skip_all, fields(namespace = %path))]
@@ -167,9 +179,10 @@ async fn list_namespace(
 ) -> Result<HttpResponse, KubeError> {
     let ctx = caller(ctx)?;
     let p = params(&req)?;
-    let (rule, verb) = DEPLOYMENT_LIST.pair();
-    authorize_namespace(&ctx, rule, verb, &MACHINE_DEPLOYMENTS, &path)?;
-    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p).await
+    let o = ListOptions::parse(&p.list_query())?;
+    let rule = DEPLOYMENT_LIST.rule;
+    authorize_namespace(&ctx, rule, list_verb(&o), &MACHINE_DEPLOYMENTS, &path)?;
+    list_answer(&req, &state, Visible::Namespace(path.into_inner()), &p, &o).await
 }
 
 #[tracing::instrument(name = "machinedeployments.get", skip_all, fields(namespace = %path.0, name = %path.1))]
