@@ -84,6 +84,41 @@ impl Writer {
         })
     }
 
+    /// Whether the write is a server-side apply.
+    pub(super) fn is_apply(&self) -> bool {
+        self.applied.is_some()
+    }
+
+    /// An apply's configuration (named `name`) and the entries it leaves on the object it
+    /// makes when there is none yet (nothing to conflict with: `force` changes nothing); a
+    /// stated resourceVersion or uid is a 409, as nothing has them.
+    pub(super) fn creation(&self, name: &str) -> Result<(Value, ManagedFields), KubeError> {
+        let Some(applied) = &self.applied else {
+            return Err(KubeError::not_found(&MACHINES, name));
+        };
+        let stated = |key: &str| {
+            applied["metadata"][key]
+                .as_str()
+                .is_some_and(|v| !v.is_empty())
+        };
+        if stated("resourceVersion") || stated("uid") {
+            return Err(KubeError::conflict(&MACHINES, name));
+        }
+        let mut fields = ManagedFields::default();
+        managed::apply(
+            &MACHINE,
+            &mut fields,
+            None,
+            applied,
+            self.part,
+            &self.id,
+            self.force,
+        )?;
+        let mut value = applied.clone();
+        value["metadata"]["name"] = Value::String(name.to_string());
+        Ok((value, fields))
+    }
+
     /// The object the write asks for: an apply's configuration merged into `current` (with
     /// the entries it leaves), or what `other` makes of `current` (entries recorded later, by
     /// [`Writer::fields`]).
@@ -263,6 +298,7 @@ pub(super) fn owned_writes(
         from,
         resource_version: e.resource_version,
         managed_fields: fields.clone(),
+        annotations: next.annotations.clone(),
     };
     match change {
         Some(writes) => writes
@@ -272,7 +308,12 @@ pub(super) fn owned_writes(
                 other => other,
             })
             .collect(),
-        None if next.machine == e.machine && *fields == e.managed_fields => Vec::new(),
+        None if next.machine == e.machine
+            && *fields == e.managed_fields
+            && next.annotations == e.annotations =>
+        {
+            Vec::new()
+        }
         None => {
             let from: Vec<MachinePhase> = vec![e.machine.status.phase];
             vec![object(Box::new(next.machine.clone()), from)]
