@@ -14,8 +14,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::kubectl::{kubectl_binary, Kubectl};
 use crate::helpers::{
-    at, complete_cluster_with, conductor_from, drain, events_of, spawn_keeping, Backend, Resp,
-    TestApp,
+    drain, events_of, machine_updates as update, project_a_with_kc, Backend, Resp, TestApp,
 };
 
 const BASE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/project-a/machines";
@@ -36,16 +35,7 @@ struct Env {
 
 impl Env {
     async fn new(backend: Backend) -> Env {
-        let (app, settings) = spawn_keeping(backend, |s| {
-            crate::helpers::instant_settings(s);
-            s.noauth.project_id = "project-a".into();
-            s.noauth.user_id = "user-a".into();
-            s.noauth.roles = "member,reader".into();
-        })
-        .await;
-        let conductor = conductor_from(&app, &settings);
-        let v1 = at(&app.headers, "latest");
-        complete_cluster_with(&app, &conductor, "kc", json!({"kube_tag": "v1.31.4"}), &v1).await;
+        let (app, conductor, _, _) = project_a_with_kc(backend).await;
         let mut env = Env {
             app,
             conductor,
@@ -116,13 +106,6 @@ impl Env {
         names.sort();
         names
     }
-}
-
-fn update(outcomes: &[&str]) -> Vec<(String, String)> {
-    outcomes
-        .iter()
-        .map(|o| ("magnum.machine.update".to_string(), o.to_string()))
-        .collect()
 }
 
 #[rstest]
