@@ -212,6 +212,7 @@ async fn a_replacement_asked_by_annotation_ends_with_a_new_server_and_the_group_
 ) {
     let env = Env::new(backend).await;
     let names = env.names().await;
+    let from = env.get(W).await["metadata"]["resourceVersion"].clone();
     let r = env
         .call(
             Method::PATCH,
@@ -236,6 +237,30 @@ async fn a_replacement_asked_by_annotation_ends_with_a_new_server_and_the_group_
         "a new server"
     );
     assert_eq!(env.names().await, names, "the group is as large as before");
+    // Watches from the change log show the annotation with each change since.
+    let r = env
+        .call(
+            Method::GET,
+            &format!(
+                "{BASE}?watch=true&timeoutSeconds=1&resourceVersion={}",
+                from.as_str().expect("a resourceVersion")
+            ),
+            "",
+            "",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let watched: Vec<Value> = r
+        .text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["object"]["metadata"]["name"] == W)
+        .collect();
+    assert!(!watched.is_empty(), "{}", r.text);
+    for e in &watched {
+        assert_eq!(e["type"], "MODIFIED", "{e}");
+        assert_eq!(e["object"]["metadata"]["annotations"][REPLACE], "r1", "{e}");
+    }
 
     // Cluster API's remediation request, by a replace (PUT) of the whole object: a
     // replacement too.
@@ -385,6 +410,24 @@ async fn a_server_side_apply_of_a_missing_machine_creates_it(
         )
         .await;
     assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(r.body["reason"], "Conflict");
+    // Another name than the URL's.
+    let mut other: Value = serde_json::from_str(&applied).expect("json");
+    other["metadata"]["name"] = json!("kc-edge-2");
+    let r = env
+        .call(
+            Method::PATCH,
+            &format!("{path}?fieldManager=maker"),
+            APPLY,
+            &other.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["message"],
+        "the name of the object (kc-edge-2) does not match the name on the URL (kc-edge-1)"
+    );
+    assert_eq!(env.names().await, names);
 
     let r = env
         .call(

@@ -90,18 +90,19 @@ impl Writer {
     }
 
     /// An apply's configuration (named `name`) and the entries it leaves on the object it
-    /// makes when there is none yet (nothing to conflict with: `force` changes nothing); a
-    /// stated resourceVersion or uid is a 409, as nothing has them.
+    /// makes when there is none yet (nothing to conflict with: `force` changes nothing); another
+    /// name than the URL's is a 400, a stated resourceVersion or uid a 409 (nothing has them).
     pub(super) fn creation(&self, name: &str) -> Result<(Value, ManagedFields), KubeError> {
         let Some(applied) = &self.applied else {
             return Err(KubeError::not_found(&MACHINES, name));
         };
-        let stated = |key: &str| {
-            applied["metadata"][key]
-                .as_str()
-                .is_some_and(|v| !v.is_empty())
-        };
-        if stated("resourceVersion") || stated("uid") {
+        let stated = |key: &str| applied["metadata"][key].as_str().filter(|v| !v.is_empty());
+        if let Some(other) = stated("name").filter(|n| *n != name) {
+            return Err(KubeError::bad_request(format!(
+                "the name of the object ({other}) does not match the name on the URL ({name})"
+            )));
+        }
+        if stated("resourceVersion").is_some() || stated("uid").is_some() {
             return Err(KubeError::conflict(&MACHINES, name));
         }
         let mut fields = ManagedFields::default();
