@@ -360,8 +360,18 @@ async fn a_busy_machine_is_a_409_and_two_changes_at_once_a_422_and_nothing_is_wr
          again when it is done."
     );
     assert_eq!(env.get(W).await, busy);
+    // A removal asks nothing and changes nothing of the machine: taken while it is busy.
+    let r = env.annotate("", json!({REBOOT: null}), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["status"]["phase"], "Provisioning");
+    assert!(
+        r.body["metadata"]["annotations"].get(REBOOT).is_none(),
+        "{}",
+        r.text
+    );
     assert_eq!(drain(&env.conductor).await.len(), 1, "one job");
     assert_eq!(env.events().await, update(&["pending", "success"]));
+    assert_eq!(env.get(W).await["status"]["phase"], "Running");
 }
 
 #[rstest]

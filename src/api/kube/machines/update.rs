@@ -454,6 +454,9 @@ async fn update(
                     })?;
                 Some(writes)
             }
+            // A write of the request annotations alone (a removal) is no change of the
+            // machine: it neither waits for a busy machine nor runs a failed one's change again.
+            None if change == MachineChange::default() && kept != e.annotations => None,
             None => change_writes(state, ctx, &c, &e.machine, &change)
                 .await
                 .map_err(|err| refusal(name, "spec", err))?,
