@@ -256,22 +256,7 @@ pub enum FederationProgress {
     DoneWithNote(String),
 }
 
-/// An operation on one machine that changes no spec: a replacement by a new machine (the new
-/// one first) or a reboot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MachineAction {
-    Replace,
-    Reboot,
-}
-
-impl MachineAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MachineAction::Replace => "replace",
-            MachineAction::Reboot => "reboot",
-        }
-    }
-}
+pub use crate::domain::machine::requests::MachineAction;
 
 /// Resize arguments.
 #[derive(Debug, Clone, PartialEq)]

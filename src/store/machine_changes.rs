@@ -29,7 +29,7 @@ struct ChangeRow {
 static CHANGES: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT change, {MACHINE_COLUMNS}, cluster_name, nodegroup_name, resource_version, \
-         managed_fields \
+         managed_fields, annotations \
          FROM machine_change WHERE resource_version > $1 ORDER BY resource_version LIMIT $2"
     )
 });

@@ -5,6 +5,7 @@
 //! machine name) pairs or by uuid. Pages are keyset reads on
 //! `ix_machine_project_id_cluster_id_id`; the names come from the joins.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use sqlx::types::Json;
@@ -26,6 +27,8 @@ pub struct MachineEntry {
     pub resource_version: i64,
     /// `metadata.managedFields` of its object.
     pub managed_fields: ManagedFields,
+    /// The annotations its object keeps that are not derived (the request annotations).
+    pub annotations: BTreeMap<String, String>,
 }
 
 impl MachineEntry {
@@ -82,6 +85,7 @@ pub(super) struct EntryRow {
     pub nodegroup_name: String,
     pub resource_version: i64,
     pub managed_fields: Json<ManagedFields>,
+    pub annotations: Json<BTreeMap<String, String>>,
 }
 
 impl EntryRow {
@@ -92,6 +96,7 @@ impl EntryRow {
             nodegroup_name: self.nodegroup_name,
             resource_version: self.resource_version,
             managed_fields: self.managed_fields.0,
+            annotations: self.annotations.0,
         })
     }
 }
@@ -109,7 +114,8 @@ static ENTRY_SELECT: LazyLock<String> = LazyLock::new(|| {
         .join(", ");
     format!(
         "SELECT {cols}, c.registry_name AS cluster_name, g.name AS nodegroup_name, \
-         m.resource_version AS resource_version, m.managed_fields AS managed_fields \
+         m.resource_version AS resource_version, m.managed_fields AS managed_fields, \
+         m.annotations AS annotations \
          FROM machine m JOIN cluster c ON c.uuid = m.cluster_id \
          JOIN nodegroup g ON g.uuid = m.nodegroup_id"
     )

@@ -7,7 +7,7 @@
 //! ([`observe`]). One machine's own change writes its spec and status ([`update`]); a change through the
 //! Kubernetes face writes its managed fields with them ([`update_object`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
@@ -133,8 +133,8 @@ pub(super) async fn insert_one(tx: &mut Tx, m: &NewMachine, now: DateTime<Utc>) 
         .map_err(|e| StoreError::Corrupt(format!("machine spec: {e}")))?;
     tx.sql(
         "INSERT INTO machine (uuid, name, role, project_id, cluster_id, nodegroup_id, spec, \
-         phase, status, created_at, managed_fields) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}', $9, $10)",
+         phase, status, created_at, managed_fields, annotations) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}', $9, $10, $11)",
     )
     .bind_id(&m.uuid)
     .bind(m.name.as_str().to_string())
@@ -146,6 +146,7 @@ pub(super) async fn insert_one(tx: &mut Tx, m: &NewMachine, now: DateTime<Utc>) 
     .bind(m.phase.as_str())
     .bind(now)
     .bind(Json(&m.managed_fields))
+    .bind(Json(&m.annotations))
     .execute(&mut *tx)
     .await?;
     Ok(())
@@ -316,7 +317,7 @@ pub(super) async fn update_object(
     m: &Machine,
     from: &[MachinePhase],
     resource_version: i64,
-    managed_fields: &ManagedFields,
+    (managed_fields, annotations): (&ManagedFields, &BTreeMap<String, String>),
     now: DateTime<Utc>,
 ) -> StoreResult<()> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("machine {} {what}", m.uuid));
@@ -329,9 +330,9 @@ pub(super) async fn update_object(
     rest.remove("providerID");
     let text = format!(
         "UPDATE machine SET spec = $2, phase = $3, provider_id = $4, status = $5, \
-         updated_at = $6, managed_fields = $7 WHERE uuid = $1 AND resource_version = $8 \
-         AND phase IN ({})",
-        sql::placeholders(9, from.len())
+         updated_at = $6, managed_fields = $7, annotations = $8 WHERE uuid = $1 \
+         AND resource_version = $9 AND phase IN ({})",
+        sql::placeholders(10, from.len())
     );
     let updated = tx
         .sql(&text)
@@ -342,6 +343,7 @@ pub(super) async fn update_object(
         .bind(Json(serde_json::Value::Object(rest)))
         .bind(now)
         .bind(Json(managed_fields))
+        .bind(Json(annotations))
         .bind(resource_version)
         .bind_all(from.iter().map(|p| p.as_str()))
         .execute(&mut *tx)

@@ -5,6 +5,8 @@
 //!
 //! [`commit`] opens the write transaction and hands each write to the function of its table.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 
 use super::db::{Pool, Tx};
@@ -107,13 +109,15 @@ pub enum Write {
         machine: Box<Machine>,
         from: Vec<MachinePhase>,
     },
-    /// [`Write::UpdateMachine`] from the Kubernetes face: the machine's `managed_fields` too,
-    /// and only while it is still at `resource_version` (else [`super::StoreError::Stale`]).
+    /// [`Write::UpdateMachine`] from the Kubernetes face: the machine's `managed_fields` and
+    /// kept annotations too, and only while it is still at `resource_version` (else
+    /// [`super::StoreError::Stale`]).
     UpdateMachineObject {
         machine: Box<Machine>,
         from: Vec<MachinePhase>,
         resource_version: i64,
         managed_fields: ManagedFields,
+        annotations: BTreeMap<String, String>,
     },
     InsertFederation {
         federation: Box<NewFederation>,
@@ -364,9 +368,17 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             from,
             resource_version,
             managed_fields,
+            annotations,
         } => {
-            machine_writes::update_object(tx, machine, from, *resource_version, managed_fields, now)
-                .await?
+            machine_writes::update_object(
+                tx,
+                machine,
+                from,
+                *resource_version,
+                (managed_fields, annotations),
+                now,
+            )
+            .await?
         }
         Write::InsertFederation { federation, status } => {
             federations::insert(tx, federation, *status, now).await?

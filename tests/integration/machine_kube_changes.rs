@@ -17,12 +17,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::helpers::kubectl::{kubectl_binary, Kubectl};
-use crate::helpers::{
-    at, complete_cluster_with, conductor_from, drain, spawn_keeping, Backend, Resp, TestApp,
-};
+use crate::helpers::{drain, project_a_with_kc, Backend, Resp, TestApp};
 
 const BASE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/project-a/machines";
-const CONTROL_PLANE: &str = "v1.31.4";
 
 struct Env {
     app: TestApp,
@@ -36,23 +33,7 @@ struct Env {
 
 impl Env {
     async fn new(backend: Backend) -> Env {
-        let (app, settings) = spawn_keeping(backend, |s| {
-            crate::helpers::instant_settings(s);
-            s.noauth.project_id = "project-a".into();
-            s.noauth.user_id = "user-a".into();
-            s.noauth.roles = "member,reader".into();
-        })
-        .await;
-        let conductor = conductor_from(&app, &settings);
-        let v1 = at(&app.headers, "latest");
-        let cluster = complete_cluster_with(
-            &app,
-            &conductor,
-            "kc",
-            json!({"kube_tag": CONTROL_PLANE}),
-            &v1,
-        )
-        .await;
+        let (app, conductor, v1, cluster) = project_a_with_kc(backend).await;
         let env = Env {
             app,
             conductor,

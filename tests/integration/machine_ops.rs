@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{
     at, complete_cluster_with, conductor, conductor_from, drain, events_of, exec_sql, instant,
-    spawn_keeping, Backend, Resp, TestApp,
+    machine_updates as update, spawn_keeping, Backend, Resp, TestApp,
 };
 
 /// The control plane version of the clusters these tests make (their `kube_tag`).
@@ -95,13 +95,6 @@ impl Env {
 
 fn kubelet(v: &str) -> Value {
     json!([{"op": "replace", "path": "/versions/kubelet", "value": v}])
-}
-
-fn update(outcomes: &[&str]) -> Vec<(String, String)> {
-    outcomes
-        .iter()
-        .map(|o| ("magnum.machine.update".to_string(), o.to_string()))
-        .collect()
 }
 
 #[rstest]

@@ -35,6 +35,7 @@ mod machine_delete;
 mod machine_deployments;
 mod machine_kube_changes;
 mod machine_ops;
+mod machine_requests;
 mod machines;
 mod metrics;
 mod noauth_identity;

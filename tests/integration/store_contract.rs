@@ -106,7 +106,7 @@ contract!(
     migrations_report_their_version,
     |store: Arc<dyn Store>, _url: String| async move {
         let v = store.schema_version().await.expect("version");
-        assert_eq!(v, Some(20261128000023));
+        assert_eq!(v, Some(20261128000025));
         store.migrate().await.expect("migrating twice is a no-op");
     }
 );

@@ -387,26 +387,44 @@ async fn act(
     query_params(&req, &[])?;
     empty_action_body(&req, &body, action)?;
     let (cluster_ident, machine_ident) = path.into_inner();
-    let rule = match action {
-        MachineAction::Replace => "machine:replace",
-        MachineAction::Reboot => "machine:reboot",
-    };
+    let rule = action_rule(action);
     retry::until_committed(async || {
         let (c, m) = target_machine(&state, &ctx, rule, &cluster_ident, &machine_ident).await?;
-        refuse_if_busy(&c, &m)?;
-        let template = template_of(&state, &c).await?;
-        let driver = driver_for(&state, &template)?;
-        driver
-            .check_machine_action(&m, action)
-            .map_err(ApiError::bad_request)?;
-        let payload = match action {
-            MachineAction::Replace => JobPayload::MachineReplace { machine: m.uuid },
-            MachineAction::Reboot => JobPayload::MachineReboot { machine: m.uuid },
-        };
-        let writes = start_writes(&state, &ctx, &c, &m, payload, driver.name());
+        let writes = action_writes(&state, &ctx, &c, &m, action).await?;
         accept(&state, &req, &c, &m, &writes).await
     })
     .await
+}
+
+/// The policy rule of an action.
+pub fn action_rule(action: MachineAction) -> &'static str {
+    match action {
+        MachineAction::Replace => "machine:replace",
+        MachineAction::Reboot => "machine:reboot",
+    }
+}
+
+/// The writes that start `action` on machine `m` of cluster `c`, checked first: the machine
+/// and its cluster not busy (409), the driver able to (its sentence, 400). The `/v1` actions
+/// and the Kubernetes face's request annotations start an action through this one operation.
+pub async fn action_writes(
+    state: &AppState,
+    ctx: &RequestContext,
+    c: &Cluster,
+    m: &Machine,
+    action: MachineAction,
+) -> Result<Vec<Write>, ApiError> {
+    refuse_if_busy(c, m)?;
+    let template = template_of(state, c).await?;
+    let driver = driver_for(state, &template)?;
+    driver
+        .check_machine_action(m, action)
+        .map_err(ApiError::bad_request)?;
+    let payload = match action {
+        MachineAction::Replace => JobPayload::MachineReplace { machine: m.uuid },
+        MachineAction::Reboot => JobPayload::MachineReboot { machine: m.uuid },
+    };
+    Ok(start_writes(state, ctx, c, m, payload, driver.name()))
 }
 
 /// `POST …/machines/{machine_ident}/actions/replace`: a new machine first, then the old one

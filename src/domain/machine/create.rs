@@ -33,6 +33,8 @@ pub struct NewMachine {
     pub phase: MachinePhase,
     /// `metadata.managedFields` of its Kubernetes object (none unless made there).
     pub managed_fields: crate::domain::managed_fields::ManagedFields,
+    /// The annotations its Kubernetes object keeps (the request annotations it was made with).
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 impl NewMachine {
@@ -74,6 +76,7 @@ impl NewMachine {
             spec,
             phase: MachinePhase::Pending,
             managed_fields: Default::default(),
+            annotations: Default::default(),
         })
     }
 

@@ -5,6 +5,7 @@
 
 pub mod count;
 pub mod create;
+pub mod requests;
 pub mod roll;
 pub mod version;
 

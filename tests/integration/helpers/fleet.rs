@@ -319,6 +319,33 @@ pub async fn make_federation_as(app: &TestApp, body: &Value, h: &HeaderMap) -> S
     uuid_of(&r.body)
 }
 
+/// The machine tests' start on the Kubernetes face: an app whose caller is `user-a`, a member
+/// of `project-a`, with a fake driver that finishes every operation within its job, its
+/// conductor, `/v1` headers at the latest microversion and the uuid of a complete cluster `kc`
+/// (`kube_tag` v1.31.4, one worker machine `kc-default-worker-1`).
+pub async fn project_a_with_kc(backend: Backend) -> (TestApp, Conductor, HeaderMap, String) {
+    let (app, settings) = spawn_keeping(backend, |s| {
+        instant_settings(s);
+        s.noauth.project_id = "project-a".into();
+        s.noauth.user_id = "user-a".into();
+        s.noauth.roles = "member,reader".into();
+    })
+    .await;
+    let conductor = conductor_from(&app, &settings);
+    let v1 = at(&app.headers, "latest");
+    let cluster =
+        complete_cluster_with(&app, &conductor, "kc", json!({"kube_tag": "v1.31.4"}), &v1).await;
+    (app, conductor, v1, cluster)
+}
+
+/// `(magnum.machine.update, outcome)` for each outcome, as a machine's notifications show.
+pub fn machine_updates(outcomes: &[&str]) -> Vec<(String, String)> {
+    outcomes
+        .iter()
+        .map(|o| ("magnum.machine.update".to_string(), o.to_string()))
+        .collect()
+}
+
 /// `(event_type, outcome, priority)` of the outbox events about a resource, in order.
 pub async fn events_of(app: &TestApp, uuid: &str) -> Vec<(String, String, String)> {
     app.store

@@ -9,7 +9,11 @@
 //! with `<cluster>-` is given that prefix. The spec may set `versions.kubelet`,
 //! `containerRuntime` and `osImage`; the rest of a spec (`versions.controlPlane`, `flavor`,
 //! `providerConfig`, `taints`, `labels`) is the node group's, and a value other than the
-//! group's is refused. `dryRun` checks everything and writes nothing.
+//! group's is refused. The request annotations it carries are kept and ask for nothing.
+//! `dryRun` checks everything and writes nothing. A server-side apply of a name no machine has
+//! makes the machine through the same path ([`make`]), its entries the apply's.
+
+use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -31,8 +35,9 @@ use crate::api::v1::lookup::{self, cluster_target};
 use crate::api::v1::machine_create::{machine_create_writes, NAME_TAKEN};
 use crate::api::{AppState, RequestContext};
 use crate::domain::machine::create::MachineRequest;
+use crate::domain::machine::requests;
 use crate::domain::machine::{ContainerRuntime, KubeVersion, MachineName};
-use crate::domain::managed_fields::Sent;
+use crate::domain::managed_fields::{ManagedFields, Sent};
 use crate::store::{MachineEntry, StoreError, Write};
 
 /// The fields a `Machine` body may carry, by object.
@@ -347,6 +352,24 @@ fn check_group_owned(
     }
 }
 
+/// Who made the object, as its `metadata.managedFields` record it: a create's `Update` entry
+/// (on the entries the body sent), or a server-side apply's entries.
+pub(super) enum Creator {
+    Create(Sent),
+    Apply(ManagedFields),
+}
+
+/// The request annotations a new object keeps (the string ones; they ask for nothing).
+fn kept_requests(value: &Value) -> BTreeMap<String, String> {
+    value["metadata"]["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| requests::is_request(k))
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
+}
+
 #[tracing::instrument(name = "machines.create", skip_all, fields(namespace = %path))]
 pub(super) async fn create(
     req: HttpRequest,
@@ -363,7 +386,31 @@ pub(super) async fn create(
     let dry = dry_run(&p, &CREATE_OPTIONS)?;
     let value = json_of(&req, &body)?;
     let sent = Sent::read(value["metadata"].get("managedFields"));
-    let asked = read(&value, &namespace, &p)?;
+    make(
+        &req,
+        (&ctx, &state),
+        &p,
+        (&namespace, &value),
+        dry,
+        Creator::Create(sent),
+    )
+    .await
+}
+
+/// Makes the machine `value` describes in `namespace`, recorded as made by `creator` (on a
+/// dry run, checks it and writes nothing): 201 with the object. A `POST` and a server-side
+/// apply of a missing name make a machine through this one path.
+pub(super) async fn make(
+    req: &HttpRequest,
+    (ctx, state): (&RequestContext, &AppState),
+    p: &Params,
+    (namespace, value): (&str, &Value),
+    dry: bool,
+    creator: Creator,
+) -> Result<HttpResponse, KubeError> {
+    let (rule, _) = MACHINE_CREATE.pair();
+    let asked = read(value, namespace, p)?;
+    let kept = kept_requests(value);
     let annotation = value["metadata"]["annotations"][MACHINE_NAME_ANNOTATION].as_str();
     let (object, machine_name) = names(&asked, annotation)?;
     let label_cause = |key: &str, value: &str, what: &str| {
@@ -378,17 +425,17 @@ pub(super) async fn create(
         )
     };
     let answer = retry::until_committed(async || {
-        if listing::find(&state, &namespace, &object).await?.is_some() {
+        if listing::find(state, namespace, &object).await?.is_some() {
             return Err(KubeError::already_exists(&MACHINES, &object));
         }
         let c = state
             .store
-            .registry_get(&namespace, &asked.cluster)
+            .registry_get(namespace, &asked.cluster)
             .await?
             .ok_or_else(|| label_cause(CLUSTER_LABEL, &asked.cluster, "cluster"))?
             .cluster;
         ctx.authorize(rule, &cluster_target(&c))?;
-        let ng = lookup::nodegroup(&state, &ctx, &c, &asked.nodegroup)
+        let ng = lookup::nodegroup(state, ctx, &c, &asked.nodegroup)
             .await
             .map_err(|_| {
                 label_cause(
@@ -399,7 +446,7 @@ pub(super) async fn create(
             })?;
         let mut request = asked.request.clone();
         request.name = Some(machine_name.clone());
-        let (mut writes, new) = machine_create_writes(&state, &ctx, &c, &ng, &request).await?;
+        let (mut writes, new) = machine_create_writes(state, ctx, &c, &ng, &request).await?;
         let rv = state.store.registry_bounds().await?.0;
         let mut preview = MachineEntry {
             machine: new.provisional(crate::store::sql::now()),
@@ -407,6 +454,7 @@ pub(super) async fn create(
             nodegroup_name: ng.name.clone(),
             resource_version: rv,
             managed_fields: Default::default(),
+            annotations: kept.clone(),
         };
         let shown = serde_json::to_value(machine(&preview)).map_err(KubeError::internal)?;
         check_group_owned(
@@ -415,11 +463,16 @@ pub(super) async fn create(
             &object,
             new.role.as_str() == "master",
         )?;
-        // The creating manager's entry (on the entries the body carried, if any).
-        let fields = owners::created(&req, &p, &shown, sent.clone())?;
+        // The creating manager's entry (on the entries the body carried, if any), or the
+        // apply's entries.
+        let fields = match &creator {
+            Creator::Create(sent) => owners::created(req, p, &shown, sent.clone())?,
+            Creator::Apply(fields) => fields.clone(),
+        };
         for w in writes.iter_mut() {
             if let Write::InsertMachine(m) = w {
                 m.managed_fields = fields.clone();
+                m.annotations = kept.clone();
             }
         }
         preview.managed_fields = fields;
@@ -434,7 +487,7 @@ pub(super) async fn create(
             }
             Err(e) => return Err(e.into()),
         }
-        let e = listing::find(&state, &namespace, &object)
+        let e = listing::find(state, namespace, &object)
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, &object))?;
         Ok(Attempt::Done(machine(&e)))

@@ -85,6 +85,17 @@ pub fn labels(e: &MachineEntry) -> BTreeMap<String, String> {
     .collect()
 }
 
+/// The annotations of a machine's object: its own name, and the request annotations it keeps
+/// ([`crate::domain::machine::requests`]).
+pub fn annotations(e: &MachineEntry) -> BTreeMap<String, String> {
+    let mut out = e.annotations.clone();
+    out.insert(
+        MACHINE_NAME_ANNOTATION.to_string(),
+        e.machine.name.to_string(),
+    );
+    out
+}
+
 /// A `Machine`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -249,10 +260,7 @@ pub fn machine(e: &MachineEntry) -> Machine {
             resource_version: Some(e.resource_version.to_string()),
             creation_timestamp: Some(meta_time(m.created_at)),
             labels: Some(labels(e)).filter(|l| !l.is_empty()),
-            annotations: Some(BTreeMap::from([(
-                MACHINE_NAME_ANNOTATION.to_string(),
-                m.name.to_string(),
-            )])),
+            annotations: Some(annotations(e)),
             owner_references: Some(vec![owner]),
             // A machine being deleted shows since when, as any object a delete waits on.
             deletion_timestamp: (m.status.phase == MachinePhase::Deleting)

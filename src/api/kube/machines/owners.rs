@@ -84,6 +84,42 @@ impl Writer {
         })
     }
 
+    /// Whether the write is a server-side apply.
+    pub(super) fn is_apply(&self) -> bool {
+        self.applied.is_some()
+    }
+
+    /// An apply's configuration (named `name`) and the entries it leaves on the object it
+    /// makes when there is none yet (nothing to conflict with: `force` changes nothing); another
+    /// name than the URL's is a 400, a stated resourceVersion or uid a 409 (nothing has them).
+    pub(super) fn creation(&self, name: &str) -> Result<(Value, ManagedFields), KubeError> {
+        let Some(applied) = &self.applied else {
+            return Err(KubeError::not_found(&MACHINES, name));
+        };
+        let stated = |key: &str| applied["metadata"][key].as_str().filter(|v| !v.is_empty());
+        if let Some(other) = stated("name").filter(|n| *n != name) {
+            return Err(KubeError::bad_request(format!(
+                "the name of the object ({other}) does not match the name on the URL ({name})"
+            )));
+        }
+        if stated("resourceVersion").is_some() || stated("uid").is_some() {
+            return Err(KubeError::conflict(&MACHINES, name));
+        }
+        let mut fields = ManagedFields::default();
+        managed::apply(
+            &MACHINE,
+            &mut fields,
+            None,
+            applied,
+            self.part,
+            &self.id,
+            self.force,
+        )?;
+        let mut value = applied.clone();
+        value["metadata"]["name"] = Value::String(name.to_string());
+        Ok((value, fields))
+    }
+
     /// The object the write asks for: an apply's configuration merged into `current` (with
     /// the entries it leaves), or what `other` makes of `current` (entries recorded later, by
     /// [`Writer::fields`]).
@@ -263,6 +299,7 @@ pub(super) fn owned_writes(
         from,
         resource_version: e.resource_version,
         managed_fields: fields.clone(),
+        annotations: next.annotations.clone(),
     };
     match change {
         Some(writes) => writes
@@ -272,7 +309,12 @@ pub(super) fn owned_writes(
                 other => other,
             })
             .collect(),
-        None if next.machine == e.machine && *fields == e.managed_fields => Vec::new(),
+        None if next.machine == e.machine
+            && *fields == e.managed_fields
+            && next.annotations == e.annotations =>
+        {
+            Vec::new()
+        }
         None => {
             let from: Vec<MachinePhase> = vec![e.machine.status.phase];
             vec![object(Box::new(next.machine.clone()), from)]

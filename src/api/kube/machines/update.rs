@@ -6,9 +6,17 @@
 //! transaction writes the spec, the machine `Provisioning`, its `machine.update` job and its
 //! pending notification. The answer is the machine as stored, 200.
 //!
+//! A request annotation (`fleetyard.openstack.org/reboot-requested-at`,
+//! `…/replace-requested-at`, `cluster.x-k8s.io/remediate-machine`,
+//! [`crate::domain::machine::requests`]) added or given a new value asks for a reboot or a
+//! replacement through the `/v1` actions' operation ([`action_writes`]: a busy machine 409, the
+//! driver's refusal 422 on the annotation); the annotation is kept on the object, so the same
+//! value again asks nothing. An action and a spec change in one write are a 422. A server-side
+//! apply of a name no machine has makes it ([`super::create::make`], 201).
+//!
 //! Everything else a machine shows is not the object's to change: the rest of its spec is its
-//! node group's, its labels and annotations are derived (its cluster's and node group's names,
-//! its own name) and not stored, and its status is the driver's (`status` in the body is
+//! node group's, its labels and other annotations are derived (its cluster's and node group's
+//! names, its own name) and not stored, and its status is the driver's (`status` in the body is
 //! ignored, as a resource with a status subresource ignores it). A body that changes any of
 //! these is a 422 whose causes name each field. A strategic merge patch is the apiserver's 415
 //! for a custom resource. A stated `metadata.resourceVersion` (required by a replace) that is
@@ -24,12 +32,13 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
+use super::create::{self, Creator};
 use super::listing;
 use super::object::{machine, Machine};
 use super::owners::{owned_writes, Writer};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
-use crate::api::kube::access::{MACHINE_PATCH, MACHINE_UPDATE};
+use crate::api::kube::access::{MACHINE_CREATE, MACHINE_PATCH, MACHINE_UPDATE};
 use crate::api::kube::managed::Part;
 use crate::api::kube::patch::apply_patch;
 use crate::api::kube::request::{
@@ -37,8 +46,9 @@ use crate::api::kube::request::{
 };
 use crate::api::kube::status::{quote, Cause, KubeError, MACHINES, PATCH_OPTIONS, UPDATE_OPTIONS};
 use crate::api::v1::lookup::cluster_target;
-use crate::api::v1::machine_ops::{change_writes, MachineChange};
+use crate::api::v1::machine_ops::{action_rule, action_writes, change_writes, MachineChange};
 use crate::api::{AppState, RequestContext};
+use crate::domain::machine::requests::{self, Request};
 use crate::domain::machine::{KubeVersion, MachinePhase};
 use crate::domain::managed_fields::Sent;
 use crate::store::MachineEntry;
@@ -50,6 +60,9 @@ enum Verb {
     Replace,
     Patch,
 }
+
+/// The request annotations an object keeps, by name.
+type Kept = std::collections::BTreeMap<String, String>;
 
 /// The spec fields a change may set.
 const CHANGEABLE: &str =
@@ -190,16 +203,45 @@ fn spec_change(current: &Value, desired: &Value, causes: &mut Vec<Cause>) -> Mac
     change
 }
 
+/// The request annotations `desired` states (each a string, else a cause).
+fn requests_of(meta: Option<&Map<String, Value>>, causes: &mut Vec<Cause>) -> Kept {
+    let mut kept = Kept::new();
+    for (k, v) in map_of(field(meta, "annotations")) {
+        if !requests::is_request(&k) {
+            continue;
+        }
+        match v {
+            Value::String(text) => {
+                kept.insert(k, text);
+            }
+            other => causes.push(Cause::type_invalid(
+                format!("metadata.annotations[{k}]"),
+                &shown(&other),
+                "must be a string",
+            )),
+        }
+    }
+    kept
+}
+
+/// A metadata map without the request annotations.
+fn without_requests(v: &Value) -> Map<String, Value> {
+    let mut m = map_of(v);
+    m.retain(|k, _| !requests::is_request(k));
+    m
+}
+
 /// The metadata `desired` states against the machine's: a name or namespace other than the
 /// URL's is a 400, a uid or resourceVersion other than the machine's a 409; labels,
-/// annotations, finalizers and owner references that differ from the served ones are causes.
+/// annotations (but the request annotations), finalizers and owner references that differ
+/// from the served ones are causes. The answer is the request annotations it states.
 fn check_metadata(
     verb: Verb,
     e: &MachineEntry,
     current: &Value,
     desired: &Value,
     causes: &mut Vec<Cause>,
-) -> Result<(), KubeError> {
+) -> Result<Kept, KubeError> {
     let name = current["metadata"]["name"].as_str().unwrap_or("");
     for (key, want) in [
         ("apiVersion", MACHINES.api_version()),
@@ -228,7 +270,7 @@ fn check_metadata(
                 &shown(other),
                 "must be an object",
             ));
-            return Ok(());
+            return Ok(e.annotations.clone());
         }
     };
     if let Some(n) = field(meta, "name").as_str() {
@@ -272,11 +314,19 @@ fn check_metadata(
     }
     let derived = "a machine's labels and annotations are derived (its cluster's and node \
                    group's names, its own name) and not stored";
-    for key in ["labels", "annotations"] {
-        if map_of(field(meta, key)) != map_of(field(cur, key)) {
-            causes.push(Cause::forbidden(format!("metadata.{key}"), derived));
-        }
+    if map_of(field(meta, "labels")) != map_of(field(cur, "labels")) {
+        causes.push(Cause::forbidden("metadata.labels", derived));
     }
+    if without_requests(field(meta, "annotations")) != without_requests(field(cur, "annotations")) {
+        causes.push(Cause::forbidden(
+            "metadata.annotations",
+            &format!(
+                "{derived}, but for the request annotations {}",
+                requests::REQUEST_ANNOTATIONS.join(", ")
+            ),
+        ));
+    }
+    let kept = requests_of(meta, causes);
     for key in ["finalizers", "ownerReferences"] {
         if list_of(field(meta, key)) != list_of(field(cur, key)) {
             causes.push(Cause::forbidden(
@@ -285,16 +335,17 @@ fn check_metadata(
             ));
         }
     }
-    Ok(())
+    Ok(kept)
 }
 
-/// What `desired` asks of machine `e`: its change, or the 4xx that refuses it.
+/// What `desired` asks of machine `e`: its spec change and the request annotations it keeps
+/// (with the action they ask for), or the 4xx that refuses it.
 fn read_change(
     verb: Verb,
     e: &MachineEntry,
     current: &Value,
     desired: &Value,
-) -> Result<MachineChange, KubeError> {
+) -> Result<(MachineChange, Kept, Option<Request>), KubeError> {
     let name = current["metadata"]["name"]
         .as_str()
         .unwrap_or("")
@@ -305,18 +356,40 @@ fn read_change(
         ));
     }
     let mut causes = Vec::new();
-    check_metadata(verb, e, current, desired, &mut causes)?;
+    let kept = check_metadata(verb, e, current, desired, &mut causes)?;
     let change = spec_change(current, desired, &mut causes);
+    let request = match requests::asked(&e.annotations, &kept) {
+        Ok(r) => r,
+        Err(sentence) => {
+            causes.push(Cause::forbidden("metadata.annotations", &sentence));
+            None
+        }
+    };
+    if let Some(r) = request
+        .as_ref()
+        .filter(|_| change != MachineChange::default())
+    {
+        causes.push(Cause::forbidden(
+            format!("metadata.annotations[{}]", r.annotations[0]),
+            &format!(
+                "a {} and a change of the spec cannot be asked in one write: ask for one \
+                 change at a time",
+                r.action.as_str()
+            ),
+        ));
+    }
     if causes.is_empty() {
-        Ok(change)
+        Ok((change, kept, request))
     } else {
         Err(KubeError::invalid(&MACHINES, name, causes))
     }
 }
 
 /// A domain refusal as the face words it: the version-skew rules' and the driver's 400 are a
-/// 422 on the spec (kube-apiserver's answer to a value it does not accept); the rest as is.
-fn refusal(name: &str, err: ApiError) -> KubeError {
+/// 422 on `field` (the spec, or the request annotation whose action the driver refuses:
+/// kube-apiserver's answer to a value it does not accept); the rest (a busy machine's 409)
+/// as is.
+fn refusal(name: &str, field: &str, err: ApiError) -> KubeError {
     match err {
         ApiError::BadRequest(message) => KubeError::invalid(
             &MACHINES,
@@ -324,7 +397,7 @@ fn refusal(name: &str, err: ApiError) -> KubeError {
             vec![Cause {
                 reason: "FieldValueInvalid".into(),
                 message: format!("Invalid value: {message}"),
-                field: "spec".into(),
+                field: field.into(),
             }],
         ),
         other => other.into(),
@@ -362,17 +435,34 @@ async fn update(
                     other => other,
                 })?;
         let sent = Sent::read(desired["metadata"].get("managedFields"));
-        let change = read_change(verb, &e, &current, &desired)?;
+        let (change, kept, request) = read_change(verb, &e, &current, &desired)?;
         let c = state
             .store
             .find_cluster(&e.machine.cluster_id)
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
         ctx.authorize(rule, &cluster_target(&c))?;
-        let writes = change_writes(state, ctx, &c, &e.machine, &change)
-            .await
-            .map_err(|err| refusal(name, err))?;
+        let writes = match &request {
+            // A request annotation's action, through the /v1 action's own operation.
+            Some(r) => {
+                ctx.authorize(action_rule(r.action), &cluster_target(&c))?;
+                let writes = action_writes(state, ctx, &c, &e.machine, r.action)
+                    .await
+                    .map_err(|err| {
+                        let field = format!("metadata.annotations[{}]", r.annotations[0]);
+                        refusal(name, &field, err)
+                    })?;
+                Some(writes)
+            }
+            // A write of the request annotations alone (a removal) is no change of the
+            // machine: it neither waits for a busy machine nor runs a failed one's change again.
+            None if change == MachineChange::default() && kept != e.annotations => None,
+            None => change_writes(state, ctx, &c, &e.machine, &change)
+                .await
+                .map_err(|err| refusal(name, "spec", err))?,
+        };
         let mut preview = e.clone();
+        preview.annotations = kept;
         if writes.is_some() {
             if let Ok(spec) = change.apply(&e.machine.spec) {
                 preview.machine.spec = spec;
@@ -446,6 +536,21 @@ pub(super) async fn patch(
     // The patch type first: a strategic merge patch is refused before the machine is read.
     crate::api::kube::patch::PatchType::from_content_type(&ct)?;
     let writer = Writer::of(&req, &p, Some(&ct), Part::Main, (&namespace, &name), &body)?;
+    // Server-side apply makes a machine that does not exist, as a create does.
+    if writer.is_apply() && listing::find(&state, &namespace, &name).await?.is_none() {
+        let (rule, verb) = MACHINE_CREATE.pair();
+        authorize_namespace(&ctx, rule, verb, &MACHINES, &namespace)?;
+        let (value, fields) = writer.creation(&name)?;
+        return create::make(
+            &req,
+            (&ctx, &state),
+            &p,
+            (&namespace, &value),
+            dry,
+            Creator::Apply(fields),
+        )
+        .await;
+    }
     update(
         &ctx,
         &state,
@@ -492,6 +597,42 @@ mod tests {
         assert_eq!(change.runtime_name, None);
         assert_eq!(change.os_image.as_deref(), Some("fcos-41"));
         assert_eq!(change_of(current()).0, MachineChange::default());
+    }
+
+    #[test]
+    fn the_kubernetes_drivers_refusal_of_a_reboot_is_a_422_on_its_annotation() {
+        use crate::domain::machine::{MachineName, MachineRole, MachineSpec, MachineStatus};
+        use actix_web::ResponseError;
+        let m = crate::domain::machine::Machine {
+            id: 1,
+            uuid: crate::domain::MachineId::new(),
+            name: MachineName::parse("w-1").expect("name"),
+            role: MachineRole::Worker,
+            project_id: "p".into(),
+            cluster_id: crate::domain::ClusterId::new(),
+            nodegroup_id: crate::domain::NodeGroupId::new(),
+            spec: MachineSpec::default(),
+            status: MachineStatus::pending(),
+            created_at: chrono::Utc::now(),
+            updated_at: None,
+        };
+        let said = crate::drivers::kubernetes::machines::check_action(
+            &m,
+            crate::drivers::MachineAction::Reboot,
+        )
+        .expect_err("Cluster API has no reboot");
+        let field = format!("metadata.annotations[{}]", requests::REBOOT_REQUESTED_AT);
+        let err = refusal("kc-w-1", &field, ApiError::bad_request(said.clone()));
+        assert_eq!(err.status_code(), StatusCode::UNPROCESSABLE_ENTITY);
+        let KubeError::Invalid { causes, .. } = &err else {
+            panic!("an Invalid: {err}");
+        };
+        assert_eq!(causes[0].field, field);
+        assert_eq!(causes[0].message, format!("Invalid value: {said}"));
+        assert!(said.starts_with("Cluster API has no reboot"), "{said}");
+        let busy = refusal("kc-w-1", &field, ApiError::conflict("Machine w-1 is busy."));
+        assert_eq!(busy.status_code(), StatusCode::CONFLICT);
+        assert_eq!(busy.to_string(), "Machine w-1 is busy.");
     }
 
     #[test]
