@@ -452,6 +452,27 @@ async fn a_watch_follows_node_groups_through_their_clusters_and_machines(
         r.text
     );
     assert_eq!(events[1]["object"]["status"]["readyReplicas"], 4);
+    // As Tables (kubectl get md -w): the first event carries the columns.
+    let mut h = env.app.headers.clone();
+    h.insert("accept", TABLE.parse().expect("accept"));
+    let r = env
+        .call_as(
+            Method::GET,
+            &format!("{BASE}?watch=true&resourceVersion={rv0}&timeoutSeconds=1"),
+            "",
+            None,
+            &h,
+        )
+        .await;
+    let (seen, events) = events_of(&r.text);
+    assert_eq!(seen.len(), 2, "{}", r.text);
+    assert_eq!(events[0]["object"]["kind"], "Table");
+    assert_eq!(
+        events[0]["object"]["columnDefinitions"][3]["name"],
+        "Replicas"
+    );
+    assert_eq!(events[1]["object"]["rows"][0]["cells"][0], WORKER);
+    assert_eq!(events[1]["object"]["rows"][0]["cells"][3], 4);
     // Another project's watch sees none of it.
     let b = env.app.project_b();
     let r = env
