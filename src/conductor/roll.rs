@@ -36,6 +36,7 @@ impl Conductor {
         let JobPayload::NodegroupRoll {
             nodegroup,
             max_batch_size,
+            ref kubelet,
         } = job.payload
         else {
             return self.skip_roll(job, "not a rolling replacement").await;
@@ -57,7 +58,7 @@ impl Conductor {
                 .skip_roll(job, "the node group is gone or no longer being updated")
                 .await;
         };
-        let target = RollTarget::of(&ng);
+        let target = RollTarget::of(&ng).with_kubelet(kubelet.clone());
         let whole = self
             .drivers
             .get(&job.driver)

@@ -207,6 +207,20 @@ fn address(ctx: &ClusterContext, group: usize, index: i32) -> String {
     )
 }
 
+/// The version a group's nodes run: the kubelet its machines' specs all name (a version
+/// change rolled them there), else the cluster's Kubernetes version.
+fn group_version(ctx: &ClusterContext, ng: &NodeGroup) -> String {
+    let mut named = ctx
+        .machines
+        .iter()
+        .filter(|m| m.nodegroup_id == ng.uuid && m.status.phase != MachinePhase::Deleting)
+        .map(|m| m.spec.versions.kubelet.as_ref());
+    match named.next() {
+        Some(Some(first)) if named.all(|k| k == Some(first)) => first.to_string(),
+        _ => kube_version(ctx),
+    }
+}
+
 fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
     let mut nodegroups = BTreeMap::new();
     let mut api_address = None;
@@ -221,7 +235,7 @@ fn observe(ctx: &ClusterContext, phase: Phase) -> ClusterObservation {
                 node_count: Some(ng.node_count),
                 node_addresses: addresses,
                 ready: phase == Phase::Complete,
-                version: Some(kube_version(ctx)),
+                version: Some(group_version(ctx, ng)),
             },
         );
     }

@@ -23,6 +23,7 @@ mod machine_changes;
 mod machine_listing;
 mod machine_writes;
 mod machines;
+mod nodegroup_listing;
 mod nodegroups;
 mod outbox;
 mod pg;
@@ -54,6 +55,7 @@ pub use federations::FEDERATION_SORT_KEYS;
 pub use machine_changes::MachineChange;
 pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
 pub use machines::{MachineFilter, CONTEXT_MACHINES, MACHINE_SORT_KEYS};
+pub use nodegroup_listing::{MachineTally, NodeGroupEntry, NodeGroupKey, NodeGroupPage};
 pub use nodegroups::NODEGROUP_SORT_KEYS;
 pub use postgres::PgStore;
 pub use quotas::QUOTA_SORT_KEYS;
@@ -504,6 +506,24 @@ pub trait Store: ResourceStore + Send + Sync + 'static {
         pairs: &[(String, String)],
         uuid: Option<&str>,
     ) -> StoreResult<Vec<MachineEntry>>;
+    /// A page of node groups (the Kubernetes face's `machinedeployments`) in (project,
+    /// cluster registry name, name) order, with their clusters' registry names and
+    /// resourceVersions and their machines' tallies, filtered by those names.
+    async fn nodegroup_page(&self, page: &NodeGroupPage) -> StoreResult<Vec<NodeGroupEntry>>;
+    /// The node groups of `project` that are one of `pairs` (cluster registry name, node group
+    /// name) or have the uuid `uuid`, with their machines' tallies.
+    async fn nodegroups_by_names(
+        &self,
+        project: &str,
+        pairs: &[(String, String)],
+        uuid: Option<&str>,
+    ) -> StoreResult<Vec<NodeGroupEntry>>;
+    /// Every node group of `clusters`, with their machines' tallies (what a watch of
+    /// `machinedeployments` reads again when those clusters or their machines changed).
+    async fn nodegroups_of_clusters(
+        &self,
+        clusters: &[ClusterId],
+    ) -> StoreResult<Vec<NodeGroupEntry>>;
     /// Changes of machine rows after resourceVersion `after`, oldest first.
     async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>>;
     /// Changes of cluster groups and bindings after resourceVersion `after`, oldest first.

@@ -10,13 +10,14 @@ use super::db::Pool;
 use super::wakeup::{OutboxSignal, OutboxWakeups};
 use super::{
     cluster_group_changes, cluster_group_reach, cluster_groups, clusters, federations,
-    health_probes, jobs, keypairs, machine_changes, machine_listing, machines, nodegroups, outbox,
-    quotas, registry, services, templates, write,
+    health_probes, jobs, keypairs, machine_changes, machine_listing, machines, nodegroup_listing,
+    nodegroups, outbox, quotas, registry, services, templates, write,
 };
 use super::{
     ClusterChange, Dialect, GroupChange, JobGauges, MachineChange, MachineEntry, MachineFilter,
-    MachinePage, NewEvent, OutboxEvent, PageRequest, PoolStatus, QuotaRow, RegistryEntry,
-    RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError, StoreResult, Write,
+    MachinePage, NewEvent, NodeGroupEntry, NodeGroupPage, OutboxEvent, PageRequest, PoolStatus,
+    QuotaRow, RegistryEntry, RegistryPage, ResourceStore, Scope, ServiceRecord, Store, StoreError,
+    StoreResult, Write,
 };
 use crate::domain::cluster::{
     Cluster, ClusterSummary, ClusterWithGroups, NodeGroup, NodeGroupOfCluster,
@@ -500,6 +501,26 @@ impl Store for SqlStore {
         uuid: Option<&str>,
     ) -> StoreResult<Vec<MachineEntry>> {
         machine_listing::by_names(&self.pool, project, pairs, uuid).await
+    }
+
+    async fn nodegroup_page(&self, page: &NodeGroupPage) -> StoreResult<Vec<NodeGroupEntry>> {
+        nodegroup_listing::page(&self.pool, page).await
+    }
+
+    async fn nodegroups_by_names(
+        &self,
+        project: &str,
+        pairs: &[(String, String)],
+        uuid: Option<&str>,
+    ) -> StoreResult<Vec<NodeGroupEntry>> {
+        nodegroup_listing::by_names(&self.pool, project, pairs, uuid).await
+    }
+
+    async fn nodegroups_of_clusters(
+        &self,
+        clusters: &[ClusterId],
+    ) -> StoreResult<Vec<NodeGroupEntry>> {
+        nodegroup_listing::of_clusters(&self.pool, clusters).await
     }
 
     async fn machine_changes(&self, after: i64, limit: u32) -> StoreResult<Vec<MachineChange>> {

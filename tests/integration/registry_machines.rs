@@ -194,7 +194,13 @@ async fn machines_are_discovered_as_namespaced_with_their_verbs_and_status(
             "kind": "Machine",
             "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
             {"name": "machines/status", "singularName": "", "namespaced": true,
-            "kind": "Machine", "verbs": ["get", "patch", "update"]}]),
+            "kind": "Machine", "verbs": ["get", "patch", "update"]},
+            {"name": "machinedeployments", "singularName": "machinedeployment",
+            "namespaced": true, "kind": "MachineDeployment", "shortNames": ["md"],
+            "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
+            {"name": "machinedeployments/scale", "singularName": "", "namespaced": true,
+            "group": "autoscaling", "version": "v1", "kind": "Scale",
+            "verbs": ["get", "patch", "update"]}]),
         "{}",
         r.text
     );

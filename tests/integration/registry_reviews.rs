@@ -436,6 +436,17 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         ),
         // A member reads a machine's status; writing it is an admin's.
         rule("cluster.k8s.io", "machines/status", &["get"]),
+        // A node group's MachineDeployment: read, changed (a resize or a roll) and deleted.
+        rule(
+            "cluster.k8s.io",
+            "machinedeployments",
+            &["get", "list", "watch", "update", "patch", "delete"],
+        ),
+        rule(
+            "cluster.k8s.io",
+            "machinedeployments/scale",
+            &["get", "update", "patch"],
+        ),
         rule(registry, "kubeconfig", &["get"]),
         rule(
             registry,
@@ -481,6 +492,12 @@ async fn a_rules_review_lists_what_the_caller_may_do_in_a_namespace() {
         rule(profiles, "clusterprofiles", &["get", "list", "watch"]),
         rule("cluster.k8s.io", "machines", &["get", "list", "watch"]),
         rule("cluster.k8s.io", "machines/status", &["get"]),
+        rule(
+            "cluster.k8s.io",
+            "machinedeployments",
+            &["get", "list", "watch"],
+        ),
+        rule("cluster.k8s.io", "machinedeployments/scale", &["get"]),
         rule(registry, "kubeconfig", &["get"]),
         rule(registry, "clustergroups", &["get", "list", "watch"]),
         rule(registry, "clustergroupbindings", &["get", "list", "watch"]),

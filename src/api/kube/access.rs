@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::status::{
     Resource, CLUSTERS, CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS, CLUSTER_PROFILES, MACHINES,
+    MACHINE_DEPLOYMENTS,
 };
 use crate::api::RequestContext;
 use crate::domain::cluster_group::{ClusterAction, GroupRight};
@@ -75,6 +76,20 @@ pub const MACHINE_STATUS_UPDATE: Access = access("machine:update_status", "updat
 pub const MACHINE_STATUS_PATCH: Access = access("machine:update_status", "patch");
 /// What an admin's list across namespaces also needs to show every project's machines.
 pub const MACHINE_LIST_ALL_PROJECTS: &str = "machine:get_all_all_projects";
+
+/// Machine deployments (one per node group), by the node group rules of `/v1`: a read
+/// (`nodegroup:get`), a list (`nodegroup:get_all`; every project's across namespaces for an
+/// admin that `nodegroup:get_all_all_projects` also allows), and every change (a replace, a
+/// patch, the `scale` subresource: a resize, a roll or a version) by `nodegroup:update`.
+pub const DEPLOYMENT_GET: Access = access("nodegroup:get", "get");
+pub const DEPLOYMENT_LIST: Access = access("nodegroup:get_all", "list");
+/// A watch of machine deployments, decided as their list.
+pub const DEPLOYMENT_WATCH: Access = access("nodegroup:get_all", "watch");
+pub const DEPLOYMENT_UPDATE: Access = access("nodegroup:update", "update");
+pub const DEPLOYMENT_PATCH: Access = access("nodegroup:update", "patch");
+/// A machine deployment's delete: its node group's (`nodegroup:delete`).
+pub const DEPLOYMENT_DELETE: Access = access("nodegroup:delete", "delete");
+pub const DEPLOYMENT_LIST_ALL_PROJECTS: &str = "nodegroup:get_all_all_projects";
 
 /// Cluster groups, by the rules of `/v1/clustergroups`: read, list, create, update (a replace
 /// or a patch) and delete; an admin's list across namespaces also needs
@@ -147,6 +162,15 @@ pub static GRANTS: &[Grant] = &[
     grant(&MACHINES, "status", MACHINE_STATUS_GET),
     grant(&MACHINES, "status", MACHINE_STATUS_UPDATE),
     grant(&MACHINES, "status", MACHINE_STATUS_PATCH),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_GET),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_LIST),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_WATCH),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_UPDATE),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_PATCH),
+    grant(&MACHINE_DEPLOYMENTS, "", DEPLOYMENT_DELETE),
+    grant(&MACHINE_DEPLOYMENTS, "scale", DEPLOYMENT_GET),
+    grant(&MACHINE_DEPLOYMENTS, "scale", DEPLOYMENT_UPDATE),
+    grant(&MACHINE_DEPLOYMENTS, "scale", DEPLOYMENT_PATCH),
     grant(&KUBECONFIG, "", EXPORT),
     grant(&CLUSTER_GROUPS, "", GROUP_GET),
     grant(&CLUSTER_GROUPS, "", GROUP_LIST),

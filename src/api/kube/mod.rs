@@ -18,6 +18,7 @@ pub mod feed;
 pub mod groups;
 pub mod impersonate;
 pub mod list;
+pub mod machine_deployments;
 pub mod machines;
 pub mod managed;
 pub mod objects;
@@ -52,6 +53,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .configure(cluster_status::configure)
                 .configure(profiles::configure)
                 .configure(machines::configure)
+                .configure(machine_deployments::configure)
                 .configure(groups::configure)
                 .configure(reviews::configure)
                 .default_service(web::to(edge::not_found)),

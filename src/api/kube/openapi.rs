@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::groups::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
 use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
 use super::schema::{self, Schema};
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES};
+use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES, MACHINE_DEPLOYMENTS};
 
 /// One served document: its JSON text and the hash kubectl caches it under.
 pub struct Document {
@@ -182,6 +182,110 @@ const MACHINE_WRITES: Writes = Writes {
     collection: false,
     status: true,
 };
+
+/// A machine deployment's writes: replace and patch (and its `scale`, [`scale_paths`]).
+const DEPLOYMENT_WRITES: Writes = Writes {
+    create_delete: false,
+    update: true,
+    collection: false,
+    status: false,
+};
+
+/// `autoscaling/v1` `Scale`, the kind of a `scale` subresource's operations.
+const SCALE: Resource = Resource {
+    group: "autoscaling",
+    version: "v1",
+    plural: "scale",
+    singular: "scale",
+    kind: "Scale",
+    list_kind: "ScaleList",
+};
+
+/// The `scale` subresource of `r` (read, replace, patch), as kube-apiserver describes a
+/// Deployment's.
+fn scale_paths(r: &Resource) -> (Map<String, Value>, Vec<&'static Schema>) {
+    let kind = r.kind;
+    let one = format!(
+        "/apis/{}/{}/namespaces/{{namespace}}/{}/{{name}}/scale",
+        r.group, r.version, r.plural
+    );
+    let name_doc = "name of the Scale".to_string();
+    let ns_param = (
+        "namespace",
+        "object name and auth scope, such as for teams and projects",
+    );
+    let body = json!({"content": content(&schema::SCALE), "required": true});
+    let patch_ref = json!({"schema": {"$ref": schema::ref_of(&schema::PATCH)}});
+    let item = json!({
+        "get": op(Op { r: &SCALE, id: format!("readNamespaced{kind}Scale"), action: "get",
+            description: format!("read scale of the specified {kind}"), params: &[],
+            request: None, responses: responses(&[("200", "OK")], &schema::SCALE) }),
+        "put": op(Op { r: &SCALE, id: format!("replaceNamespaced{kind}Scale"), action: "put",
+            description: format!("replace scale of the specified {kind}"),
+            params: WRITE_PARAMS, request: Some(body),
+            responses: responses(&[("200", "OK"), ("201", "Created")], &schema::SCALE) }),
+        "patch": op(Op { r: &SCALE, id: format!("patchNamespaced{kind}Scale"), action: "patch",
+            description: format!("partially update scale of the specified {kind}"),
+            params: PATCH_PARAMS,
+            request: Some(json!({"content": {
+                "application/json-patch+json": patch_ref,
+                "application/merge-patch+json": patch_ref,
+            }, "required": true})),
+            responses: responses(&[("200", "OK"), ("201", "Created")], &schema::SCALE) }),
+        "parameters": path_params(&[("name", &name_doc), ns_param]),
+    });
+    let mut paths = Map::new();
+    paths.insert(one, item);
+    (paths, vec![&schema::SCALE])
+}
+
+/// The document of `cluster.k8s.io/v1alpha1`: machines, and machine deployments with their
+/// `scale`.
+fn machines_document() -> Value {
+    let mut paths = Map::new();
+    let mut roots: Vec<&'static Schema> = Vec::new();
+    for (r, item, list, writes) in [
+        (
+            &MACHINES,
+            &schema::MACHINE,
+            &schema::MACHINE_LIST,
+            MACHINE_WRITES,
+        ),
+        (
+            &MACHINE_DEPLOYMENTS,
+            &schema::MACHINE_DEPLOYMENT,
+            &schema::MACHINE_DEPLOYMENT_LIST,
+            DEPLOYMENT_WRITES,
+        ),
+    ] {
+        let (p, rs) = resource_paths(r, item, list, writes);
+        paths.extend(p);
+        roots.extend(rs);
+    }
+    // A machine deployment's delete (its node group's), without a create.
+    let one = format!(
+        "/apis/{}/{}/namespaces/{{namespace}}/{}/{{name}}",
+        MACHINE_DEPLOYMENTS.group, MACHINE_DEPLOYMENTS.version, MACHINE_DEPLOYMENTS.plural
+    );
+    if let Some(item) = paths.get_mut(&one) {
+        item["delete"] = op(Op {
+            r: &MACHINE_DEPLOYMENTS,
+            id: "deleteNamespacedMachineDeployment".into(),
+            action: "delete",
+            description: "delete a MachineDeployment (its node group)".into(),
+            params: DELETE_PARAMS,
+            request: Some(json!({"content": content(&schema::DELETE_OPTIONS)})),
+            responses: responses(
+                &[("200", "OK"), ("202", "Accepted")],
+                &schema::MACHINE_DEPLOYMENT,
+            ),
+        });
+    }
+    let (p, rs) = scale_paths(&MACHINE_DEPLOYMENTS);
+    paths.extend(p);
+    roots.extend(rs);
+    document_of(paths, &roots)
+}
 
 /// The OpenAPI v3 document of one group-version with one resource: `item` is the kind's
 /// schema, `list` its list schema, `writes` the writes served.
@@ -444,15 +548,7 @@ pub(super) fn documents() -> Vec<(String, Value)> {
                 READ_ONLY,
             ),
         ),
-        (
-            gv_key(&MACHINES),
-            gv_document(
-                &MACHINES,
-                &schema::MACHINE,
-                &schema::MACHINE_LIST,
-                MACHINE_WRITES,
-            ),
-        ),
+        (gv_key(&MACHINES), machines_document()),
         (
             gv_key(&ACCESS_REVIEWS),
             review_document(&[
@@ -626,8 +722,9 @@ mod tests {
             // Clusters (with status), groups and bindings.
             (registry_doc(), 10),
             (multicluster_doc(), 3),
-            // Machines: all, a namespace's, one, and its status.
-            (served("apis/cluster.k8s.io/v1alpha1"), 4),
+            // Machines: all, a namespace's, one, and its status; machine deployments: all, a
+            // namespace's, one, and its scale.
+            (served("apis/cluster.k8s.io/v1alpha1"), 8),
             (served("apis/authorization.k8s.io/v1"), 2),
             (served("apis/authentication.k8s.io/v1"), 1),
         ] {

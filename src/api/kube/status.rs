@@ -101,6 +101,16 @@ pub const MACHINES: Resource = Resource {
     list_kind: "MachineList",
 };
 
+/// `cluster.k8s.io/v1alpha1` `machinedeployments` (one per node group of a cluster).
+pub const MACHINE_DEPLOYMENTS: Resource = Resource {
+    group: "cluster.k8s.io",
+    version: "v1alpha1",
+    plural: "machinedeployments",
+    singular: "machinedeployment",
+    kind: "MachineDeployment",
+    list_kind: "MachineDeploymentList",
+};
+
 /// `meta.k8s.io/v1` `DeleteOptions`: what a refused delete option is reported against.
 pub const DELETE_OPTIONS: Resource = Resource {
     group: "meta.k8s.io",

@@ -678,6 +678,7 @@ async fn start_roll(
     let payload = JobPayload::NodegroupRoll {
         nodegroup: ng.uuid,
         max_batch_size: roll.max_batch_size,
+        kubelet: None,
     };
     // Each claim of a roll's job is a step of the roll, not a refused attempt: `[conductor]
     // max_attempts` does not bound it (a refusal is bounded by `operation_timeout`).

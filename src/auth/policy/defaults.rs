@@ -30,6 +30,13 @@ const KUBE_MACHINES: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace
 const KUBE_MACHINE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}";
 const KUBE_MACHINE_STATUS: &str =
     "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machines/{name}/status";
+const KUBE_DEPLOYMENTS_ALL: &str = "/apis/cluster.k8s.io/v1alpha1/machinedeployments";
+const KUBE_DEPLOYMENTS: &str =
+    "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machinedeployments";
+const KUBE_DEPLOYMENT: &str =
+    "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machinedeployments/{name}";
+const KUBE_DEPLOYMENT_SCALE: &str =
+    "/apis/cluster.k8s.io/v1alpha1/namespaces/{namespace}/machinedeployments/{name}/scale";
 const GROUPS: &str = "/v1/clustergroups";
 const GROUP: &str = "/v1/clustergroups/{clustergroup_ident}";
 const GROUP_MEMBERS: &str = "/v1/clustergroups/{clustergroup_ident}/members";
@@ -306,18 +313,23 @@ pub(super) static DEFAULTS: &[RuleDefault] = rule_table! {
 
     // ---- Node groups ----
     "nodegroup:get" => ADMIN_OR_READER, "Retrieve information about the given nodegroup.",
-        [("GET", NODEGROUP)];
+        [("GET", NODEGROUP), ("GET", KUBE_DEPLOYMENT), ("GET", KUBE_DEPLOYMENT_SCALE)];
     "nodegroup:get_all" => ADMIN_OR_READER,
-        "Retrieve a list of nodegroups that belong to a cluster.",
-        [("GET", NODEGROUPS), ("GET", NODEGROUPS_DETAIL)];
+        "Retrieve a list of nodegroups that belong to a cluster, or of a project.",
+        [("GET", NODEGROUPS), ("GET", NODEGROUPS_DETAIL), ("GET", KUBE_DEPLOYMENTS),
+         ("GET", KUBE_DEPLOYMENTS_ALL)];
     "nodegroup:get_all_all_projects" => ADMIN, "Retrieve a list of nodegroups across projects.",
-        [("GET", NODEGROUPS), ("GET", NODEGROUPS_DETAIL)];
+        [("GET", NODEGROUPS), ("GET", NODEGROUPS_DETAIL), ("GET", KUBE_DEPLOYMENTS_ALL)];
     "nodegroup:get_one_all_projects" => ADMIN,
         "Retrieve information about a given nodegroup across projects.", [("GET", NODEGROUP)];
     "nodegroup:create" => ADMIN_OR_MEMBER, "Create a new nodegroup.", [("POST", NODEGROUPS)];
-    "nodegroup:delete" => ADMIN_OR_MEMBER, "Delete a nodegroup.", [("DELETE", NODEGROUP)];
-    "nodegroup:update" => ADMIN_OR_MEMBER, "Update an existing nodegroup.",
-        [("PATCH", NODEGROUP)];
+    "nodegroup:delete" => ADMIN_OR_MEMBER, "Delete a nodegroup.",
+        [("DELETE", NODEGROUP), ("DELETE", KUBE_DEPLOYMENT)];
+    "nodegroup:update" => ADMIN_OR_MEMBER,
+        "Update an existing nodegroup (on the Kubernetes face: its MachineDeployment's \
+         replicas, flavor, image or kubelet version, and its scale).",
+        [("PATCH", NODEGROUP), ("PUT", KUBE_DEPLOYMENT), ("PATCH", KUBE_DEPLOYMENT),
+         ("PUT", KUBE_DEPLOYMENT_SCALE), ("PATCH", KUBE_DEPLOYMENT_SCALE)];
     "nodegroup:retry" => ADMIN_OR_MEMBER,
         "Retry the create of a nodegroup whose create failed, in place.",
         [("POST", "/v1/clusters/{cluster_ident}/nodegroups/{nodegroup_ident}/actions/retry")];

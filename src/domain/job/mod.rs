@@ -170,6 +170,11 @@ pub enum JobPayload {
         nodegroup: NodeGroupId,
         #[serde(default = "one")]
         max_batch_size: i32,
+        /// The kubelet every machine ends on, when the roll is a version change (a
+        /// `MachineDeployment`'s `spec.template.spec.versions.kubelet`); absent, each machine
+        /// keeps its versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kubelet: Option<crate::domain::machine::KubeVersion>,
     },
     #[serde(rename = "federation.create")]
     FederationCreate {},

@@ -5,14 +5,17 @@
 //! spec, one replaced is `Running` with them; the rest are still to do. So a roll resumed after
 //! a crash or a failure replaces only what is left, and never one machine twice.
 
-use super::{Machine, MachinePhase, MachineSpec};
+use super::{KubeVersion, Machine, MachinePhase, MachineSpec};
 use crate::domain::cluster::NodeGroup;
 
-/// The flavor and image a node group's machines are rolled to.
+/// The flavor and image a node group's machines are rolled to, and the kubelet version when
+/// the roll is a version change (the Kubernetes face's `MachineDeployment`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollTarget {
     pub flavor: Option<String>,
     pub image: Option<String>,
+    /// The kubelet every machine ends on; None leaves each machine's versions as they are.
+    pub kubelet: Option<KubeVersion>,
 }
 
 impl RollTarget {
@@ -22,19 +25,31 @@ impl RollTarget {
         RollTarget {
             flavor: some(&ng.flavor_id),
             image: some(&ng.image_id),
+            kubelet: None,
         }
     }
 
-    /// Whether the spec names this flavor and image.
-    pub fn matches(&self, spec: &MachineSpec) -> bool {
-        spec.flavor == self.flavor && spec.os_image == self.image
+    /// The same target, every machine also on kubelet `kubelet` (when given).
+    pub fn with_kubelet(mut self, kubelet: Option<KubeVersion>) -> RollTarget {
+        self.kubelet = kubelet;
+        self
     }
 
-    /// The spec a machine is replaced with: its own, on this flavor and image.
+    /// Whether the spec names this flavor and image (and kubelet, when the target has one).
+    pub fn matches(&self, spec: &MachineSpec) -> bool {
+        spec.flavor == self.flavor
+            && spec.os_image == self.image
+            && (self.kubelet.is_none() || spec.versions.kubelet == self.kubelet)
+    }
+
+    /// The spec a machine is replaced with: its own, on this flavor and image (and kubelet).
     pub fn respec(&self, spec: &MachineSpec) -> MachineSpec {
         let mut next = spec.clone();
         next.flavor = self.flavor.clone();
         next.os_image = self.image.clone();
+        if let Some(k) = &self.kubelet {
+            next.versions.kubelet = Some(k.clone());
+        }
         next
     }
 }
@@ -141,6 +156,7 @@ mod tests {
         RollTarget {
             flavor: Some(flavor.into()),
             image: Some("img".into()),
+            kubelet: None,
         }
     }
 
@@ -205,11 +221,30 @@ mod tests {
         let t = RollTarget {
             flavor: Some("large".into()),
             image: None,
+            kubelet: None,
         };
         let next = t.respec(&m.spec);
         assert!(t.matches(&next));
         assert!(!t.matches(&m.spec));
         assert_eq!(next.os_image, None);
         assert_eq!(next.versions, m.spec.versions);
+    }
+
+    #[test]
+    fn a_version_roll_replaces_the_machines_on_another_kubelet_and_respecs_it() {
+        let v = |t: &str| KubeVersion::parse(t).expect("version");
+        let mut on = machine(1, "small", MachinePhase::Running);
+        on.spec.versions.kubelet = Some(v("v1.31.4"));
+        let mut off = machine(2, "small", MachinePhase::Running);
+        off.spec.versions.kubelet = Some(v("v1.30.2"));
+        let unknown = machine(3, "small", MachinePhase::Running);
+        let t = target("small").with_kubelet(Some(v("v1.31.4")));
+        assert_eq!(state(&on, &t), RollState::Replaced);
+        assert_eq!(state(&off, &t), RollState::Left);
+        assert_eq!(state(&unknown, &t), RollState::Left, "a kubelet not named");
+        assert_eq!(t.respec(&off.spec).versions.kubelet, Some(v("v1.31.4")));
+        assert_eq!(state(&off, &target("small")), RollState::Replaced);
+        let p = plan(&[on, off, unknown], &t, 5);
+        assert_eq!(ids(&p.start), vec![2, 3]);
     }
 }

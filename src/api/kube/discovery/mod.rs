@@ -26,7 +26,9 @@ use self::aggregated::{
 use super::groups::{CLUSTER_GROUPS, CLUSTER_GROUP_BINDINGS};
 use super::request::{accept, json_response, json_response_as};
 use super::reviews::{ACCESS_REVIEWS, RULES_REVIEWS, SUBJECT_REVIEWS};
-use super::status::{Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES, NAMESPACES};
+use super::status::{
+    Resource, CLUSTERS, CLUSTER_PROFILES, MACHINES, MACHINE_DEPLOYMENTS, NAMESPACES,
+};
 
 pub const AGGREGATED_V2: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -61,7 +63,7 @@ const fn review(resource: &'static Resource) -> Served {
 }
 
 /// Every resource served under `/apis`, its group's first one deciding the group's place.
-const SERVED: [Served; 8] = [
+const SERVED: [Served; 9] = [
     Served {
         resource: &CLUSTERS,
         namespaced: true,
@@ -117,6 +119,16 @@ const SERVED: [Served; 8] = [
         short_names: &[],
         categories: &[],
         subresources: &[("status", STATUS_VERBS)],
+    },
+    // One per node group: an update or patch resizes it or rolls its machines, `scale`
+    // resizes it, a delete deletes it; created through `/v1` only.
+    Served {
+        resource: &MACHINE_DEPLOYMENTS,
+        namespaced: true,
+        verbs: &["delete", "get", "list", "patch", "update", "watch"],
+        short_names: &["md"],
+        categories: &[],
+        subresources: &[("scale", STATUS_VERBS)],
     },
     review(&ACCESS_REVIEWS),
     review(&RULES_REVIEWS),
@@ -222,6 +234,19 @@ fn response_kind(r: &Resource) -> GroupVersionKind {
     }
 }
 
+/// The kind a subresource answers: `autoscaling/v1` `Scale` for `scale`, the resource's own
+/// kind for the others.
+fn subresource_kind(r: &Resource, sub: &str) -> GroupVersionKind {
+    if sub == "scale" {
+        return GroupVersionKind {
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+        };
+    }
+    response_kind(r)
+}
+
 fn aggregated_resource(s: &Served) -> APIResourceDiscovery {
     let r = s.resource;
     APIResourceDiscovery {
@@ -241,7 +266,7 @@ fn aggregated_resource(s: &Served) -> APIResourceDiscovery {
             .iter()
             .map(|(sub, verbs)| APISubresourceDiscovery {
                 subresource: sub.to_string(),
-                response_kind: response_kind(r),
+                response_kind: subresource_kind(r, sub),
                 verbs: strings(verbs),
             })
             .collect(),
@@ -337,21 +362,31 @@ fn resource_list_of(served: &[Served], group: &str, version: &str) -> Option<API
         version: None,
         storage_version_hash: None,
     };
-    let resources: Vec<APIResource> =
-        served
-            .iter()
-            .filter(|s| s.resource.group == group && s.resource.version == version)
-            .flat_map(|s| {
-                let main = APIResource {
-                    short_names: Some(strings(s.short_names)).filter(|v| !v.is_empty()),
-                    categories: Some(strings(s.categories)).filter(|v| !v.is_empty()),
-                    ..resource(s.resource.plural.into(), s.resource.singular, s, s.verbs)
-                };
-                std::iter::once(main).chain(s.subresources.iter().map(|(sub, verbs)| {
-                    resource(format!("{}/{sub}", s.resource.plural), "", s, verbs)
-                }))
-            })
-            .collect();
+    let resources: Vec<APIResource> = served
+        .iter()
+        .filter(|s| s.resource.group == group && s.resource.version == version)
+        .flat_map(|s| {
+            let main = APIResource {
+                short_names: Some(strings(s.short_names)).filter(|v| !v.is_empty()),
+                categories: Some(strings(s.categories)).filter(|v| !v.is_empty()),
+                ..resource(s.resource.plural.into(), s.resource.singular, s, s.verbs)
+            };
+            std::iter::once(main).chain(s.subresources.iter().map(|(sub, verbs)| {
+                let r = resource(format!("{}/{sub}", s.resource.plural), "", s, verbs);
+                if *sub == "scale" {
+                    // As kube-apiserver lists `deployments/scale`.
+                    APIResource {
+                        kind: "Scale".into(),
+                        group: Some("autoscaling".into()),
+                        version: Some("v1".into()),
+                        ..r
+                    }
+                } else {
+                    r
+                }
+            }))
+        })
+        .collect();
     if resources.is_empty() {
         return None;
     }
@@ -571,7 +606,12 @@ mod tests {
                    "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"},
                    "verbs":["create","delete","get","list","patch","update","watch"],
                    "subresources":[{"subresource":"status","verbs":["get","patch","update"],
-                     "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"}}]}]}]},
+                     "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"Machine"}}]},
+                  {"resource":"machinedeployments","singularResource":"machinedeployment","scope":"Namespaced",
+                   "responseKind":{"group":"cluster.k8s.io","version":"v1alpha1","kind":"MachineDeployment"},
+                   "verbs":["delete","get","list","patch","update","watch"],"shortNames":["md"],
+                   "subresources":[{"subresource":"scale","verbs":["get","patch","update"],
+                     "responseKind":{"group":"autoscaling","version":"v1","kind":"Scale"}}]}]}]},
                 {"metadata":{"name":"authorization.k8s.io","creationTimestamp":null},
                  "versions":[{"version":"v1","freshness":"Current","resources":[{
                    "resource":"selfsubjectaccessreviews","singularResource":"selfsubjectaccessreview",

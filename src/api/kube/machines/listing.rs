@@ -49,7 +49,7 @@ fn narrow(f: &mut NameFilter, values: &[String]) {
 /// label must meet (`=`, `in`, exists, `>`/`<`) keeps nothing: a machine carries no other
 /// label. (A selector's values are label values, so a name that is none, and is therefore no
 /// label, is never one of them.)
-pub(super) fn name_filters(sel: &LabelSelector) -> (NameFilter, NameFilter) {
+pub(in crate::api::kube) fn name_filters(sel: &LabelSelector) -> (NameFilter, NameFilter) {
     let mut clusters = NameFilter::default();
     let mut groups = NameFilter::default();
     for r in &sel.requirements {

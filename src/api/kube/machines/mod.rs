@@ -12,7 +12,7 @@ pub mod object;
 
 mod create;
 mod delete;
-mod listing;
+pub(super) mod listing;
 mod owners;
 mod status;
 mod table;

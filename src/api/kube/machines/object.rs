@@ -187,7 +187,9 @@ pub struct Status {
     pub last_change: Option<String>,
 }
 
-fn spec(s: &MachineSpec) -> Spec {
+/// The wire form of a machine spec (a machine's, or the one a node group's machines are made
+/// with).
+pub fn spec_of(s: &MachineSpec) -> Spec {
     Spec {
         versions: versions(&s.versions),
         container_runtime: s.container_runtime.as_ref().map(|r| ContainerRuntime {
@@ -267,7 +269,7 @@ pub fn machine(e: &MachineEntry) -> Machine {
                 .filter(|m| !m.is_empty()),
             ..ObjectMeta::default()
         },
-        spec: spec(&m.spec),
+        spec: spec_of(&m.spec),
         status: status(&m.status),
     }
 }

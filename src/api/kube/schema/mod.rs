@@ -5,6 +5,7 @@
 mod cluster;
 mod group;
 mod machine;
+mod machine_deployment;
 mod meta;
 mod profile;
 mod review;
@@ -21,6 +22,10 @@ pub use group::{
 pub use machine::{
     CONTAINER_RUNTIME_INFO, CORE_OBJECT_REFERENCE, MACHINE, MACHINE_LIST, MACHINE_SPEC,
     MACHINE_STATUS, MACHINE_VERSION_INFO, NODE_ADDRESS, TAINT,
+};
+pub use machine_deployment::{
+    MACHINE_DEPLOYMENT, MACHINE_DEPLOYMENT_LIST, MACHINE_DEPLOYMENT_SPEC,
+    MACHINE_DEPLOYMENT_STATUS, MACHINE_DEPLOYMENT_STRATEGY, MACHINE_TEMPLATE_SPEC, SCALE,
 };
 pub use meta::{
     CONDITION, DELETE_OPTIONS, FIELD_SELECTOR_REQUIREMENT, LABEL_SELECTOR_REQUIREMENT, LIST_META,
@@ -49,6 +54,8 @@ pub enum Ty {
     /// An RFC 3339 time (`format: date-time`).
     DateTime,
     Int64,
+    /// An integer or a string (`intstr.IntOrString`: a count or a percentage).
+    IntOrString,
     Bool,
     /// `map[string]string`.
     StringMap,
@@ -121,6 +128,7 @@ fn property(field: &Field) -> Value {
         Ty::Byte => json!({"type": "string", "format": "byte"}),
         Ty::DateTime => json!({"type": "string", "format": "date-time"}),
         Ty::Int64 => json!({"type": "integer", "format": "int64"}),
+        Ty::IntOrString => json!({"x-kubernetes-int-or-string": true}),
         Ty::Bool => json!({"type": "boolean"}),
         Ty::StringMap => json!({"type": "object",
             "additionalProperties": {"type": "string", "default": ""}}),
