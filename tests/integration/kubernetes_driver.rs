@@ -8,6 +8,7 @@ mod control_plane_roll;
 mod fake_kube;
 mod machine_ops;
 mod reboot;
+mod reboot_api;
 mod v1beta2;
 
 use std::collections::BTreeMap;
