@@ -5,10 +5,10 @@
 //!    [`BOOT_ID`], the time in [`STARTED`] and the job in [`REQUEST`], and is cordoned
 //!    (`spec.unschedulable`), in one merge patch. A Node an administrator had cordoned is
 //!    marked [`WAS_CORDONED`] and stays cordoned afterwards.
-//! 2. Drain: its pods are evicted through the Eviction API (policy/v1), except DaemonSet pods,
-//!    mirror pods (`kubernetes.io/config.mirror`) and pods that finished, as
-//!    `kubectl drain --ignore-daemonsets --delete-emptydir-data --force` does. A 429 (a
-//!    PodDisruptionBudget allows no disruption now) is asked again at the next poll.
+//! 2. Drain: its pods are evicted through the Eviction API (policy/v1), except DaemonSet pods
+//!    and mirror pods (`kubernetes.io/config.mirror`), as `kubectl drain --ignore-daemonsets
+//!    --delete-emptydir-data --force` does (pods that finished hold nothing and are left). A
+//!    429 (a PodDisruptionBudget allows no disruption now) is asked again at the next poll.
 //! 3. A privileged Pod pinned to the node (`nodeName`, `hostPID`, every taint tolerated,
 //!    `restartPolicy: Never`) in `kube-system`, named after the machine so a retry finds it
 //!    instead of making a second, runs `nsenter -t 1 -m -u -i -n -p -- systemctl reboot`
@@ -150,18 +150,20 @@ impl KubernetesDriver {
             patch_node(kube, &node_name, &patch).await?;
             return Ok(rebooted(m, &node_name));
         }
-        let step = if boot_id(&node).is_some_and(|b| b != recorded) {
-            format!("the node {node_name} rebooted but is not Ready yet")
-        } else {
-            self.drain_and_reboot(kube, m, &node_name).await?
-        };
         let started = annotation(&node, STARTED)
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or_else(Utc::now);
         let limit = self.settings.reboot_timeout;
         let spent = (Utc::now() - started).num_seconds();
-        if spent >= 0 && spent as u64 >= limit {
+        // Past the timeout, nothing more is started: only where it stopped is told.
+        let expired = spent >= 0 && spent as u64 >= limit;
+        let step = if boot_id(&node).is_some_and(|b| b != recorded) {
+            format!("the node {node_name} rebooted but is not Ready yet")
+        } else {
+            self.drain_and_reboot(kube, m, &node_name, !expired).await?
+        };
+        if expired {
             kube.delete("v1", "Pod", Some(POD_NAMESPACE), &pod_name(m))
                 .await?;
             patch_node(kube, &node_name, &end_patch(was_cordoned)).await?;
@@ -249,9 +251,16 @@ impl KubernetesDriver {
         patch_node(kube, name, &patch).await
     }
 
-    /// Steps 2 and 3: evicts what is left to evict, else makes sure the reboot Pod exists.
-    /// What it waits on, for the timeout's reason.
-    async fn drain_and_reboot(&self, kube: &Kube, m: &Machine, node: &str) -> DriverResult<String> {
+    /// Steps 2 and 3: evicts what is left to evict (a refusal says why the drain waits), else
+    /// makes sure the reboot Pod exists (not with `act` false: past the timeout, no reboot is
+    /// started). What it waits on, for the timeout's reason.
+    async fn drain_and_reboot(
+        &self,
+        kube: &Kube,
+        m: &Machine,
+        node: &str,
+        act: bool,
+    ) -> DriverResult<String> {
         let pod = pod_name(m);
         if let Some(p) = kube.get("v1", "Pod", Some(POD_NAMESPACE), &pod).await? {
             let phase = p["status"]["phase"].as_str().unwrap_or("Pending");
@@ -294,6 +303,11 @@ impl KubernetesDriver {
             }
             step.push(')');
             return Ok(step);
+        }
+        if !act {
+            return Ok(format!(
+                "the node {node} was drained but its reboot Pod was not made yet"
+            ));
         }
         kube.create(&reboot_pod(m, node, &self.settings.reboot_image))
             .await?;

@@ -340,6 +340,32 @@ async fn a_node_that_never_comes_back_fails_the_reboot_with_the_node_and_the_ste
 }
 
 #[tokio::test]
+async fn a_drain_a_disruption_budget_holds_past_the_timeout_fails_naming_the_pod_and_the_budget() {
+    let r = Reboot::new().await;
+    let m = r.worker();
+    r.workload.block_evictions(10);
+    started(r.step(&r.env.driver, &m).await);
+    r.workload.update(
+        &format!("/api/v1/nodes/{W1}"),
+        json!({"metadata": {"annotations": {STARTED: "2026-01-01T00:00:00+00:00"}}}),
+    );
+    let text = permanent(r.step(&r.env.driver, &m).await);
+    assert_eq!(
+        text,
+        format!(
+            "The reboot of machine default-worker-2 did not finish within 1800 seconds ([kubernetes_driver] reboot_timeout), at the step where the node {W1} was being drained (shop/web-{W1} left; eviction refused: shop/web-{W1}: Cannot evict pod as it would violate the pod's disruption budget.); the node was uncordoned."
+        )
+    );
+    assert_eq!(r.workload.reboots(), 0, "no reboot once the time is up");
+    let node = r.node(W1);
+    assert!(node["spec"]["unschedulable"].is_null(), "{node}");
+    assert!(r
+        .workload
+        .get(&format!("/api/v1/namespaces/shop/pods/web-{W1}"))
+        .is_some());
+}
+
+#[tokio::test]
 async fn a_master_is_rebooted_only_while_every_other_master_is_ready() {
     let r = Reboot::new().await;
     let master = r.c.machines[0].clone();
