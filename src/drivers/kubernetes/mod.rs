@@ -124,6 +124,7 @@ impl KubernetesDriver {
             return Err("[kubernetes_driver] namespace: must not be empty".into());
         }
         let capi = CapiVersion::parse(&settings.cluster_api_version)?;
+        reboot::check_settings(&settings)?;
         let engine: Box<dyn FederationEngine> = match settings.federation_engine.as_str() {
             "karmada" => Box::new(Karmada::new(
                 &settings.karmada_namespace,

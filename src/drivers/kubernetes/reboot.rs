@@ -51,6 +51,17 @@ pub const POD_NAMESPACE: &str = "kube-system";
 const MIRROR: &str = "kubernetes.io/config.mirror";
 const CONTROL_PLANE_ROLE: &str = "node-role.kubernetes.io/control-plane";
 
+/// Checks `reboot_image` and `reboot_timeout` of `[kubernetes_driver]`.
+pub fn check_settings(settings: &crate::config::KubernetesDriverSection) -> Result<(), String> {
+    if settings.reboot_image.trim().is_empty() {
+        return Err("[kubernetes_driver] reboot_image: must not be empty".into());
+    }
+    if settings.reboot_timeout == 0 {
+        return Err("[kubernetes_driver] reboot_timeout: must be at least 1 second".into());
+    }
+    Ok(())
+}
+
 /// The reboot Pod of a machine: `fleetyard-reboot-<machine uuid>`.
 pub fn pod_name(m: &Machine) -> String {
     format!("fleetyard-reboot-{}", m.uuid)
@@ -366,6 +377,28 @@ mod tests {
         assert!(!evicted_by_drain(&daemon));
         assert!(!evicted_by_drain(&mirror));
         assert!(!evicted_by_drain(&done));
+    }
+
+    #[test]
+    fn an_empty_reboot_image_or_a_zero_timeout_is_refused_by_name() {
+        let ok = crate::config::KubernetesDriverSection::default();
+        assert_eq!(check_settings(&ok), Ok(()));
+        let no_image = crate::config::KubernetesDriverSection {
+            reboot_image: " ".into(),
+            ..ok.clone()
+        };
+        assert_eq!(
+            check_settings(&no_image),
+            Err("[kubernetes_driver] reboot_image: must not be empty".to_string())
+        );
+        let no_time = crate::config::KubernetesDriverSection {
+            reboot_timeout: 0,
+            ..ok
+        };
+        assert_eq!(
+            check_settings(&no_time),
+            Err("[kubernetes_driver] reboot_timeout: must be at least 1 second".to_string())
+        );
     }
 
     #[test]
