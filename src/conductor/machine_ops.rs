@@ -87,7 +87,8 @@ impl Conductor {
         let Some(m) = self.operated_machine(&cluster.uuid, &uuid).await? else {
             return self.skip_machine_job(job, GONE).await;
         };
-        let ctx = self.context(cluster, job.attempts).await?;
+        let mut ctx = self.context(cluster, job.attempts).await?;
+        ctx.job = Some(job.uuid);
         let result = self.call_machine_driver(job, &ctx, &m).await;
         let mut m = m;
         for _ in 0..5 {

@@ -134,6 +134,7 @@ impl Conductor {
         let machines = self.store.cluster_machines(&[cluster.uuid]).await?;
         Ok(ClusterContext {
             attempt,
+            job: None,
             cluster,
             nodegroups,
             template,

@@ -72,6 +72,7 @@ impl Conductor {
             let machines = machines.remove(&c.uuid).unwrap_or_default();
             out.push(ClusterContext {
                 attempt: 1,
+                job: None,
                 cluster: c,
                 nodegroups,
                 template,

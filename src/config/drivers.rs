@@ -93,6 +93,11 @@ pub struct KubernetesDriverSection {
     pub karmada_namespace: String,
     /// Service type of the Karmada API server (the operator writes its address from it).
     pub karmada_apiserver_service_type: String,
+    /// Image of the privileged Pod that reboots a node of a workload cluster (it runs
+    /// `nsenter -t 1 -m -u -i -n -p -- systemctl reboot`, so it needs `nsenter`).
+    pub reboot_image: String,
+    /// Seconds a machine's reboot (cordon, drain, reboot, the node Ready again) may take.
+    pub reboot_timeout: u64,
 }
 
 impl Default for KubernetesDriverSection {
@@ -112,6 +117,8 @@ impl Default for KubernetesDriverSection {
             federation_engine: "karmada".into(),
             karmada_namespace: "karmada-system".into(),
             karmada_apiserver_service_type: "NodePort".into(),
+            reboot_image: "busybox:1.36".into(),
+            reboot_timeout: 1800,
         }
     }
 }

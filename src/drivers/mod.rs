@@ -120,6 +120,10 @@ pub(crate) fn missing_members(missing: &[&str]) -> String {
 pub struct ClusterContext {
     /// Which attempt at the current job this is (1 for the first).
     pub attempt: i32,
+    /// The job this context is for, when it is one machine's operation: every attempt of the
+    /// job has the same, so a driver can tell a retry of an operation it finished from a new
+    /// one (`None` elsewhere).
+    pub job: Option<crate::domain::JobId>,
     pub cluster: Cluster,
     pub nodegroups: Vec<NodeGroup>,
     pub template: ClusterTemplate,

@@ -7,6 +7,8 @@ mod capi_types;
 mod control_plane_roll;
 mod fake_kube;
 mod machine_ops;
+mod reboot;
+mod reboot_api;
 mod v1beta2;
 
 use std::collections::BTreeMap;
@@ -240,6 +242,7 @@ fn ctx_with(id: &str, name: &str, status: ClusterStatus) -> ClusterContext {
     });
     ClusterContext {
         attempt: 1,
+        job: None,
         cluster: c,
         nodegroups: vec![master, worker],
         template: template("v1.30.2", "ubuntu-2204-kube-v1.30.2"),

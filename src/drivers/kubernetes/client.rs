@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
@@ -23,6 +24,17 @@ pub struct Kube {
     client: kube::Client,
     what: String,
     server: String,
+}
+
+/// How an eviction went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Eviction {
+    /// The Pod is being deleted.
+    Evicted,
+    /// It no longer exists.
+    Gone,
+    /// Refused for now (429): a PodDisruptionBudget allows no disruption; the server's words.
+    Refused(String),
 }
 
 /// What a kubeconfig says about its current cluster, for registering it elsewhere.
@@ -179,6 +191,67 @@ impl Kube {
             .await
             .map_err(|e| self.error(&format!("list the {kind} objects ({selector})"), e))?;
         list.items.into_iter().map(to_value).collect()
+    }
+
+    /// Lists objects by field selector (`spec.nodeName=n`); every namespace when `None`.
+    pub async fn list_fields(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        fields: &str,
+    ) -> DriverResult<Vec<Value>> {
+        let list = self
+            .api(api_version, kind, namespace)
+            .list(&ListParams::default().fields(fields))
+            .await
+            .map_err(|e| self.error(&format!("list the {kind} objects ({fields})"), e))?;
+        list.items.into_iter().map(to_value).collect()
+    }
+
+    /// Creates an object; `false` when one of its name already exists (left as it is).
+    pub async fn create(&self, obj: &Value) -> DriverResult<bool> {
+        let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+        let kind = obj["kind"].as_str().unwrap_or_default();
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        let namespace = obj["metadata"]["namespace"].as_str();
+        let data: DynamicObject = serde_json::from_value(obj.clone()).map_err(|e| {
+            DriverError::Permanent(format!("The {kind} {name} is not a valid object: {e}."))
+        })?;
+        match self
+            .api(api_version, kind, namespace)
+            .create(&PostParams::default(), &data)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(self.error(&format!("create the {kind} {name}"), e)),
+        }
+    }
+
+    /// Evicts a Pod through the Eviction API (policy/v1), as `kubectl drain` does.
+    pub async fn evict(&self, namespace: &str, name: &str) -> DriverResult<Eviction> {
+        let body = serde_json::json!({
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        });
+        match self
+            .api("v1", "Pod", Some(namespace))
+            .create_subresource::<Value, Value>("eviction", name, &PostParams::default(), &body)
+            .await
+        {
+            Ok(_) => Ok(Eviction::Evicted),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Eviction::Gone),
+            Err(kube::Error::Api(s)) if s.code == 429 => {
+                Ok(Eviction::Refused(if s.message.is_empty() {
+                    s.reason.clone()
+                } else {
+                    s.message.clone()
+                }))
+            }
+            Err(e) => Err(self.error(&format!("evict the Pod {namespace}/{name}"), e)),
+        }
     }
 
     /// Deletes an object (background propagation); `false` when it was already absent.

@@ -10,9 +10,9 @@
 //!   grows by one (with the group's current templates), the new Machine runs, then the old
 //!   one gets `cluster.x-k8s.io/delete-machine` and the MachineDeployment shrinks back;
 //! * a master is not replaced one by one (a KubeadmControlPlane renews its machines all
-//!   together, and a surge of one would make the etcd member count even), and nothing is
-//!   rebooted (neither Cluster API nor its OpenStack provider has a reboot): both are refused
-//!   with that reason.
+//!   together, and a surge of one would make the etcd member count even): refused with that
+//!   reason. A reboot, which Cluster API does not have, goes through the workload cluster
+//!   ([`super::reboot`]).
 //!
 //! The replacement's progress lives on the management cluster, in annotations, so every call
 //! reads where it is and takes the next step; a conductor restarted in the middle finds the
@@ -48,7 +48,6 @@ const IMAGE_PER_GROUP: &str = "Cluster API sets the image and flavor per Machine
 const RUNTIME_IN_IMAGE: &str = "Cluster API takes the container runtime from the node image: change the node group's image instead.";
 const METADATA_PER_GROUP: &str = "Cluster API sets node labels and taints per MachineDeployment (its KubeadmConfigTemplate), not per Machine: change the node group's instead.";
 const NO_MASTER_REPLACE: &str = "Cluster API cannot replace one control plane machine: a KubeadmControlPlane renews its machines all together, and a surge of one would make the etcd member count even. Upgrade the master node group to renew them.";
-const NO_REBOOT: &str = "Cluster API has no reboot (neither Cluster API nor its OpenStack provider offers one): replace the machine instead.";
 const NO_IN_PLACE: &str =
     "The kubernetes driver changes nothing on a node in place: Cluster API replaces machines.";
 
@@ -81,10 +80,19 @@ pub fn plan_change(m: &Machine, next: &MachineSpec) -> Result<ChangeMode, String
     check_action(m, MachineAction::Replace).map(|()| ChangeMode::Replace)
 }
 
-/// Whether the kubernetes driver can replace or reboot `m`, or why not.
+/// Whether the kubernetes driver can replace or reboot `m`, or why not. A reboot (workers and
+/// masters, see [`super::reboot`]) needs the machine's node.
 pub fn check_action(m: &Machine, action: MachineAction) -> Result<(), String> {
     match (action, m.role) {
-        (MachineAction::Reboot, _) => Err(NO_REBOOT.into()),
+        (MachineAction::Reboot, _)
+            if m.status.node_ref.is_none() && m.status.provider_id.is_none() =>
+        {
+            Err(format!(
+                "The machine {} has no node yet, so there is nothing to reboot.",
+                m.name
+            ))
+        }
+        (MachineAction::Reboot, _) => Ok(()),
         (MachineAction::Replace, MachineRole::Master) => Err(NO_MASTER_REPLACE.into()),
         (MachineAction::Replace, MachineRole::Worker) => Ok(()),
     }

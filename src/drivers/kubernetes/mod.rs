@@ -11,8 +11,9 @@
 //!   the cluster gone only once the management cluster answers 404.
 //! * one machine's operations ([`machines`]): a worker is replaced new-first through its
 //!   MachineDeployment; what Cluster API only does per group (versions, images, flavors) or
-//!   not at all (a reboot, a lone master replaced) is refused with that reason; the master
-//!   group's flavor or image change is rolled by the KubeadmControlPlane ([`control_plane_roll`]);
+//!   not at all (a lone master replaced) is refused with that reason; the master group's flavor
+//!   or image change is rolled by the KubeadmControlPlane ([`control_plane_roll`]); a reboot
+//!   goes through the workload cluster's own API, cordon, drain and a reboot Pod ([`reboot`]);
 //! * `[kubernetes_driver] cluster_api_version` chooses `v1beta1` or `v1beta2` objects
 //!   ([`capi`]);
 //! * federations run on the host cluster through a [`federation::FederationEngine`]; members'
@@ -31,6 +32,7 @@ pub mod client;
 pub mod control_plane_roll;
 pub mod federation;
 pub mod machines;
+pub mod reboot;
 pub mod render;
 mod scaling;
 pub mod status;
@@ -122,6 +124,7 @@ impl KubernetesDriver {
             return Err("[kubernetes_driver] namespace: must not be empty".into());
         }
         let capi = CapiVersion::parse(&settings.cluster_api_version)?;
+        reboot::check_settings(&settings)?;
         let engine: Box<dyn FederationEngine> = match settings.federation_engine.as_str() {
             "karmada" => Box::new(Karmada::new(
                 &settings.karmada_namespace,
@@ -615,11 +618,8 @@ impl Driver for KubernetesDriver {
         self.roll_control_plane(ctx, ng, rolling).await
     }
 
-    async fn reboot_machine(&self, _ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
-        machines::check_action(m, MachineAction::Reboot).map_err(DriverError::Permanent)?;
-        Err(DriverError::Permanent(
-            "The kubernetes driver cannot reboot machines.".into(),
-        ))
+    async fn reboot_machine(&self, ctx: &ClusterContext, m: &Machine) -> DriverResult<Progress> {
+        self.reboot(ctx, m).await
     }
 
     async fn create_federation(&self, ctx: &FederationContext) -> DriverResult<FederationProgress> {

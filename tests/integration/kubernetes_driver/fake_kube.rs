@@ -12,7 +12,16 @@
 //! * `metadata.generation` counts spec changes, so tests can make status stale or current;
 //! * a token controller fills `token` and `ca.crt` of `kubernetes.io/service-account-token`
 //!   Secrets;
-//! * faults can be injected: the next matching request gets a given status code.
+//! * faults can be injected: the next matching request gets a given status code;
+//! * as a workload cluster: `POST` creates an object (201, 409 `AlreadyExists`); a list of a
+//!   namespaced kind at its cluster-wide path (`/api/v1/pods`) spans every namespace and
+//!   honours `fieldSelector` (`spec.nodeName=n`); the Eviction subresource
+//!   (`POST …/pods/{name}/eviction`, policy/v1) deletes the Pod (201 Success) or, while a
+//!   PodDisruptionBudget is simulated ([`FakeKube::block_evictions`]), answers 429
+//!   `TooManyRequests` as the API server does; a Pod created with `spec.nodeName` and
+//!   `hostPID` running `systemctl reboot` reboots its Node (the kubelet comes back with a new
+//!   `status.nodeInfo.bootID` and `Ready`), unless the node is to stay down
+//!   ([`FakeKube::nodes_stay_down`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -48,6 +57,12 @@ struct State {
     requests: Vec<Recorded>,
     faults: Vec<Fault>,
     resource_version: u64,
+    /// Evictions refused (429) before they are allowed again.
+    blocked_evictions: usize,
+    /// Rebooted nodes stay down (NotReady, the old boot ID).
+    stay_down: bool,
+    /// Reboots simulated so far.
+    reboots: usize,
 }
 
 pub struct FakeKube {
@@ -63,6 +78,7 @@ struct Target {
     api_version: String,
     namespace: Option<String>,
     name: Option<String>,
+    subresource: Option<String>,
 }
 
 fn parse_path(path: &str) -> Option<Target> {
@@ -83,6 +99,7 @@ fn parse_path(path: &str) -> Option<Target> {
             api_version,
             namespace: Some(rest[1].to_string()),
             name: rest.get(3).map(|s| s.to_string()),
+            subresource: rest.get(4).map(|s| s.to_string()),
         });
     }
     Some(Target {
@@ -90,6 +107,7 @@ fn parse_path(path: &str) -> Option<Target> {
         api_version,
         namespace: None,
         name: rest.get(1).map(|s| s.to_string()),
+        subresource: rest.get(2).map(|s| s.to_string()),
     })
 }
 
@@ -146,6 +164,20 @@ fn selector_matches(obj: &Value, selector: &str) -> bool {
         .all(|term| match term.split_once('=') {
             Some((k, v)) => obj["metadata"]["labels"][k].as_str() == Some(v),
             None => obj["metadata"]["labels"].get(term).is_some(),
+        })
+}
+
+/// `fieldSelector` terms `a.b=v` (dotted paths into the object).
+fn fields_match(obj: &Value, selector: &str) -> bool {
+    selector
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .all(|term| match term.split_once('=') {
+            Some((path, v)) => {
+                let found = path.split('.').fold(obj, |o, k| &o[k]);
+                found.as_str() == Some(v)
+            }
+            None => false,
         })
 }
 
@@ -223,21 +255,98 @@ impl State {
             },
             ("GET", None) => {
                 let selector = query_param(query, "labelSelector").unwrap_or_default();
+                let fields = query_param(query, "fieldSelector").unwrap_or_default();
+                // `/api/v1/pods` lists the pods of every namespace.
+                let (prefix, kind) = target.collection.rsplit_once('/').unwrap_or_default();
+                let everywhere = target.namespace.is_none();
                 let items: Vec<Value> = self
                     .objects
-                    .get(&target.collection)
-                    .map(|c| {
-                        c.values()
-                            .filter(|o| selector_matches(o, &selector))
-                            .cloned()
-                            .collect()
+                    .iter()
+                    .filter(|(c, _)| {
+                        **c == target.collection
+                            || (everywhere
+                                && c.starts_with(&format!("{prefix}/namespaces/"))
+                                && c.ends_with(&format!("/{kind}"))
+                                && c.matches('/').count() == prefix.matches('/').count() + 3)
                     })
-                    .unwrap_or_default();
+                    .flat_map(|(_, c)| c.values())
+                    .filter(|o| selector_matches(o, &selector) && fields_match(o, &fields))
+                    .cloned()
+                    .collect();
                 let rv = self.next_rv();
                 (
                     200,
                     json!({"apiVersion": target.api_version, "kind": "List", "metadata": {"resourceVersion": rv}, "items": items}),
                 )
+            }
+            ("POST", None) => {
+                let Some(body) = body.filter(|b| b["metadata"]["name"].is_string()) else {
+                    return (
+                        422,
+                        status_body(422, "Invalid", "metadata.name: Required value"),
+                    );
+                };
+                let name = body["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let rv = self.next_rv();
+                let collection = self.objects.entry(target.collection.clone()).or_default();
+                if collection.contains_key(&name) {
+                    return (
+                        409,
+                        status_body(409, "AlreadyExists", &format!("\"{name}\" already exists")),
+                    );
+                }
+                let mut obj = body.clone();
+                obj["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
+                obj["metadata"]["resourceVersion"] = json!(rv);
+                obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+                if let Some(ns) = &target.namespace {
+                    obj["metadata"]["namespace"] = json!(ns);
+                }
+                if obj["kind"] == "Pod" {
+                    obj["status"] = json!({"phase": "Pending"});
+                }
+                collection.insert(name, obj.clone());
+                if obj["kind"] == "Pod" {
+                    self.kubelet_runs(&target.collection, &obj);
+                }
+                let created = self.objects[&target.collection]
+                    [obj["metadata"]["name"].as_str().unwrap_or_default()]
+                .clone();
+                (201, created)
+            }
+            ("POST", Some(name)) if target.subresource.as_deref() == Some("eviction") => {
+                let exists = self
+                    .objects
+                    .get(&target.collection)
+                    .is_some_and(|c| c.contains_key(name));
+                if !exists {
+                    return not_found(&target);
+                }
+                if body.map(|b| (&b["apiVersion"], &b["kind"]))
+                    != Some((&json!("policy/v1"), &json!("Eviction")))
+                {
+                    return (
+                        400,
+                        status_body(400, "BadRequest", "the body must be a policy/v1 Eviction"),
+                    );
+                }
+                if self.blocked_evictions > 0 {
+                    self.blocked_evictions -= 1;
+                    let mut answer = status_body(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    );
+                    answer["details"] = json!({"causes": [{"reason": "DisruptionBudget", "message": "The disruption budget web-pdb needs 1 healthy pods and has 1 currently"}]});
+                    return (429, answer);
+                }
+                if let Some(c) = self.objects.get_mut(&target.collection) {
+                    c.remove(name);
+                }
+                (201, status_body(201, "", ""))
             }
             ("PATCH", Some(name)) if content_type.starts_with("application/apply-patch") => {
                 let Some(body) = body else {
@@ -349,6 +458,52 @@ impl State {
                 status_body(405, "MethodNotAllowed", "not supported by the fake"),
             ),
         }
+    }
+}
+
+impl State {
+    /// The kubelet of a created Pod's node: a reboot Pod (host PID namespace, `systemctl
+    /// reboot`) reboots the node, which comes back with a new boot ID and Ready (unless nodes
+    /// stay down); the Pod is left `Failed`, as a kubelet that restarted under it reports.
+    fn kubelet_runs(&mut self, collection: &str, pod: &Value) {
+        let Some(node) = pod["spec"]["nodeName"].as_str().map(str::to_string) else {
+            return;
+        };
+        let reboots = pod["spec"]["hostPID"] == true
+            && pod["spec"]["containers"][0]["command"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|a| a == "reboot"));
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let phase = if reboots { "Failed" } else { "Running" };
+        if let Some(p) = self
+            .objects
+            .get_mut(collection)
+            .and_then(|c| c.get_mut(&name))
+        {
+            p["status"] = json!({"phase": phase});
+        }
+        if !reboots {
+            return;
+        }
+        self.reboots += 1;
+        let generation = self.reboots;
+        let stay_down = self.stay_down;
+        let Some(n) = self
+            .objects
+            .get_mut("/api/v1/nodes")
+            .and_then(|c| c.get_mut(&node))
+        else {
+            return;
+        };
+        let ready = if stay_down { "Unknown" } else { "True" };
+        if !stay_down {
+            n["status"]["nodeInfo"]["bootID"] = json!(format!("boot-{node}-{generation}"));
+        }
+        n["status"]["conditions"] = json!([{"type": "Ready", "status": ready,
+            "reason": if stay_down { "NodeStatusUnknown" } else { "KubeletReady" }}]);
     }
 }
 
@@ -496,6 +651,21 @@ impl FakeKube {
                     .map(move |(n, o)| (format!("{c}/{n}"), o.clone()))
             })
             .collect()
+    }
+
+    /// The next `n` evictions are refused with 429, as a PodDisruptionBudget does.
+    pub fn block_evictions(&self, n: usize) {
+        self.state.lock().expect("state lock").blocked_evictions = n;
+    }
+
+    /// Nodes rebooted from now on never come back.
+    pub fn nodes_stay_down(&self) {
+        self.state.lock().expect("state lock").stay_down = true;
+    }
+
+    /// Nodes rebooted so far.
+    pub fn reboots(&self) -> usize {
+        self.state.lock().expect("state lock").reboots
     }
 
     /// The next request with this method whose path contains `path_contains` gets `code`.

@@ -2,7 +2,7 @@
 //! MachineDeployment grows by one, the new Machine runs, exactly the old Machine is marked
 //! for deletion and the group shrinks back), idempotent under retry, with the group's current
 //! templates; and the refusals Cluster API's model makes (a version or image per Machine, a
-//! reboot, a master replaced alone), each with its reason before anything is sent.
+//! master replaced alone), each with its reason before anything is sent. Reboots: `reboot.rs`.
 
 use super::*;
 use fleetyard::domain::machine::{ChangeMode, KubeVersion};
@@ -264,7 +264,7 @@ async fn a_failed_replacement_removes_its_machine_and_undoes_the_surge() {
 /// What Cluster API cannot do for one machine is refused with its reason, before anything is
 /// sent to the management cluster.
 #[tokio::test]
-async fn per_machine_versions_reboots_and_lone_masters_are_refused_with_the_reason() {
+async fn per_machine_versions_and_lone_masters_are_refused_with_the_reason() {
     let env = env().await;
     let c = ctx_with_machines(ClusterStatus::CreateComplete);
     let (master, worker) = (&c.machines[0], &c.machines[4]);
@@ -290,16 +290,6 @@ async fn per_machine_versions_reboots_and_lone_masters_are_refused_with_the_reas
         .expect_err("image")
         .starts_with("Cluster API sets the image and flavor per MachineDeployment"));
 
-    let reboot = "Cluster API has no reboot (neither Cluster API nor its OpenStack provider offers one): replace the machine instead.";
-    assert_eq!(
-        env.driver
-            .check_machine_action(worker, MachineAction::Reboot),
-        Err(reboot.to_string())
-    );
-    assert_eq!(
-        permanent(env.driver.reboot_machine(&c, worker).await),
-        reboot
-    );
     assert_eq!(
         env.driver
             .check_machine_action(worker, MachineAction::Replace),
