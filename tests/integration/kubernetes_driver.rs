@@ -6,6 +6,7 @@
 mod capi_types;
 mod control_plane_roll;
 mod fake_kube;
+mod group_version;
 mod machine_ops;
 mod reboot;
 mod reboot_api;

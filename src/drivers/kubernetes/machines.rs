@@ -25,14 +25,14 @@
 use serde_json::{json, Value};
 
 use crate::domain::cluster::NodeGroup;
-use crate::domain::machine::{ChangeMode, Machine, MachineRole, MachineSpec};
+use crate::domain::machine::{ChangeMode, KubeVersion, Machine, MachineRole, MachineSpec};
 use crate::drivers::{
     ClusterContext, ClusterObservation, DriverError, DriverResult, MachineAction, Phase, Progress,
 };
 
 use super::capi::CapiVersion;
 use super::render::{
-    cluster_name, deployment_name, Overrides, Renderer, CAPI_CLUSTER_NAME_LABEL,
+    cluster_name, deployment_name, normalize_version, Overrides, Renderer, CAPI_CLUSTER_NAME_LABEL,
     CAPI_DEPLOYMENT_NAME_LABEL, DELETE_MACHINE,
 };
 use super::{status, KubernetesDriver};
@@ -95,6 +95,20 @@ pub fn check_action(m: &Machine, action: MachineAction) -> Result<(), String> {
         (MachineAction::Reboot, _) => Ok(()),
         (MachineAction::Replace, MachineRole::Master) => Err(NO_MASTER_REPLACE.into()),
         (MachineAction::Replace, MachineRole::Worker) => Ok(()),
+    }
+}
+
+/// The version a MachineDeployment running `live` makes the replacement of `m` at: the kubelet
+/// `m` names when it is newer (a roll of the node group to a version respecifies each machine
+/// before it is replaced), else the one it runs; a machine whose spec lags never moves the
+/// group's template back.
+pub fn new_version(m: &Machine, live: Option<&str>) -> Option<String> {
+    let live_version = live.and_then(|v| v.trim_start_matches('v').parse::<KubeVersion>().ok());
+    let key = |k: &KubeVersion| (k.major(), k.minor(), k.patch());
+    match (&m.spec.versions.kubelet, live_version) {
+        (Some(k), Some(l)) if key(k) > key(&l) => Some(normalize_version(&k.to_string())),
+        (Some(k), None) if live.is_none() => Some(normalize_version(&k.to_string())),
+        _ => live.map(str::to_string),
     }
 }
 
@@ -198,7 +212,7 @@ impl KubernetesDriver {
         };
         if new.is_none() {
             // The new machine is made from the group's current flavor and image.
-            self.refresh_templates(ctx, ng, &md).await?;
+            self.refresh_templates(ctx, ng, m, &md).await?;
         }
         if annotation(&machines[old], SURGE_FOR).is_none() && !going(&machines[old]) {
             let patch = json!({"metadata": {"annotations": {SURGE_FOR: m.uuid.to_string()}}});
@@ -334,18 +348,20 @@ impl KubernetesDriver {
     }
 
     /// Points the MachineDeployment at the group's current templates (its flavor, image, node
-    /// labels and taints) when they differ from the ones it uses, at the version it runs and
-    /// with the `OnDelete` strategy: Cluster API then makes new machines (this replacement's
-    /// surge) from the new templates and leaves the others until they are replaced in turn.
+    /// labels and taints) and at the version its new machines run ([`new_version`]) when they
+    /// differ from the ones it uses, with the `OnDelete` strategy: Cluster API then makes new
+    /// machines (this replacement's surge) from the new templates and leaves the others until
+    /// they are replaced in turn.
     async fn refresh_templates(
         &self,
         ctx: &ClusterContext,
         ng: &NodeGroup,
+        m: &Machine,
         md: &Value,
     ) -> DriverResult<()> {
         let live = &md["spec"]["template"]["spec"];
         let overrides = Overrides {
-            version: live["version"].as_str().map(str::to_string),
+            version: new_version(m, live["version"].as_str()),
             ..Overrides::default()
         };
         let mut objects = Renderer::new(&self.settings, ctx)
@@ -359,7 +375,10 @@ impl KubernetesDriver {
             let pick = |v: &Value| path.iter().fold(v.clone(), |v, k| v[*k].clone());
             pick(wanted) == pick(live)
         };
-        if same(&["infrastructureRef", "name"]) && same(&["bootstrap", "configRef", "name"]) {
+        if same(&["infrastructureRef", "name"])
+            && same(&["bootstrap", "configRef", "name"])
+            && same(&["version"])
+        {
             return Ok(());
         }
         rendered["spec"]["replicas"] = md["spec"]["replicas"].clone();
@@ -412,6 +431,26 @@ mod tests {
             plan_change(&master, &master.spec),
             Err(NO_MASTER_REPLACE.to_string())
         );
+    }
+
+    #[test]
+    fn a_replacement_runs_the_newer_of_the_machines_kubelet_and_the_groups_version() {
+        let mut m = machine(MachineRole::Worker);
+        assert_eq!(
+            new_version(&m, Some("v1.30.2")).as_deref(),
+            Some("v1.30.2"),
+            "no kubelet named: the version the group runs"
+        );
+        m.spec.versions.kubelet = KubeVersion::parse("v1.31.4").ok();
+        assert_eq!(new_version(&m, Some("v1.30.2")).as_deref(), Some("v1.31.4"));
+        assert_eq!(new_version(&m, None).as_deref(), Some("v1.31.4"));
+        m.spec.versions.kubelet = KubeVersion::parse("v1.30.1").ok();
+        assert_eq!(
+            new_version(&m, Some("v1.30.2")).as_deref(),
+            Some("v1.30.2"),
+            "a lagging spec never moves the template back"
+        );
+        assert_eq!(new_version(&m, Some("v1.30.1")).as_deref(), Some("v1.30.1"));
     }
 
     #[test]
