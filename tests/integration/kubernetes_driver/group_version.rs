@@ -19,11 +19,18 @@ async fn a_replacement_at_a_newer_kubelet_moves_the_machine_deployment_to_that_v
     assert!(matches!(progress, Progress::Started(_)), "{progress:?}");
     let md = env.mgmt.get(&md_path).expect("md");
     let spec = &md["spec"]["template"]["spec"];
-    assert_eq!(spec["version"], "v1.31.4", "the surge is made at the new kubelet");
-    assert_eq!(md["spec"]["strategy"]["type"], "OnDelete", "the others wait their turn");
+    assert_eq!(
+        spec["version"], "v1.31.4",
+        "the surge is made at the new kubelet"
+    );
+    assert_eq!(
+        md["spec"]["strategy"]["type"], "OnDelete",
+        "the others wait their turn"
+    );
     assert_eq!(md["spec"]["replicas"], 3, "the surge");
     assert_eq!(
-        spec["infrastructureRef"]["name"], before["spec"]["template"]["spec"]["infrastructureRef"]["name"],
+        spec["infrastructureRef"]["name"],
+        before["spec"]["template"]["spec"]["infrastructureRef"]["name"],
         "flavor and image unchanged: the same machine template"
     );
 
