@@ -226,6 +226,15 @@ async fn machine_deployment_applies_keep_managed_fields_and_conflict_as_the_api_
     );
     drain(&env.conductor).await;
     assert_eq!(env.node_count().await, n);
+
+    // A /v1 write (and the conductor's, above) leaves the entries as they are.
+    let kept = env.get().await["metadata"]["managedFields"].clone();
+    let path = format!("/v1/clusters/{}/nodegroups/default-worker", env.cluster);
+    let max = json!([{"op": "replace", "path": "/max_node_count", "value": 9}]);
+    let r = env.app.patch_as(&path, &max, &env.v1).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    drain(&env.conductor).await;
+    assert_eq!(env.get().await["metadata"]["managedFields"], kept);
 }
 
 #[rstest]
