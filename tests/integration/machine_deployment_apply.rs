@@ -333,3 +333,69 @@ async fn kubectl_applies_machine_deployments_by_two_field_managers() {
     );
     assert_eq!(env.node_count().await, n);
 }
+
+#[rstest]
+#[case::postgres(Backend::Postgres)]
+#[case::sqlite(Backend::Sqlite)]
+#[tokio::test]
+async fn a_kept_max_surge_is_the_batch_of_a_roll_whose_write_states_none(#[case] backend: Backend) {
+    let env = Env::new(backend).await;
+    let three = json!({"spec": {"replicas": 3}}).to_string();
+    let r = env
+        .call(Method::PATCH, &format!("{BASE}/{W}/scale"), MERGE, &three)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    drain(&env.conductor).await;
+
+    // The batch alone: kept and shown, nothing to roll.
+    let surge = json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 2}}}}).to_string();
+    let r = env
+        .call(Method::PATCH, &format!("{BASE}/{W}"), MERGE, &surge)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["spec"]["strategy"]["rollingUpdate"]["maxSurge"], 2);
+    assert_eq!(drain(&env.conductor).await.len(), 0, "no roll");
+    assert_eq!(
+        env.get().await["spec"]["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2, "maxUnavailable": 0}})
+    );
+
+    // A flavor change stating no batch: one step replaces the kept two.
+    let flavor = json!({"spec": {"template": {"spec": {"flavor": "m1.large"}}}}).to_string();
+    let r = env
+        .call(Method::PATCH, &format!("{BASE}/{W}"), MERGE, &flavor)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    env.conductor.try_execute_one().await.expect("a step");
+    let machines = env
+        .call(
+            Method::GET,
+            "/apis/cluster.k8s.io/v1alpha1/namespaces/project-a/machines?labelSelector=fleetyard.openstack.org%2Fnodegroup%3Ddefault-worker",
+            "",
+            "",
+        )
+        .await;
+    assert_eq!(machines.status, 200, "{}", machines.text);
+    let items = machines.body["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let replaced = items
+        .iter()
+        .filter(|m| {
+            m["spec"]["flavor"] == "m1.large"
+                && m["status"]["providerID"]
+                    == format!("fake://{}/2", m["metadata"]["uid"].as_str().unwrap_or(""))
+        })
+        .count();
+    assert_eq!(
+        replaced, 2,
+        "one batch of the kept maxSurge: {}",
+        machines.text
+    );
+    drain(&env.conductor).await;
+    assert_eq!(
+        env.get().await["spec"]["strategy"]["rollingUpdate"]["maxSurge"],
+        2
+    );
+}
