@@ -348,6 +348,22 @@ pub fn machine_deployment(e: &NodeGroupEntry) -> MachineDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::kube::managed::{tracked, Part};
+    use serde_json::json;
+
+    #[test]
+    fn a_deployments_labels_owner_and_status_are_no_managers() {
+        let shown = json!({"apiVersion": "cluster.k8s.io/v1alpha1", "kind": "MachineDeployment",
+            "metadata": {"name": "kc-w", "namespace": "p", "uid": "u", "resourceVersion": "7",
+                "labels": {"cluster.k8s.io/cluster-name": "kc"},
+                "ownerReferences": [{"uid": "c"}], "managedFields": []},
+            "spec": {"replicas": 3},
+            "status": {"replicas": 3}});
+        assert_eq!(
+            tracked(&MACHINE_DEPLOYMENT, &shown, Part::Main),
+            json!({"spec": {"replicas": 3}})
+        );
+    }
 
     #[test]
     fn a_deployment_is_named_after_its_cluster_and_group_or_its_uuid() {
