@@ -6,15 +6,13 @@
 //! `maxSurge`. Over HTTP on PostgreSQL and SQLite, and with the real kubectl (two field
 //! managers, `--force-conflicts`, `--show-managed-fields`, `kubectl scale`).
 
-use reqwest::header::HeaderMap;
 use reqwest::Method;
 use rstest::rstest;
 use serde_json::{json, Value};
 
 use crate::helpers::kubectl::{kubectl_binary, Kubectl};
 use crate::helpers::managed::entry;
-use crate::helpers::{drain, project_a_with_kc, Backend, Resp, TestApp};
-use fleetyard::conductor::Conductor;
+use crate::helpers::{drain, Backend, KcEnv, Resp};
 
 const BASE: &str = "/apis/cluster.k8s.io/v1alpha1/namespaces/project-a/machinedeployments";
 const V: &str = "cluster.k8s.io/v1alpha1";
@@ -22,35 +20,19 @@ const APPLY: &str = "application/apply-patch+yaml";
 const MERGE: &str = "application/merge-patch+json";
 const W: &str = "kc-default-worker";
 
-struct Env {
-    app: TestApp,
-    conductor: Conductor,
-    v1: HeaderMap,
-    cluster: String,
+/// Project A's cluster `kc`, its `kc-default-worker` deployment read and applied.
+struct Env(KcEnv);
+
+impl std::ops::Deref for Env {
+    type Target = KcEnv;
+    fn deref(&self) -> &KcEnv {
+        &self.0
+    }
 }
 
 impl Env {
     async fn new(backend: Backend) -> Env {
-        let (app, conductor, v1, cluster) = project_a_with_kc(backend).await;
-        Env {
-            app,
-            conductor,
-            v1,
-            cluster,
-        }
-    }
-
-    async fn call(&self, method: Method, path: &str, ct: &str, body: &str) -> Resp {
-        let mut req = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .headers(self.app.headers.clone())
-            .header("Accept", "application/json");
-        if !body.is_empty() {
-            req = req.header("Content-Type", ct).body(body.to_string());
-        }
-        self.app.send(req).await
+        Env(KcEnv::new(backend).await)
     }
 
     async fn get(&self) -> Value {
