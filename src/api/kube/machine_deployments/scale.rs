@@ -13,12 +13,10 @@ use serde_json::{json, Value};
 
 use super::diff::Change;
 use super::listing;
-use super::object::{counts, entry_name, labels, resource_version, MACHINE_DEPLOYMENT};
-use super::update::{write, Asked};
+use super::object::{counts, entry_name, labels, resource_version};
+use super::update::{write, writer_of, Asked};
 use crate::api::http::error::ApiError;
 use crate::api::kube::access::{DEPLOYMENT_GET, DEPLOYMENT_PATCH, DEPLOYMENT_UPDATE};
-use crate::api::kube::managed::Part;
-use crate::api::kube::managed_writes::Writer;
 use crate::api::kube::patch::{apply_patch, PatchType};
 use crate::api::kube::request::{
     authorize_namespace, caller, content_type, dry_run, json_of, json_response, params,
@@ -131,26 +129,6 @@ static SCALE: crate::api::kube::status::Resource = crate::api::kube::status::Res
     list_kind: "ScaleList",
 };
 
-/// The writer of a scale: its manager's `Update` of the object through `scale`.
-fn scale_writer(
-    req: &HttpRequest,
-    p: &crate::api::kube::request::Params,
-    content_type: Option<&str>,
-    (namespace, name): (&str, &str),
-    body: &Bytes,
-) -> Result<Writer, KubeError> {
-    Ok(Writer::of(
-        &MACHINE_DEPLOYMENT,
-        req,
-        p,
-        content_type,
-        Part::Main,
-        (namespace, name),
-        body,
-    )?
-    .through("scale"))
-}
-
 /// `GET …/machinedeployments/{name}/scale`.
 #[tracing::instrument(name = "machinedeployments.scale.get", skip_all, fields(namespace = %path.0, name = %path.1))]
 pub(super) async fn get(
@@ -183,19 +161,13 @@ pub(super) async fn replace(
     let (rule, verb) = DEPLOYMENT_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINE_DEPLOYMENTS, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
-    let writer = scale_writer(&req, &p, None, (&namespace, &name), &body)?;
+    let at = (namespace.as_str(), name.as_str());
+    // Its manager's `Update` of the object through `scale`.
+    let writer = writer_of(&req, &p, None, at, &body)?.through("scale");
     let desired = json_of(&req, &body)?;
     let ask =
         move |e: &NodeGroupEntry, _: &Value| read_scale(&scale(e), &desired).map(Asked::change);
-    write(
-        &ctx,
-        &state,
-        (&namespace, &name),
-        (dry, &writer),
-        &ask,
-        scale,
-    )
-    .await
+    write(&ctx, &state, at, (dry, &writer), &ask, scale).await
 }
 
 /// `PATCH …/machinedeployments/{name}/scale` (merge and JSON patches).
@@ -217,7 +189,8 @@ pub(super) async fn patch(
     if PatchType::from_content_type(&ct)? == PatchType::Apply {
         return Err(KubeError::UnsupportedMediaType);
     }
-    let writer = scale_writer(&req, &p, Some(&ct), (&namespace, &name), &body)?;
+    let at = (namespace.as_str(), name.as_str());
+    let writer = writer_of(&req, &p, Some(&ct), at, &body)?.through("scale");
     let ask = move |e: &NodeGroupEntry, _: &Value| {
         let current = scale(e);
         let desired = apply_patch(&ct, &current, &body).map_err(|err| match err {
@@ -230,15 +203,7 @@ pub(super) async fn patch(
         })?;
         read_scale(&current, &desired).map(Asked::change)
     };
-    write(
-        &ctx,
-        &state,
-        (&namespace, &name),
-        (dry, &writer),
-        &ask,
-        scale,
-    )
-    .await
+    write(&ctx, &state, at, (dry, &writer), &ask, scale).await
 }
 
 #[cfg(test)]

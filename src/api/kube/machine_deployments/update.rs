@@ -177,15 +177,8 @@ pub(super) async fn replace(
     let (rule, verb) = DEPLOYMENT_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINE_DEPLOYMENTS, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
-    let writer = Writer::of(
-        &MACHINE_DEPLOYMENT,
-        &req,
-        &p,
-        None,
-        Part::Main,
-        (&namespace, &name),
-        &body,
-    )?;
+    let at = (namespace.as_str(), name.as_str());
+    let writer = writer_of(&req, &p, None, at, &body)?;
     let desired = json_of(&req, &body)?;
     let ask = |e: &NodeGroupEntry, current: &Value| {
         ask_of(&writer, Verb::Replace, e, current, |_| Ok(desired.clone()))
@@ -193,12 +186,32 @@ pub(super) async fn replace(
     write(
         &ctx,
         &state,
-        (&namespace, &name),
+        at,
         (dry, &writer),
         &ask,
         machine_deployment_of,
     )
     .await
+}
+
+/// The writer of a write to the object `at` (a replace when `content_type` is None, else a
+/// patch of that type).
+pub(super) fn writer_of(
+    req: &HttpRequest,
+    p: &crate::api::kube::request::Params,
+    content_type: Option<&str>,
+    at: (&str, &str),
+    body: &Bytes,
+) -> Result<Writer, KubeError> {
+    Writer::of(
+        &MACHINE_DEPLOYMENT,
+        req,
+        p,
+        content_type,
+        Part::Main,
+        at,
+        body,
+    )
 }
 
 fn machine_deployment_of(e: &NodeGroupEntry) -> MachineDeployment {
@@ -224,15 +237,8 @@ pub(super) async fn patch(
     let ct = content_type(&req).unwrap_or("").to_string();
     // The patch type first: a strategic merge patch is refused before the group is read.
     PatchType::from_content_type(&ct)?;
-    let writer = Writer::of(
-        &MACHINE_DEPLOYMENT,
-        &req,
-        &p,
-        Some(&ct),
-        Part::Main,
-        (&namespace, &name),
-        &body,
-    )?;
+    let at = (namespace.as_str(), name.as_str());
+    let writer = writer_of(&req, &p, Some(&ct), at, &body)?;
     let ask = |e: &NodeGroupEntry, current: &Value| {
         ask_of(&writer, Verb::Patch, e, current, |current| {
             apply_patch(&ct, current, &body).map_err(|err| match err {
@@ -248,7 +254,7 @@ pub(super) async fn patch(
     write(
         &ctx,
         &state,
-        (&namespace, &name),
+        at,
         (dry, &writer),
         &ask,
         machine_deployment_of,
