@@ -358,8 +358,7 @@ impl KcEnv {
         }
     }
 
-    /// A request with the app's headers accepting JSON, carrying `body` (of content type
-    /// `ct`) unless it is empty.
+    /// [`kube_call`] on this app.
     pub async fn call(
         &self,
         method: reqwest::Method,
@@ -367,17 +366,28 @@ impl KcEnv {
         ct: &str,
         body: &str,
     ) -> super::Resp {
-        let mut req = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .headers(self.app.headers.clone())
-            .header("Accept", "application/json");
-        if !body.is_empty() {
-            req = req.header("Content-Type", ct).body(body.to_string());
-        }
-        self.app.send(req).await
+        kube_call(&self.app, method, path, ct, body).await
     }
+}
+
+/// A request to the Kubernetes face with the app's headers accepting JSON, carrying `body`
+/// (of content type `ct`) unless it is empty.
+pub async fn kube_call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    ct: &str,
+    body: &str,
+) -> super::Resp {
+    let mut req = app
+        .client
+        .request(method, app.url(path))
+        .headers(app.headers.clone())
+        .header("Accept", "application/json");
+    if !body.is_empty() {
+        req = req.header("Content-Type", ct).body(body.to_string());
+    }
+    app.send(req).await
 }
 
 /// `(magnum.machine.update, outcome)` for each outcome, as a machine's notifications show.
