@@ -6,12 +6,15 @@
 //! pairs or by uuid; and, for the groups read, a tally of their machines (by phase, flavor,
 //! image and kubelet) in one more statement, so a page costs two statements whatever its size.
 
+use sqlx::types::Json;
+
 use super::db::Pool;
 use super::machine_listing::NameFilter;
 use super::rows::{uuid_of, NodeGroupRow, NODEGROUP_COLUMNS};
 use super::{sql, Dialect, StoreResult};
 use crate::domain::cluster::NodeGroup;
 use crate::domain::machine::MachinePhase;
+use crate::domain::managed_fields::ManagedFields;
 use crate::domain::NodeGroupId;
 
 /// A node group with what its Kubernetes object shows of its cluster and machines.
@@ -24,6 +27,10 @@ pub struct NodeGroupEntry {
     pub cluster_resource_version: i64,
     /// The group's machines, counted by what the object's status tells apart.
     pub machines: Vec<MachineTally>,
+    /// Its object's `metadata.managedFields` on the Kubernetes face.
+    pub managed_fields: ManagedFields,
+    /// The batch its rolls take when the write that starts one names none.
+    pub max_surge: Option<i32>,
 }
 
 impl NodeGroupEntry {
@@ -77,6 +84,8 @@ struct EntryRow {
     nodegroup: NodeGroupRow,
     cluster_name: String,
     cluster_resource_version: i64,
+    managed_fields: Json<ManagedFields>,
+    max_surge: Option<i32>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -94,7 +103,8 @@ struct TallyRow {
 fn entry_select() -> String {
     format!(
         "SELECT {}, COALESCE(c.registry_name, c.name) AS cluster_name, \
-         c.resource_version AS cluster_resource_version \
+         c.resource_version AS cluster_resource_version, \
+         g.managed_fields AS managed_fields, g.max_surge AS max_surge \
          FROM nodegroup g JOIN cluster c ON c.uuid = g.cluster_id",
         sql::aliased(NODEGROUP_COLUMNS, "g")
     )
@@ -128,6 +138,8 @@ async fn with_tallies(pool: &Pool, rows: Vec<EntryRow>) -> StoreResult<Vec<NodeG
             cluster_name: r.cluster_name,
             cluster_resource_version: r.cluster_resource_version,
             machines: Vec::new(),
+            managed_fields: r.managed_fields.0,
+            max_surge: r.max_surge,
         });
     }
     if out.is_empty() {

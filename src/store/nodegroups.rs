@@ -14,6 +14,7 @@ use super::{PageRequest, Scope, StoreError, StoreResult};
 use crate::domain::cluster::{NewNodeGroup, NodeGroup, NodeGroupOfCluster};
 use crate::domain::ids::parse_uuid_like;
 use crate::domain::machine::count::MachineTemplate;
+use crate::domain::managed_fields::ManagedFields;
 use crate::domain::{ClusterId, Ident};
 
 pub const NODEGROUP_SORT_KEYS: &[(&str, bool)] = &[
@@ -277,6 +278,39 @@ pub(super) async fn update(tx: &mut Tx, n: &NodeGroup, now: DateTime<Utc>) -> St
     .execute(&mut *tx)
     .await?;
     machine_writes::follow_count(tx, &MachineTemplate::of_nodegroup(n), n.node_count, now).await
+}
+
+/// The Kubernetes face's columns of node group `id` (the managed fields; the roll batch when
+/// given), and the cluster row touched so its resourceVersion (the object's) moves; stale
+/// when the cluster has moved past `resource_version`.
+#[tracing::instrument(level = "debug", skip_all, fields(nodegroup_id = id))]
+pub(super) async fn update_object(
+    tx: &mut Tx,
+    (id, cluster, resource_version): (i64, &ClusterId, i64),
+    managed_fields: &ManagedFields,
+    max_surge: Option<i32>,
+    now: DateTime<Utc>,
+) -> StoreResult<()> {
+    let touched = tx
+        .sql("UPDATE cluster SET updated_at = $1 WHERE uuid = $2 AND resource_version = $3")
+        .bind(now)
+        .bind_id(cluster)
+        .bind(resource_version)
+        .execute(&mut *tx)
+        .await?;
+    if touched != 1 {
+        return Err(StoreError::Stale);
+    }
+    tx.sql(
+        "UPDATE nodegroup SET managed_fields = $1, max_surge = COALESCE($2, max_surge) \
+         WHERE id = $3",
+    )
+    .bind(Json(managed_fields))
+    .bind(max_surge)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(nodegroup_id = id))]

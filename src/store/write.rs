@@ -74,6 +74,17 @@ pub enum Write {
     },
     /// Writes every mutable column, and brings the group's machines to its node count.
     UpdateNodeGroup(Box<NodeGroup>),
+    /// The Kubernetes face's own columns of node group `id` (its object's managed fields, and
+    /// the batch of its rolls when `max_surge` is given), and the cluster row touched so the
+    /// object's resourceVersion moves, only while the cluster is still at `resource_version`
+    /// (else [`super::StoreError::Stale`]). Put first: the set's other writes move it.
+    UpdateNodeGroupObject {
+        id: i64,
+        cluster_uuid: ClusterId,
+        resource_version: i64,
+        managed_fields: ManagedFields,
+        max_surge: Option<i32>,
+    },
     /// Deletes the node group with its machines.
     DeleteNodeGroup {
         id: i64,
@@ -291,6 +302,7 @@ pub(super) fn touches_clusters(writes: &[Write]) -> bool {
                 | Write::DeleteClusterGroupBinding { .. }
                 | Write::InsertNodeGroup { .. }
                 | Write::UpdateNodeGroup(_)
+                | Write::UpdateNodeGroupObject { .. }
                 | Write::DeleteNodeGroup { .. }
                 | Write::RemoveMachines { .. }
                 | Write::InsertMachine(_)
@@ -349,6 +361,22 @@ async fn apply(tx: &mut Tx, w: &Write, now: DateTime<Utc>) -> StoreResult<Option
             nodegroup,
         } => nodegroups::insert(tx, cluster_uuid, nodegroup, now).await?,
         Write::UpdateNodeGroup(n) => nodegroups::update(tx, n, now).await?,
+        Write::UpdateNodeGroupObject {
+            id,
+            cluster_uuid,
+            resource_version,
+            managed_fields,
+            max_surge,
+        } => {
+            nodegroups::update_object(
+                tx,
+                (*id, cluster_uuid, *resource_version),
+                managed_fields,
+                *max_surge,
+                now,
+            )
+            .await?
+        }
         Write::DeleteNodeGroup { id } => nodegroups::delete(tx, *id).await?,
         Write::RemoveMachines {
             nodegroup,

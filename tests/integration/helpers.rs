@@ -8,6 +8,7 @@ pub mod endpoints;
 mod fleet;
 pub mod jwt;
 pub mod kubectl;
+pub mod managed;
 mod stub;
 
 pub(crate) use api::{join_ops, unjoin_ops, Api, Caller, CLUSTERS, FEDERATIONS, QUOTAS};

@@ -13,6 +13,7 @@ use rstest::rstest;
 use serde_json::{json, Value};
 
 use crate::helpers::kubectl::{kubectl_binary, Kubectl};
+use crate::helpers::managed::{entry, managers};
 use crate::helpers::{drain, project_a_with_kc, Backend, Resp, TestApp};
 use fleetyard::conductor::Conductor;
 
@@ -85,35 +86,6 @@ impl Env {
         )
         .await
     }
-}
-
-/// The entry of `manager` with `operation`, or null.
-fn entry<'a>(object: &'a Value, manager: &str, operation: &str) -> &'a Value {
-    object["metadata"]["managedFields"]
-        .as_array()
-        .and_then(|es| {
-            es.iter()
-                .find(|e| e["manager"] == manager && e["operation"] == operation)
-        })
-        .unwrap_or(&Value::Null)
-}
-
-fn managers(object: &Value) -> Vec<String> {
-    object["metadata"]["managedFields"]
-        .as_array()
-        .map(|es| {
-            es.iter()
-                .map(|e| {
-                    format!(
-                        "{}/{}/{}",
-                        e["manager"].as_str().unwrap_or(""),
-                        e["operation"].as_str().unwrap_or(""),
-                        e["subresource"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[rstest]

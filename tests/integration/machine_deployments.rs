@@ -1086,7 +1086,17 @@ async fn kubectl_gets_scales_and_patches_machine_deployments() {
              name: {WORKER}\n  namespace: project-a\nspec:\n  replicas: 2\n"
         ),
     );
-    let out = k.ok(&["apply", "--server-side", "-f", &file]).await;
+    // The first apply: before-first-apply owns the replicas it had (4), so it is forced.
+    let err = k.fails(&["apply", "--server-side", "-f", &file]).await;
+    assert!(
+        err.contains(
+            "conflict with \"before-first-apply\" using cluster.k8s.io/v1alpha1: .spec.replicas"
+        ),
+        "{err}"
+    );
+    let out = k
+        .ok(&["apply", "--server-side", "--force-conflicts", "-f", &file])
+        .await;
     assert!(out.contains("serverside-applied"), "{out}");
     drain(&env.conductor).await;
     assert_eq!(env.group().await["node_count"], 2);

@@ -47,16 +47,8 @@ impl Env {
     }
 
     async fn call(&self, method: Method, path: &str, ct: &str, body: Option<&Value>) -> Resp {
-        let mut req = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .headers(self.app.headers.clone())
-            .header("Accept", "application/json");
-        if let Some(b) = body {
-            req = req.header("Content-Type", ct).body(b.to_string());
-        }
-        self.app.send(req).await
+        let body = body.map(Value::to_string).unwrap_or_default();
+        crate::helpers::kube_call(&self.app, method, path, ct, &body).await
     }
 
     async fn get(&self, name: &str) -> Resp {

@@ -49,16 +49,7 @@ impl Env {
     }
 
     async fn call(&self, method: Method, path: &str, ct: &str, body: &str) -> Resp {
-        let mut req = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .headers(self.app.headers.clone())
-            .header("Accept", "application/json");
-        if !body.is_empty() {
-            req = req.header("Content-Type", ct).body(body.to_string());
-        }
-        self.app.send(req).await
+        crate::helpers::kube_call(&self.app, method, path, ct, body).await
     }
 
     async fn get(&self, name: &str) -> Value {

@@ -32,6 +32,7 @@ mod machine_apply;
 mod machine_counts;
 mod machine_create;
 mod machine_delete;
+mod machine_deployment_apply;
 mod machine_deployments;
 mod machine_kube_changes;
 mod machine_ops;

@@ -21,6 +21,7 @@ pub mod list;
 pub mod machine_deployments;
 pub mod machines;
 pub mod managed;
+pub mod managed_writes;
 pub mod objects;
 pub mod openapi;
 pub mod openapi_v2;

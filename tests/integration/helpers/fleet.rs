@@ -338,6 +338,58 @@ pub async fn project_a_with_kc(backend: Backend) -> (TestApp, Conductor, HeaderM
     (app, conductor, v1, cluster)
 }
 
+/// Project A's complete cluster `kc` ([`project_a_with_kc`]) with its app, conductor and
+/// `/v1` headers.
+pub struct KcEnv {
+    pub app: TestApp,
+    pub conductor: Conductor,
+    pub v1: HeaderMap,
+    pub cluster: String,
+}
+
+impl KcEnv {
+    pub async fn new(backend: Backend) -> KcEnv {
+        let (app, conductor, v1, cluster) = project_a_with_kc(backend).await;
+        KcEnv {
+            app,
+            conductor,
+            v1,
+            cluster,
+        }
+    }
+
+    /// [`kube_call`] on this app.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        ct: &str,
+        body: &str,
+    ) -> super::Resp {
+        kube_call(&self.app, method, path, ct, body).await
+    }
+}
+
+/// A request to the Kubernetes face with the app's headers accepting JSON, carrying `body`
+/// (of content type `ct`) unless it is empty.
+pub async fn kube_call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    ct: &str,
+    body: &str,
+) -> super::Resp {
+    let mut req = app
+        .client
+        .request(method, app.url(path))
+        .headers(app.headers.clone())
+        .header("Accept", "application/json");
+    if !body.is_empty() {
+        req = req.header("Content-Type", ct).body(body.to_string());
+    }
+    app.send(req).await
+}
+
 /// `(magnum.machine.update, outcome)` for each outcome, as a machine's notifications show.
 pub fn machine_updates(outcomes: &[&str]) -> Vec<(String, String)> {
     outcomes

@@ -8,7 +8,8 @@
 //!   its notification).
 //! * `spec.template.spec.flavor`, `.osImage` and `.versions.kubelet` are the group's roll
 //!   (`PATCH /v1/clusters/{c}/nodegroups/{ng}` with `/flavor_id`, `/image_id`,
-//!   `/max_batch_size`), `maxSurge` its batch: the group's new flavor, image and version, the
+//!   `/max_batch_size`), `maxSurge` its batch (the group's kept one when the write states
+//!   none): the group's new flavor, image and version, the
 //!   group and cluster `UPDATE_IN_PROGRESS`, a `nodegroup.roll` job (carrying the kubelet of a
 //!   version change) and the group's notification. A kubelet version is held to the skew
 //!   policy first (never newer than the control plane, at most three minors older, the control
@@ -152,7 +153,7 @@ pub(super) async fn plan(
         }
         return resize(state, ctx, (&c, ng), name, n).await;
     }
-    roll_plan(state, ctx, (&c, ng), name, change).await
+    roll_plan(state, ctx, (&c, ng), name, change, e.max_surge).await
 }
 
 async fn resize(
@@ -189,6 +190,7 @@ async fn roll_plan(
     (c, ng): (&Cluster, &NodeGroup),
     name: &str,
     change: &Change,
+    kept_surge: Option<i32>,
 ) -> Result<Planned, KubeError> {
     let mut next = ng.clone();
     if let Some(f) = &change.flavor {
@@ -253,7 +255,7 @@ async fn roll_plan(
     cluster.begin(Verb::Update);
     let payload = JobPayload::NodegroupRoll {
         nodegroup: ng.uuid,
-        max_batch_size: change.max_surge.unwrap_or(1),
+        max_batch_size: change.max_surge.or(kept_surge).unwrap_or(1),
         kubelet,
     };
     // Each claim of a roll's job is a step of the roll, as `/v1`'s roll's job.

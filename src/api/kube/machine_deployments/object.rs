@@ -8,11 +8,12 @@
 //!   new machine of the group gets, as the `Machine` kind shows it (`versions.kubelet` the
 //!   group's Kubernetes version, `flavor` and `osImage`, the group's node taints and labels);
 //!   `spec.strategy` a `RollingUpdate` with `maxUnavailable: 0` and `maxSurge` the batch of a
-//!   roll (1 unless a write says otherwise; a parameter of the change, not kept).
+//!   roll (the one the last write that stated it kept, else 1).
 //! * `status` counts the group's machines: `replicas` (not being deleted), `updatedReplicas`
 //!   (on the group's flavor, image and version, and not failed), `readyReplicas`/`availableReplicas`
 //!   (`Running`), `unavailableReplicas`; `conditions` say the group's status (`Available`,
 //!   `Progressing`, and `ReplicaFailure` with the reason of a `*_FAILED` group).
+//! * `metadata.managedFields` are the group's field managers ([`MACHINE_DEPLOYMENT`]).
 //! * `metadata.resourceVersion` is the highest of the cluster row's and the group's machines'
 //!   (every change of the group moves one of them).
 
@@ -31,6 +32,19 @@ use crate::domain::kube_names::{dns1123_subdomain_errors, is_label_value};
 use crate::domain::machine::count::spec_for;
 use crate::domain::machine::{KubeVersion, MachinePhase, MachineRole};
 use crate::store::NodeGroupEntry;
+
+/// A `MachineDeployment` for field ownership: its labels and owner (its cluster's and group's
+/// names, its cluster) are the server's.
+pub(super) const MACHINE_DEPLOYMENT: crate::api::kube::managed::Kind =
+    crate::api::kube::managed::Kind {
+        resource: &MACHINE_DEPLOYMENTS,
+        api_version: "cluster.k8s.io/v1alpha1",
+        kind: "MachineDeployment",
+        derived_annotations: &[],
+        derived_metadata: &["labels", "ownerReferences"],
+        server_conditions: &[],
+        keeps_last_applied: false,
+    };
 
 /// The prefix of a name that cannot be `<cluster>-<node group>`.
 const UUID_PREFIX: &str = "nodegroup-";
@@ -299,6 +313,8 @@ pub fn machine_deployment(e: &NodeGroupEntry) -> MachineDeployment {
             deletion_timestamp: (ng.status
                 == crate::domain::status::ClusterStatus::DeleteInProgress)
                 .then(|| meta_time(ng.updated_at.unwrap_or(ng.created_at))),
+            managed_fields: Some(crate::api::kube::managed::wire(&e.managed_fields))
+                .filter(|m| !m.is_empty()),
             ..ObjectMeta::default()
         },
         spec: Spec {
@@ -313,7 +329,7 @@ pub fn machine_deployment(e: &NodeGroupEntry) -> MachineDeployment {
             strategy: Strategy {
                 type_: "RollingUpdate",
                 rolling_update: RollingUpdate {
-                    max_surge: 1,
+                    max_surge: e.max_surge.unwrap_or(1),
                     max_unavailable: 0,
                 },
             },
@@ -332,6 +348,22 @@ pub fn machine_deployment(e: &NodeGroupEntry) -> MachineDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::kube::managed::{tracked, Part};
+    use serde_json::json;
+
+    #[test]
+    fn a_deployments_labels_owner_and_status_are_no_managers() {
+        let shown = json!({"apiVersion": "cluster.k8s.io/v1alpha1", "kind": "MachineDeployment",
+            "metadata": {"name": "kc-w", "namespace": "p", "uid": "u", "resourceVersion": "7",
+                "labels": {"cluster.k8s.io/cluster-name": "kc"},
+                "ownerReferences": [{"uid": "c"}], "managedFields": []},
+            "spec": {"replicas": 3},
+            "status": {"replicas": 3}});
+        assert_eq!(
+            tracked(&MACHINE_DEPLOYMENT, &shown, Part::Main),
+            json!({"spec": {"replicas": 3}})
+        );
+    }
 
     #[test]
     fn a_deployment_is_named_after_its_cluster_and_group_or_its_uuid() {

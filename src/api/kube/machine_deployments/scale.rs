@@ -3,7 +3,8 @@
 //! `status.replicas` (its machines not being deleted) and `status.selector` (the two labels);
 //! PUT and PATCH (merge, JSON) change `spec.replicas` only, as a resize of the group
 //! ([`super::change`]); a stated `metadata.resourceVersion` other than the object's is a 409,
-//! any other change a 422.
+//! any other change a 422. Its manager's `Update` entry on the `MachineDeployment` names
+//! subresource `scale`.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 use super::diff::Change;
 use super::listing;
 use super::object::{counts, entry_name, labels, resource_version};
-use super::update::write;
+use super::update::{write, writer_of, Asked};
 use crate::api::http::error::ApiError;
 use crate::api::kube::access::{DEPLOYMENT_GET, DEPLOYMENT_PATCH, DEPLOYMENT_UPDATE};
 use crate::api::kube::patch::{apply_patch, PatchType};
@@ -160,9 +161,13 @@ pub(super) async fn replace(
     let (rule, verb) = DEPLOYMENT_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINE_DEPLOYMENTS, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
+    let at = (namespace.as_str(), name.as_str());
+    // Its manager's `Update` of the object through `scale`.
+    let writer = writer_of(&req, &p, None, at, &body)?.through("scale");
     let desired = json_of(&req, &body)?;
-    let ask = move |e: &NodeGroupEntry, _: &Value| read_scale(&scale(e), &desired);
-    write(&ctx, &state, (&namespace, &name), dry, &ask, scale).await
+    let ask =
+        move |e: &NodeGroupEntry, _: &Value| read_scale(&scale(e), &desired).map(Asked::change);
+    write(&ctx, &state, at, (dry, &writer), &ask, scale).await
 }
 
 /// `PATCH …/machinedeployments/{name}/scale` (merge and JSON patches).
@@ -184,6 +189,8 @@ pub(super) async fn patch(
     if PatchType::from_content_type(&ct)? == PatchType::Apply {
         return Err(KubeError::UnsupportedMediaType);
     }
+    let at = (namespace.as_str(), name.as_str());
+    let writer = writer_of(&req, &p, Some(&ct), at, &body)?.through("scale");
     let ask = move |e: &NodeGroupEntry, _: &Value| {
         let current = scale(e);
         let desired = apply_patch(&ct, &current, &body).map_err(|err| match err {
@@ -194,9 +201,9 @@ pub(super) async fn patch(
             },
             other => other,
         })?;
-        read_scale(&current, &desired)
+        read_scale(&current, &desired).map(Asked::change)
     };
-    write(&ctx, &state, (&namespace, &name), dry, &ask, scale).await
+    write(&ctx, &state, at, (dry, &writer), &ask, scale).await
 }
 
 #[cfg(test)]

@@ -466,7 +466,13 @@ pub(super) async fn make(
         // The creating manager's entry (on the entries the body carried, if any), or the
         // apply's entries.
         let fields = match &creator {
-            Creator::Create(sent) => owners::created(req, p, &shown, sent.clone())?,
+            Creator::Create(sent) => crate::api::kube::managed_writes::created(
+                &owners::MACHINE,
+                req,
+                p,
+                &shown,
+                sent.clone(),
+            )?,
             Creator::Apply(fields) => fields.clone(),
         };
         for w in writes.iter_mut() {

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::listing;
 use super::object::machine;
-use super::owners::{owned_writes, Writer};
+use super::owners::{owned_writes, Writer, MACHINE};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{MACHINE_STATUS_GET, MACHINE_STATUS_PATCH, MACHINE_STATUS_UPDATE};
@@ -87,7 +87,7 @@ async fn write(
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
         let current = serde_json::to_value(machine(&e)).map_err(KubeError::internal)?;
-        let (desired, applied) = writer.desired(&e, &current, &desired_of)?;
+        let (desired, applied) = writer.desired(&e.managed_fields, &current, &desired_of)?;
         if let Some(rv) = desired["metadata"]["resourceVersion"].as_str() {
             if rv != e.resource_version.to_string() {
                 return Err(KubeError::conflict(&MACHINES, name));
@@ -107,7 +107,7 @@ async fn write(
         let mut next = e.clone();
         next.machine.status = status;
         let new = serde_json::to_value(machine(&next)).map_err(KubeError::internal)?;
-        let fields = writer.fields(&e, applied, Sent::Keep, (&current, &new))?;
+        let fields = writer.fields(&e.managed_fields, applied, Sent::Keep, (&current, &new))?;
         let writes = owned_writes(&e, &next, None, &fields);
         next.managed_fields = fields;
         if dry || writes.is_empty() {
@@ -138,7 +138,15 @@ pub(super) async fn replace(
     let (rule, verb) = MACHINE_STATUS_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINES, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
-    let writer = Writer::of(&req, &p, None, Part::Status, (&namespace, &name), &body)?;
+    let writer = Writer::of(
+        &MACHINE,
+        &req,
+        &p,
+        None,
+        Part::Status,
+        (&namespace, &name),
+        &body,
+    )?;
     let desired = json_of(&req, &body)?;
     write(&state, (&namespace, &name), dry, &writer, |_| {
         Ok(desired.clone())
@@ -164,6 +172,7 @@ pub(super) async fn patch(
     let ct = content_type(&req).unwrap_or("").to_string();
     PatchType::from_content_type(&ct)?;
     let writer = Writer::of(
+        &MACHINE,
         &req,
         &p,
         Some(&ct),

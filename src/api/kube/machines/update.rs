@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 use super::create::{self, Creator};
 use super::listing;
 use super::object::{machine, Machine};
-use super::owners::{owned_writes, Writer};
+use super::owners::{owned_writes, Writer, MACHINE};
 use crate::api::http::error::ApiError;
 use crate::api::http::retry::{self, Attempt};
 use crate::api::kube::access::{MACHINE_CREATE, MACHINE_PATCH, MACHINE_UPDATE};
@@ -424,16 +424,15 @@ async fn update(
             .await?
             .ok_or_else(|| KubeError::not_found(&MACHINES, name))?;
         let current = serde_json::to_value(machine(&e)).map_err(KubeError::internal)?;
-        let (desired, applied) =
-            writer
-                .desired(&e, &current, &desired_of)
-                .map_err(|err| match err {
-                    // A JSON patch that does not apply, named against this resource.
-                    KubeError::Invalid { causes, .. } if verb == Verb::Patch => {
-                        KubeError::invalid(&MACHINES, name, causes)
-                    }
-                    other => other,
-                })?;
+        let (desired, applied) = writer
+            .desired(&e.managed_fields, &current, &desired_of)
+            .map_err(|err| match err {
+                // A JSON patch that does not apply, named against this resource.
+                KubeError::Invalid { causes, .. } if verb == Verb::Patch => {
+                    KubeError::invalid(&MACHINES, name, causes)
+                }
+                other => other,
+            })?;
         let sent = Sent::read(desired["metadata"].get("managedFields"));
         let (change, kept, request) = read_change(verb, &e, &current, &desired)?;
         let c = state
@@ -470,7 +469,7 @@ async fn update(
             preview.machine.status.phase = MachinePhase::Provisioning;
         }
         let new = serde_json::to_value(machine(&preview)).map_err(KubeError::internal)?;
-        let fields = writer.fields(&e, applied, sent, (&current, &new))?;
+        let fields = writer.fields(&e.managed_fields, applied, sent, (&current, &new))?;
         let writes = owned_writes(&e, &preview, writes, &fields);
         preview.managed_fields = fields;
         if dry || writes.is_empty() {
@@ -501,7 +500,15 @@ pub(super) async fn replace(
     let (rule, verb) = MACHINE_UPDATE.pair();
     authorize_namespace(&ctx, rule, verb, &MACHINES, &namespace)?;
     let dry = dry_run(&p, &UPDATE_OPTIONS)?;
-    let writer = Writer::of(&req, &p, None, Part::Main, (&namespace, &name), &body)?;
+    let writer = Writer::of(
+        &MACHINE,
+        &req,
+        &p,
+        None,
+        Part::Main,
+        (&namespace, &name),
+        &body,
+    )?;
     let desired = json_of(&req, &body)?;
     update(
         &ctx,
@@ -535,7 +542,15 @@ pub(super) async fn patch(
     let ct = content_type(&req).unwrap_or("").to_string();
     // The patch type first: a strategic merge patch is refused before the machine is read.
     crate::api::kube::patch::PatchType::from_content_type(&ct)?;
-    let writer = Writer::of(&req, &p, Some(&ct), Part::Main, (&namespace, &name), &body)?;
+    let writer = Writer::of(
+        &MACHINE,
+        &req,
+        &p,
+        Some(&ct),
+        Part::Main,
+        (&namespace, &name),
+        &body,
+    )?;
     // Server-side apply makes a machine that does not exist, as a create does.
     if writer.is_apply() && listing::find(&state, &namespace, &name).await?.is_none() {
         let (rule, verb) = MACHINE_CREATE.pair();
