@@ -25,6 +25,7 @@ pub mod managed_writes;
 pub mod objects;
 pub mod openapi;
 pub mod openapi_v2;
+pub mod paged;
 pub mod patch;
 pub mod profile_view;
 pub mod profiles;

@@ -32,6 +32,7 @@ use self::object::{machine_deployment, MachineDeployment, MachineDeploymentList}
 use super::access::{DEPLOYMENT_GET, DEPLOYMENT_LIST, DEPLOYMENT_LIST_ALL_PROJECTS};
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
+use super::paged;
 use super::request::{accept, authorize_namespace, caller, json_response, params, Params, Visible};
 use super::scan::Selectors;
 use super::status::{KubeError, MACHINE_DEPLOYMENTS};
@@ -114,7 +115,7 @@ async fn list_answer(
         return watch::start(req, state, visible, selectors, p, o).await;
     }
     let o = o.clone();
-    let listed = listing::list_deployments(state, &visible, &selectors, &o).await?;
+    let listed = paged::list::<listing::Deployments>(state, &visible, &selectors, &o).await?;
     let objects: Vec<MachineDeployment> = listed.items.iter().map(machine_deployment).collect();
     let token = listed.continue_token();
     if wants_table(accept(req)) {

@@ -27,6 +27,7 @@ use self::object::{machine, Machine, MachineList};
 use super::access::{MACHINE_GET, MACHINE_LIST, MACHINE_LIST_ALL_PROJECTS};
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
+use super::paged;
 use super::request::{accept, authorize_namespace, caller, json_response, params, Params, Visible};
 use super::scan::Selectors;
 use super::status::{KubeError, MACHINES};
@@ -86,7 +87,7 @@ async fn list_answer(
 ) -> Result<HttpResponse, KubeError> {
     let selectors = Selectors::parse(p)?;
     let include = IncludeObject::parse(p.include_object.as_deref())?;
-    let listed = listing::list_machines(state, &visible, &selectors, o).await?;
+    let listed = paged::list::<listing::Machines>(state, &visible, &selectors, o).await?;
     let objects: Vec<Machine> = listed.items.iter().map(machine).collect();
     if wants_table(accept(req)) {
         let rows: Vec<_> = listed.items.iter().zip(&objects).collect();
