@@ -15,6 +15,7 @@ pub mod delete_options;
 pub mod discovery;
 pub mod edge;
 pub mod feed;
+pub mod follow;
 pub mod groups;
 pub mod impersonate;
 pub mod list;
