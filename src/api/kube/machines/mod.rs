@@ -28,7 +28,10 @@ use super::access::{MACHINE_GET, MACHINE_LIST, MACHINE_LIST_ALL_PROJECTS};
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
 use super::paged;
-use super::request::{accept, authorize_namespace, caller, json_response, params, Params, Visible};
+use super::request::{
+    accept, authorize_all_projects, authorize_namespace, caller, json_response, params, Params,
+    Visible,
+};
 use super::scan::Selectors;
 use super::status::{KubeError, MACHINES};
 use super::table::{wants_table, IncludeObject};
@@ -146,20 +149,8 @@ async fn list_all(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let o = list_options(&p)?;
-    let own = ctx.own_target();
-    if !ctx.allowed(MACHINE_LIST.rule, &own) {
-        return Err(KubeError::forbidden(
-            list_verb(&o),
-            &MACHINES,
-            None,
-            &ctx.user_id,
-        ));
-    }
-    let visible = if ctx.is_admin && ctx.allowed(MACHINE_LIST_ALL_PROJECTS, &own) {
-        Visible::All
-    } else {
-        Visible::Namespace(ctx.project_id.clone())
-    };
+    let rules = (MACHINE_LIST.rule, MACHINE_LIST_ALL_PROJECTS);
+    let visible = authorize_all_projects(&ctx, rules, list_verb(&o), &MACHINES)?;
     list_or_watch(&req, &state, visible, &p, &o).await
 }
 
