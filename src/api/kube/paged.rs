@@ -8,7 +8,7 @@ use super::request::Visible;
 use super::scan::Selectors;
 use super::status::KubeError;
 use crate::api::AppState;
-use crate::store::{NameFilter, StoreError};
+use crate::store::{KeyedPage, NameFilter, StoreError};
 
 /// The most items one answer holds, whatever `limit` says.
 const MAX_PAGE: usize = 500;
@@ -31,18 +31,6 @@ impl<E> Listed<E> {
     }
 }
 
-/// One store page of a kind: whose, after where, which clusters and node groups, how many.
-pub(super) struct Page<'a, K> {
-    /// One project's rows, or every project's.
-    pub project: Option<String>,
-    pub after: Option<K>,
-    /// By the cluster's registry name.
-    pub clusters: &'a NameFilter,
-    /// By the node group's name.
-    pub nodegroups: &'a NameFilter,
-    pub limit: u32,
-}
-
 /// A kind the paged list reads: its rows (`Entry`), their place in its order (`Key`) and the
 /// continue token that holds one.
 pub(super) trait Kind {
@@ -52,7 +40,7 @@ pub(super) trait Kind {
     /// One page of the kind's rows in its order.
     async fn page(
         state: &AppState,
-        page: Page<'_, Self::Key>,
+        page: &KeyedPage<Self::Key>,
     ) -> Result<Vec<Self::Entry>, StoreError>;
     /// The row of project `namespace` served under `name`, if any.
     async fn find(
@@ -127,14 +115,14 @@ pub(super) async fn list<K: Kind>(
     let mut scanned = 0usize;
     loop {
         let chunk = want - items.len() + 1;
-        let page = Page {
+        let page = KeyedPage {
             project: visible.project(),
             after: after.clone(),
-            clusters: &clusters,
-            nodegroups: &nodegroups,
+            clusters: clusters.clone(),
+            nodegroups: nodegroups.clone(),
             limit: u32::try_from(chunk).unwrap_or(u32::MAX),
         };
-        let rows = K::page(state, page).await?;
+        let rows = K::page(state, &page).await?;
         let exhausted = rows.len() < chunk;
         for e in rows {
             scanned += 1;

@@ -4,7 +4,7 @@
 
 use crate::api::kube::list::ContinueToken;
 use crate::api::kube::machines::listing::name_filters;
-use crate::api::kube::paged::{Kind, Page};
+use crate::api::kube::paged::Kind;
 use crate::api::kube::scan::Selectors;
 use crate::api::kube::status::KubeError;
 use crate::api::AppState;
@@ -43,16 +43,9 @@ impl Kind for Deployments {
 
     async fn page(
         state: &AppState,
-        page: Page<'_, NodeGroupKey>,
+        page: &NodeGroupPage,
     ) -> Result<Vec<NodeGroupEntry>, StoreError> {
-        let page = NodeGroupPage {
-            project: page.project,
-            after: page.after,
-            clusters: page.clusters.clone(),
-            nodegroups: page.nodegroups.clone(),
-            limit: page.limit,
-        };
-        state.store.nodegroup_page(&page).await
+        state.store.nodegroup_page(page).await
     }
 
     async fn find(

@@ -5,7 +5,7 @@
 
 use crate::api::http::retry::Attempt;
 use crate::api::kube::list::ContinueToken;
-use crate::api::kube::paged::{Kind, Page};
+use crate::api::kube::paged::Kind;
 use crate::api::kube::scan::Selectors;
 use crate::api::kube::status::{KubeError, MACHINES};
 use crate::api::AppState;
@@ -83,18 +83,8 @@ impl Kind for Machines {
     type Entry = MachineEntry;
     type Key = MachineKey;
 
-    async fn page(
-        state: &AppState,
-        page: Page<'_, MachineKey>,
-    ) -> Result<Vec<MachineEntry>, StoreError> {
-        let page = MachinePage {
-            project: page.project,
-            after: page.after,
-            clusters: page.clusters.clone(),
-            nodegroups: page.nodegroups.clone(),
-            limit: page.limit,
-        };
-        state.store.machine_page(&page).await
+    async fn page(state: &AppState, page: &MachinePage) -> Result<Vec<MachineEntry>, StoreError> {
+        state.store.machine_page(page).await
     }
 
     async fn find(
