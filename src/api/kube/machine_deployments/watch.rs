@@ -7,8 +7,9 @@
 //! not shown (`MODIFIED` for one it has not shown when it started from a resourceVersion: it
 //! cannot tell a new group from an old one it never listed), `MODIFIED` for a shown group whose
 //! object differs, `DELETED` (its last object) for a shown group that is gone. The rest is the
-//! machines' watch's ([`crate::api::kube::watch`]): a streaming list with `sendInitialEvents`
-//! (and its bookmark), a start too old is a 410 `ERROR` line, bookmarks and `timeoutSeconds`.
+//! loop the machines' watch runs too ([`crate::api::kube::follow`]): a streaming list with
+//! `sendInitialEvents` (and its bookmark), a start too old is a 410 `ERROR` line, bookmarks and
+//! `timeoutSeconds`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -126,6 +127,55 @@ impl Watch {
         self.lines.send(line).await
     }
 
+    /// Reads the groups of `affected` again and sends what changed; `false` when the client
+    /// is gone.
+    async fn changed(
+        &mut self,
+        affected: &BTreeSet<ClusterId>,
+        at: i64,
+    ) -> Result<bool, KubeError> {
+        if affected.is_empty() {
+            return Ok(true);
+        }
+        let ids: Vec<ClusterId> = affected.iter().copied().collect();
+        let entries = self.store.nodegroups_of_clusters(&ids).await?;
+        let mut present: BTreeSet<String> = BTreeSet::new();
+        for e in entries {
+            if !self.admits(&e) {
+                continue;
+            }
+            let uid = e.nodegroup.uuid.to_string();
+            present.insert(uid.clone());
+            let object = serde_json::to_value(machine_deployment(&e)).unwrap_or(Value::Null);
+            let kind = match self.shown.get(&uid) {
+                Some(s) if s.object == object => continue,
+                Some(_) => "MODIFIED",
+                None if self.listed => "ADDED",
+                None => "MODIFIED",
+            };
+            if !self.show(kind, e).await {
+                return Ok(false);
+            }
+        }
+        let gone: Vec<String> = self
+            .shown
+            .iter()
+            .filter(|(uid, s)| affected.contains(&s.cluster) && !present.contains(*uid))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in gone {
+            if let Some(s) = self.shown.remove(&uid) {
+                let mut last = s.entry;
+                last.cluster_resource_version = last.cluster_resource_version.max(at);
+                let line = self.event("DELETED", &last);
+                if !self.lines.send(line).await {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     #[tracing::instrument(name = "machinedeployments.watch", skip_all, fields(from = ?from))]
     async fn run(mut self, from: Start) {
         follow::run(&mut self, from).await;
@@ -209,56 +259,5 @@ impl Follow for Watch {
                 return Ok(Some(last));
             }
         }
-    }
-}
-
-impl Watch {
-    /// Reads the groups of `affected` again and sends what changed; `false` when the client
-    /// is gone.
-    async fn changed(
-        &mut self,
-        affected: &BTreeSet<ClusterId>,
-        at: i64,
-    ) -> Result<bool, KubeError> {
-        if affected.is_empty() {
-            return Ok(true);
-        }
-        let ids: Vec<ClusterId> = affected.iter().copied().collect();
-        let entries = self.store.nodegroups_of_clusters(&ids).await?;
-        let mut present: BTreeSet<String> = BTreeSet::new();
-        for e in entries {
-            if !self.admits(&e) {
-                continue;
-            }
-            let uid = e.nodegroup.uuid.to_string();
-            present.insert(uid.clone());
-            let object = serde_json::to_value(machine_deployment(&e)).unwrap_or(Value::Null);
-            let kind = match self.shown.get(&uid) {
-                Some(s) if s.object == object => continue,
-                Some(_) => "MODIFIED",
-                None if self.listed => "ADDED",
-                None => "MODIFIED",
-            };
-            if !self.show(kind, e).await {
-                return Ok(false);
-            }
-        }
-        let gone: Vec<String> = self
-            .shown
-            .iter()
-            .filter(|(uid, s)| affected.contains(&s.cluster) && !present.contains(*uid))
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in gone {
-            if let Some(s) = self.shown.remove(&uid) {
-                let mut last = s.entry;
-                last.cluster_resource_version = last.cluster_resource_version.max(at);
-                let line = self.event("DELETED", &last);
-                if !self.lines.send(line).await {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
     }
 }
