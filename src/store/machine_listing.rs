@@ -64,18 +64,22 @@ impl NameFilter {
     }
 }
 
-/// One page of machines: whose, after where, which clusters and node groups, how many.
-#[derive(Debug, Clone, Default)]
-pub struct MachinePage {
-    /// One project's machines, or every project's.
+/// One page of rows in an order keyed by `K` (machines, node groups): whose, after where,
+/// which clusters and node groups, how many.
+#[derive(Debug, Clone)]
+pub struct KeyedPage<K> {
+    /// One project's rows, or every project's.
     pub project: Option<String>,
-    pub after: Option<MachineKey>,
+    pub after: Option<K>,
     /// By the cluster's registry name.
     pub clusters: NameFilter,
     /// By the node group's name.
     pub nodegroups: NameFilter,
     pub limit: u32,
 }
+
+/// One page of machines.
+pub type MachinePage = KeyedPage<MachineKey>;
 
 #[derive(sqlx::FromRow)]
 pub(super) struct EntryRow {

@@ -53,7 +53,7 @@ pub use cluster_groups::CLUSTER_GROUP_SORT_KEYS;
 pub use clusters::CLUSTER_SORT_KEYS;
 pub use federations::FEDERATION_SORT_KEYS;
 pub use machine_changes::MachineChange;
-pub use machine_listing::{MachineEntry, MachineKey, MachinePage, NameFilter};
+pub use machine_listing::{KeyedPage, MachineEntry, MachineKey, MachinePage, NameFilter};
 pub use machines::{MachineFilter, CONTEXT_MACHINES, MACHINE_SORT_KEYS};
 pub use nodegroup_listing::{MachineTally, NodeGroupEntry, NodeGroupKey, NodeGroupPage};
 pub use nodegroups::NODEGROUP_SORT_KEYS;

@@ -9,7 +9,7 @@
 use sqlx::types::Json;
 
 use super::db::Pool;
-use super::machine_listing::NameFilter;
+use super::machine_listing::KeyedPage;
 use super::rows::{uuid_of, NodeGroupRow, NODEGROUP_COLUMNS};
 use super::{sql, Dialect, StoreResult};
 use crate::domain::cluster::NodeGroup;
@@ -65,18 +65,8 @@ pub struct NodeGroupKey {
     pub name: String,
 }
 
-/// One page of node groups: whose, after where, which clusters and groups, how many.
-#[derive(Debug, Clone, Default)]
-pub struct NodeGroupPage {
-    /// One project's groups, or every project's.
-    pub project: Option<String>,
-    pub after: Option<NodeGroupKey>,
-    /// By the cluster's registry name.
-    pub clusters: NameFilter,
-    /// By the node group's name.
-    pub nodegroups: NameFilter,
-    pub limit: u32,
-}
+/// One page of node groups.
+pub type NodeGroupPage = KeyedPage<NodeGroupKey>;
 
 #[derive(sqlx::FromRow)]
 struct EntryRow {

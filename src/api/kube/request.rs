@@ -273,6 +273,25 @@ pub(super) fn authorize_all(
     })
 }
 
+/// The all-namespaces path of a kind whose every-project read is a rule of its own (`all`):
+/// every project for an admin `all` allows, the caller's own for anyone else.
+pub(super) fn authorize_all_projects(
+    ctx: &RequestContext,
+    (rule, all): (&str, &str),
+    verb: &str,
+    resource: &'static Resource,
+) -> Result<Visible, KubeError> {
+    let own = ctx.own_target();
+    if !ctx.allowed(rule, &own) {
+        return Err(KubeError::forbidden(verb, resource, None, &ctx.user_id));
+    }
+    Ok(if ctx.is_admin && ctx.allowed(all, &own) {
+        Visible::All
+    } else {
+        Visible::Namespace(ctx.project_id.clone())
+    })
+}
+
 /// The entry `name` names in `namespace` for a caller that may `verb` it under `rule`: 403 for
 /// a namespace (or object) the caller may not touch, 404 in Kubernetes' words for none. In
 /// another project's namespace, a cluster a bound group reaches ([`shared_entry`]).

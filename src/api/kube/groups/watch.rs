@@ -26,12 +26,13 @@ use tokio::sync::mpsc;
 use super::listing::object_name;
 use super::object::{binding, group_shown, MemberStatus};
 use super::{current, table, Kind, Named};
-use crate::api::kube::list::{self, ListOptions};
+use crate::api::kube::follow::{self, respond, start_at, Follow, Lines};
+use crate::api::kube::list::ListOptions;
 use crate::api::kube::request::{accept, Params, Visible};
 use crate::api::kube::scan::Selectors;
-use crate::api::kube::status::{status_value, KubeError};
+use crate::api::kube::status::{KubeError, Resource};
 use crate::api::kube::table::{wants_table, watch_event_table, IncludeObject};
-use crate::api::kube::watch::{line, start_of, timeout_of, Start, BOOKMARK_EVERY, MAX_WATCH};
+use crate::api::kube::watch::{line, timeout_of, Start};
 use crate::api::AppState;
 use crate::store::{GroupObject, Store};
 
@@ -108,47 +109,30 @@ pub(super) async fn start(
 ) -> Result<HttpResponse, KubeError> {
     let selectors = Selectors::parse(p)?;
     let include = IncludeObject::parse(p.include_object.as_deref())?;
-    let (latest, pruned) = state.store.registry_bounds().await?;
-    let from = match start_of(o, latest, pruned)? {
+    let from = match start_at(state, o).await? {
         Ok(from) => from,
-        Err(expired) => {
-            return Ok(HttpResponse::Ok()
-                .content_type("application/json")
-                .body(expired))
-        }
+        Err(expired) => return Ok(expired),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let watch = Watch {
         state: state.clone(),
-        feed: state.registry_feed.subscribe(),
         kind,
         visible,
         selectors,
         table: wants_table(accept(req)),
         include,
         first: true,
-        bookmarks: o.allow_watch_bookmarks,
-        tx,
+        lines: Lines {
+            feed: state.registry_feed.subscribe(),
+            bookmarks: o.allow_watch_bookmarks,
+            tx,
+        },
     };
-    let timeout = timeout_of(p);
-    tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let _ = tokio::time::timeout_at(deadline, watch.run(from)).await;
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<Bytes, actix_web::Error>(b), rx))
-    });
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .insert_header(("Cache-Control", "no-cache, private"))
-        .streaming(stream))
+    Ok(respond(watch.run(from), timeout_of(p), rx))
 }
 
 struct Watch {
     state: web::Data<AppState>,
-    feed: tokio::sync::watch::Receiver<i64>,
     kind: Kind,
     visible: Visible,
     selectors: Selectors,
@@ -156,21 +140,12 @@ struct Watch {
     include: IncludeObject,
     /// Whether the next Table event is the first (the one that carries the columns).
     first: bool,
-    bookmarks: bool,
-    tx: mpsc::Sender<Bytes>,
+    lines: Lines,
 }
 
 impl Watch {
     fn store(&self) -> &dyn Store {
         self.state.store.as_ref()
-    }
-
-    /// Sends a line; `false` when the client is gone.
-    async fn send(&self, bytes: Option<Bytes>) -> bool {
-        match bytes {
-            Some(b) => self.tx.send(b).await.is_ok(),
-            None => true,
-        }
     }
 
     fn admits(&self, namespace: &str, name: &str) -> bool {
@@ -192,55 +167,17 @@ impl Watch {
 
     #[tracing::instrument(name = "cluster_groups.watch", skip_all, fields(kind = ?self.kind, from = ?from))]
     async fn run(mut self, from: Start) {
-        let resource = self.kind.resource();
-        let mut last = match from {
-            Start::After(n) => n,
-            Start::Initial => match self.initial().await {
-                Ok(Some(rv)) => rv,
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = self.send(line("ERROR", status_value(&e))).await;
-                    return;
-                }
-            },
-        };
-        if from == Start::Initial && self.bookmarks {
-            let mark = list::initial_events_end(resource, &last.to_string());
-            if !self.send(line("BOOKMARK", mark)).await {
-                return;
-            }
-        }
-        loop {
-            match self.catch_up(last).await {
-                Ok(Some(rv)) => last = rv,
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = self.send(line("ERROR", status_value(&e))).await;
-                    return;
-                }
-            }
-            let pause = if self.bookmarks {
-                BOOKMARK_EVERY
-            } else {
-                MAX_WATCH
-            };
-            tokio::select! {
-                changed = self.feed.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                }
-                () = self.tx.closed() => return,
-                () = tokio::time::sleep(pause) => {
-                    if self.bookmarks {
-                        let mark = crate::api::kube::bookmark_object(resource, &last.to_string());
-                        if !self.send(line("BOOKMARK", mark)).await {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
+        follow::run(&mut self, from).await;
+    }
+}
+
+impl Follow for Watch {
+    fn resource(&self) -> &'static Resource {
+        self.kind.resource()
+    }
+
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
     }
 
     /// `ADDED` for every current object the watch sees; the resourceVersion they are
@@ -272,7 +209,7 @@ impl Watch {
                 continue;
             }
             let line = self.event("ADDED", o);
-            if !self.send(line).await {
+            if !self.lines.send(line).await {
                 return Ok(None);
             }
         }
@@ -294,7 +231,7 @@ impl Watch {
                     continue;
                 }
                 let line = self.event(ch.change.as_str(), &Shown::of(&ch.object));
-                if !self.send(line).await {
+                if !self.lines.send(line).await {
                     return Ok(None);
                 }
             }

@@ -32,7 +32,11 @@ use self::object::{machine_deployment, MachineDeployment, MachineDeploymentList}
 use super::access::{DEPLOYMENT_GET, DEPLOYMENT_LIST, DEPLOYMENT_LIST_ALL_PROJECTS};
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
-use super::request::{accept, authorize_namespace, caller, json_response, params, Params, Visible};
+use super::paged;
+use super::request::{
+    accept, authorize_all_projects, authorize_namespace, caller, json_response, params, Params,
+    Visible,
+};
 use super::scan::Selectors;
 use super::status::{KubeError, MACHINE_DEPLOYMENTS};
 use super::table::{wants_table, IncludeObject};
@@ -114,7 +118,7 @@ async fn list_answer(
         return watch::start(req, state, visible, selectors, p, o).await;
     }
     let o = o.clone();
-    let listed = listing::list_deployments(state, &visible, &selectors, &o).await?;
+    let listed = paged::list::<listing::Deployments>(state, &visible, &selectors, &o).await?;
     let objects: Vec<MachineDeployment> = listed.items.iter().map(machine_deployment).collect();
     let token = listed.continue_token();
     if wants_table(accept(req)) {
@@ -153,20 +157,8 @@ async fn list_all(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let o = ListOptions::parse(&p.list_query())?;
-    let own = ctx.own_target();
-    if !ctx.allowed(DEPLOYMENT_LIST.rule, &own) {
-        return Err(KubeError::forbidden(
-            list_verb(&o),
-            &MACHINE_DEPLOYMENTS,
-            None,
-            &ctx.user_id,
-        ));
-    }
-    let visible = if ctx.is_admin && ctx.allowed(DEPLOYMENT_LIST_ALL_PROJECTS, &own) {
-        Visible::All
-    } else {
-        Visible::Namespace(ctx.project_id.clone())
-    };
+    let rules = (DEPLOYMENT_LIST.rule, DEPLOYMENT_LIST_ALL_PROJECTS);
+    let visible = authorize_all_projects(&ctx, rules, list_verb(&o), &MACHINE_DEPLOYMENTS)?;
     list_answer(&req, &state, visible, &p, &o).await
 }
 

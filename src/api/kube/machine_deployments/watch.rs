@@ -7,8 +7,9 @@
 //! not shown (`MODIFIED` for one it has not shown when it started from a resourceVersion: it
 //! cannot tell a new group from an old one it never listed), `MODIFIED` for a shown group whose
 //! object differs, `DELETED` (its last object) for a shown group that is gone. The rest is the
-//! machines' watch's ([`crate::api::kube::watch`]): a streaming list with `sendInitialEvents`
-//! (and its bookmark), a start too old is a 410 `ERROR` line, bookmarks and `timeoutSeconds`.
+//! loop the machines' watch runs too ([`crate::api::kube::follow`]): a streaming list with
+//! `sendInitialEvents` (and its bookmark), a start too old is a 410 `ERROR` line, bookmarks and
+//! `timeoutSeconds`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,13 +20,14 @@ use tokio::sync::mpsc;
 
 use super::object::{entry_name, labels, machine_deployment};
 use super::table;
-use crate::api::kube::list::{self, ListOptions};
+use crate::api::kube::follow::{self, respond, start_at, Follow, Lines};
+use crate::api::kube::list::ListOptions;
 use crate::api::kube::machines::listing::name_filters;
 use crate::api::kube::request::{accept, Params, Visible};
 use crate::api::kube::scan::Selectors;
-use crate::api::kube::status::{status_value, KubeError, MACHINE_DEPLOYMENTS};
+use crate::api::kube::status::{KubeError, Resource, MACHINE_DEPLOYMENTS};
 use crate::api::kube::table::{wants_table, watch_event_table, IncludeObject};
-use crate::api::kube::watch::{line, start_of, timeout_of, Start, BOOKMARK_EVERY, MAX_WATCH};
+use crate::api::kube::watch::{line, timeout_of, Start};
 use crate::api::AppState;
 use crate::domain::ClusterId;
 use crate::store::{NodeGroupEntry, NodeGroupPage, Store};
@@ -43,43 +45,27 @@ pub(super) async fn start(
     p: &Params,
     o: &ListOptions,
 ) -> Result<HttpResponse, KubeError> {
-    let (latest, pruned) = state.store.registry_bounds().await?;
-    let from = match start_of(o, latest, pruned)? {
+    let from = match start_at(state, o).await? {
         Ok(from) => from,
-        Err(expired) => {
-            return Ok(HttpResponse::Ok()
-                .content_type("application/json")
-                .body(expired))
-        }
+        Err(expired) => return Ok(expired),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let watch = Watch {
         store: state.store.clone(),
-        feed: state.registry_feed.subscribe(),
         visible,
         selectors,
         table: wants_table(accept(req)),
         include: IncludeObject::parse(p.include_object.as_deref())?,
         first: true,
-        bookmarks: o.allow_watch_bookmarks,
+        lines: Lines {
+            feed: state.registry_feed.subscribe(),
+            bookmarks: o.allow_watch_bookmarks,
+            tx,
+        },
         shown: BTreeMap::new(),
         listed: from == Start::Initial,
-        tx,
     };
-    let timeout = timeout_of(p);
-    tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let _ = tokio::time::timeout_at(deadline, watch.run(from)).await;
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<Bytes, actix_web::Error>(b), rx))
-    });
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .insert_header(("Cache-Control", "no-cache, private"))
-        .streaming(stream))
+    Ok(respond(watch.run(from), timeout_of(p), rx))
 }
 
 /// A group the watch has shown: its cluster and its last object.
@@ -91,31 +77,21 @@ struct Shown {
 
 struct Watch {
     store: std::sync::Arc<dyn Store>,
-    feed: tokio::sync::watch::Receiver<i64>,
     visible: Visible,
     selectors: Selectors,
     table: bool,
     include: IncludeObject,
     /// Whether the next Table event is the first (the one that carries the columns).
     first: bool,
-    bookmarks: bool,
+    lines: Lines,
     /// The groups shown, by uid.
     shown: BTreeMap<String, Shown>,
     /// Whether the watch listed every group it sees (a streaming list): then a group it has
     /// not shown is a new one.
     listed: bool,
-    tx: mpsc::Sender<Bytes>,
 }
 
 impl Watch {
-    /// Sends a line; `false` when the client is gone.
-    async fn send(&self, bytes: Option<Bytes>) -> bool {
-        match bytes {
-            Some(b) => self.tx.send(b).await.is_ok(),
-            None => true,
-        }
-    }
-
     fn admits(&self, e: &NodeGroupEntry) -> bool {
         let project = &e.nodegroup.project_id;
         self.visible.admits(project) && self.selectors.matches(&entry_name(e), project, &labels(e))
@@ -148,62 +124,71 @@ impl Watch {
                 object,
             },
         );
-        self.send(line).await
+        self.lines.send(line).await
+    }
+
+    /// Reads the groups of `affected` again and sends what changed; `false` when the client
+    /// is gone.
+    async fn changed(
+        &mut self,
+        affected: &BTreeSet<ClusterId>,
+        at: i64,
+    ) -> Result<bool, KubeError> {
+        if affected.is_empty() {
+            return Ok(true);
+        }
+        let ids: Vec<ClusterId> = affected.iter().copied().collect();
+        let entries = self.store.nodegroups_of_clusters(&ids).await?;
+        let mut present: BTreeSet<String> = BTreeSet::new();
+        for e in entries {
+            if !self.admits(&e) {
+                continue;
+            }
+            let uid = e.nodegroup.uuid.to_string();
+            present.insert(uid.clone());
+            let object = serde_json::to_value(machine_deployment(&e)).unwrap_or(Value::Null);
+            let kind = match self.shown.get(&uid) {
+                Some(s) if s.object == object => continue,
+                Some(_) => "MODIFIED",
+                None if self.listed => "ADDED",
+                None => "MODIFIED",
+            };
+            if !self.show(kind, e).await {
+                return Ok(false);
+            }
+        }
+        let gone: Vec<String> = self
+            .shown
+            .iter()
+            .filter(|(uid, s)| affected.contains(&s.cluster) && !present.contains(*uid))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in gone {
+            if let Some(s) = self.shown.remove(&uid) {
+                let mut last = s.entry;
+                last.cluster_resource_version = last.cluster_resource_version.max(at);
+                let line = self.event("DELETED", &last);
+                if !self.lines.send(line).await {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 
     #[tracing::instrument(name = "machinedeployments.watch", skip_all, fields(from = ?from))]
     async fn run(mut self, from: Start) {
-        let mut last = match from {
-            Start::After(n) => n,
-            Start::Initial => match self.initial().await {
-                Ok(Some(rv)) => rv,
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = self.send(line("ERROR", status_value(&e))).await;
-                    return;
-                }
-            },
-        };
-        if from == Start::Initial && self.bookmarks {
-            let mark = list::initial_events_end(&MACHINE_DEPLOYMENTS, &last.to_string());
-            if !self.send(line("BOOKMARK", mark)).await {
-                return;
-            }
-        }
-        loop {
-            match self.catch_up(last).await {
-                Ok(Some(rv)) => last = rv,
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = self.send(line("ERROR", status_value(&e))).await;
-                    return;
-                }
-            }
-            let pause = if self.bookmarks {
-                BOOKMARK_EVERY
-            } else {
-                MAX_WATCH
-            };
-            tokio::select! {
-                changed = self.feed.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                }
-                () = self.tx.closed() => return,
-                () = tokio::time::sleep(pause) => {
-                    if self.bookmarks {
-                        let mark = crate::api::kube::bookmark_object(
-                            &MACHINE_DEPLOYMENTS,
-                            &last.to_string(),
-                        );
-                        if !self.send(line("BOOKMARK", mark)).await {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
+        follow::run(&mut self, from).await;
+    }
+}
+
+impl Follow for Watch {
+    fn resource(&self) -> &'static Resource {
+        &MACHINE_DEPLOYMENTS
+    }
+
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
     }
 
     /// `ADDED` for every current group the watch sees; the resourceVersion they are
@@ -274,54 +259,5 @@ impl Watch {
                 return Ok(Some(last));
             }
         }
-    }
-
-    /// Reads the groups of `affected` again and sends what changed; `false` when the client
-    /// is gone.
-    async fn changed(
-        &mut self,
-        affected: &BTreeSet<ClusterId>,
-        at: i64,
-    ) -> Result<bool, KubeError> {
-        if affected.is_empty() {
-            return Ok(true);
-        }
-        let ids: Vec<ClusterId> = affected.iter().copied().collect();
-        let entries = self.store.nodegroups_of_clusters(&ids).await?;
-        let mut present: BTreeSet<String> = BTreeSet::new();
-        for e in entries {
-            if !self.admits(&e) {
-                continue;
-            }
-            let uid = e.nodegroup.uuid.to_string();
-            present.insert(uid.clone());
-            let object = serde_json::to_value(machine_deployment(&e)).unwrap_or(Value::Null);
-            let kind = match self.shown.get(&uid) {
-                Some(s) if s.object == object => continue,
-                Some(_) => "MODIFIED",
-                None if self.listed => "ADDED",
-                None => "MODIFIED",
-            };
-            if !self.show(kind, e).await {
-                return Ok(false);
-            }
-        }
-        let gone: Vec<String> = self
-            .shown
-            .iter()
-            .filter(|(uid, s)| affected.contains(&s.cluster) && !present.contains(*uid))
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in gone {
-            if let Some(s) = self.shown.remove(&uid) {
-                let mut last = s.entry;
-                last.cluster_resource_version = last.cluster_resource_version.max(at);
-                let line = self.event("DELETED", &last);
-                if !self.send(line).await {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
     }
 }

@@ -4,8 +4,8 @@
 //! so they are served by index reads; every requirement is then checked on each object too.
 
 use crate::api::http::retry::Attempt;
-use crate::api::kube::list::{self, ContinueToken, ListOptions, Match};
-use crate::api::kube::request::Visible;
+use crate::api::kube::list::ContinueToken;
+use crate::api::kube::paged::Kind;
 use crate::api::kube::scan::Selectors;
 use crate::api::kube::status::{KubeError, MACHINES};
 use crate::api::AppState;
@@ -15,27 +15,6 @@ use crate::store::{MachineEntry, MachineKey, MachinePage, NameFilter, StoreError
 use super::object::{
     entry_name, labels, machine, name_candidates, pick, Machine, CLUSTER_LABEL, NODEGROUP_LABEL,
 };
-
-/// The most items one answer holds, whatever `limit` says.
-const MAX_PAGE: usize = 500;
-/// Rows one list request reads at most while selectors filter them out.
-const MAX_SCANNED: usize = 20_000;
-
-/// One list answer.
-pub(super) struct Listed {
-    pub items: Vec<MachineEntry>,
-    pub resource_version: i64,
-    pub next: Option<ContinueToken>,
-}
-
-impl Listed {
-    pub fn continue_token(&self) -> String {
-        self.next
-            .as_ref()
-            .map(ContinueToken::encode)
-            .unwrap_or_default()
-    }
-}
 
 /// Keeps only `values` (with what the filter already keeps).
 fn narrow(f: &mut NameFilter, values: &[String]) {
@@ -97,106 +76,43 @@ fn token(rv: i64, k: &MachineKey) -> ContinueToken {
     ContinueToken::new(rv, &k.project, &format!("{}/{}", k.cluster, k.id))
 }
 
-/// The resourceVersion a list answers at and where it starts. Machines keep no change log
-/// yet: a list is read at the registry's latest resourceVersion; a version the registry has
-/// not reached is the apiserver's 504, an exact read of an older one its 410.
-async fn position(
-    state: &AppState,
-    o: &ListOptions,
-) -> Result<(i64, Option<MachineKey>), KubeError> {
-    let latest = state.store.registry_bounds().await?.0;
-    if let Some(t) = &o.r#continue {
-        let rv = if (0..=latest).contains(&t.rv) {
-            t.rv
-        } else {
-            latest
-        };
-        return Ok((rv, Some(key_of(t)?)));
-    }
-    if let Some(n) = o.resource_version.filter(|n| *n != 0) {
-        if i64::try_from(n).unwrap_or(i64::MAX) > latest {
-            return Err(KubeError::TooLargeResourceVersion {
-                requested: n,
-                current: u64::try_from(latest).unwrap_or(0),
-            });
-        }
-        if o.resource_version_match == Some(Match::Exact)
-            && i64::try_from(n).unwrap_or(i64::MAX) != latest
-        {
-            return Err(KubeError::Expired(list::LIST_EXPIRED.into()));
-        }
-    }
-    Ok((latest, None))
-}
+/// Machines to the paged list: pages of the store's, keyed by (project, cluster uuid, id).
+pub(super) struct Machines;
 
-/// One page of the machines `visible` shows that the selectors keep, at most `limit` (and
-/// [`MAX_PAGE`]), reading at most [`MAX_SCANNED`] rows.
-pub(super) async fn list_machines(
-    state: &AppState,
-    visible: &Visible,
-    selectors: &Selectors,
-    o: &ListOptions,
-) -> Result<Listed, KubeError> {
-    let (rv, mut after) = position(state, o).await?;
-    let want = o.limit.unwrap_or(MAX_PAGE).min(MAX_PAGE);
-    // One name in one namespace: one statement.
-    if let (Visible::Namespace(ns), Some(name)) = (visible, selectors.fields.name()) {
-        let items = match find(state, ns, name).await? {
-            Some(e) if admits(selectors, &e) && after.is_none() => vec![e],
-            _ => vec![],
-        };
-        return Ok(Listed {
-            items,
-            resource_version: rv,
-            next: None,
-        });
+impl Kind for Machines {
+    type Entry = MachineEntry;
+    type Key = MachineKey;
+
+    async fn page(state: &AppState, page: &MachinePage) -> Result<Vec<MachineEntry>, StoreError> {
+        state.store.machine_page(page).await
     }
-    let (clusters, nodegroups) = name_filters(&selectors.labels);
-    let mut items: Vec<MachineEntry> = Vec::new();
-    let mut scanned = 0usize;
-    loop {
-        let chunk = want - items.len() + 1;
-        let page = MachinePage {
-            project: visible.project(),
-            after: after.clone(),
-            clusters: clusters.clone(),
-            nodegroups: nodegroups.clone(),
-            limit: u32::try_from(chunk).unwrap_or(u32::MAX),
-        };
-        let rows = state.store.machine_page(&page).await?;
-        let exhausted = rows.len() < chunk;
-        for e in rows {
-            scanned += 1;
-            if admits(selectors, &e) {
-                if items.len() == want {
-                    let last = items
-                        .last()
-                        .map(MachineEntry::key)
-                        .unwrap_or_else(|| e.key());
-                    return Ok(Listed {
-                        items,
-                        resource_version: rv,
-                        next: Some(token(rv, &last)),
-                    });
-                }
-                items.push(e.clone());
-            }
-            after = Some(e.key());
-            if scanned >= MAX_SCANNED {
-                return Ok(Listed {
-                    next: after.as_ref().map(|k| token(rv, k)),
-                    items,
-                    resource_version: rv,
-                });
-            }
-        }
-        if exhausted {
-            return Ok(Listed {
-                items,
-                resource_version: rv,
-                next: None,
-            });
-        }
+
+    async fn find(
+        state: &AppState,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<MachineEntry>, KubeError> {
+        find(state, namespace, name).await
+    }
+
+    fn key(e: &MachineEntry) -> MachineKey {
+        e.key()
+    }
+
+    fn key_of(t: &ContinueToken) -> Result<MachineKey, KubeError> {
+        key_of(t)
+    }
+
+    fn token(rv: i64, k: &MachineKey) -> ContinueToken {
+        token(rv, k)
+    }
+
+    fn admits(s: &Selectors, e: &MachineEntry) -> bool {
+        admits(s, e)
+    }
+
+    fn name_filters(s: &Selectors) -> (NameFilter, NameFilter) {
+        name_filters(&s.labels)
     }
 }
 

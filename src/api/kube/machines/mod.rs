@@ -27,7 +27,11 @@ use self::object::{machine, Machine, MachineList};
 use super::access::{MACHINE_GET, MACHINE_LIST, MACHINE_LIST_ALL_PROJECTS};
 use super::clusters::method_not_allowed;
 use super::list::ListOptions;
-use super::request::{accept, authorize_namespace, caller, json_response, params, Params, Visible};
+use super::paged;
+use super::request::{
+    accept, authorize_all_projects, authorize_namespace, caller, json_response, params, Params,
+    Visible,
+};
 use super::scan::Selectors;
 use super::status::{KubeError, MACHINES};
 use super::table::{wants_table, IncludeObject};
@@ -86,7 +90,7 @@ async fn list_answer(
 ) -> Result<HttpResponse, KubeError> {
     let selectors = Selectors::parse(p)?;
     let include = IncludeObject::parse(p.include_object.as_deref())?;
-    let listed = listing::list_machines(state, &visible, &selectors, o).await?;
+    let listed = paged::list::<listing::Machines>(state, &visible, &selectors, o).await?;
     let objects: Vec<Machine> = listed.items.iter().map(machine).collect();
     if wants_table(accept(req)) {
         let rows: Vec<_> = listed.items.iter().zip(&objects).collect();
@@ -145,20 +149,8 @@ async fn list_all(
     let ctx = caller(ctx)?;
     let p = params(&req)?;
     let o = list_options(&p)?;
-    let own = ctx.own_target();
-    if !ctx.allowed(MACHINE_LIST.rule, &own) {
-        return Err(KubeError::forbidden(
-            list_verb(&o),
-            &MACHINES,
-            None,
-            &ctx.user_id,
-        ));
-    }
-    let visible = if ctx.is_admin && ctx.allowed(MACHINE_LIST_ALL_PROJECTS, &own) {
-        Visible::All
-    } else {
-        Visible::Namespace(ctx.project_id.clone())
-    };
+    let rules = (MACHINE_LIST.rule, MACHINE_LIST_ALL_PROJECTS);
+    let visible = authorize_all_projects(&ctx, rules, list_verb(&o), &MACHINES)?;
     list_or_watch(&req, &state, visible, &p, &o).await
 }
 

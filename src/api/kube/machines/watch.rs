@@ -23,12 +23,13 @@ use tokio::sync::mpsc;
 use super::listing::name_filters;
 use super::object::{entry_name, labels, machine};
 use super::table;
-use crate::api::kube::list::{self, ListOptions};
+use crate::api::kube::follow::{self, respond, start_at, Follow, Lines};
+use crate::api::kube::list::ListOptions;
 use crate::api::kube::request::{accept, Params, Visible};
 use crate::api::kube::scan::Selectors;
-use crate::api::kube::status::{status_value, KubeError, MACHINES};
+use crate::api::kube::status::{KubeError, Resource, MACHINES};
 use crate::api::kube::table::{wants_table, watch_event_table, IncludeObject};
-use crate::api::kube::watch::{line, start_of, timeout_of, Start, BOOKMARK_EVERY, MAX_WATCH};
+use crate::api::kube::watch::{line, timeout_of, Start};
 use crate::api::AppState;
 use crate::store::{MachineEntry, MachinePage, Store};
 
@@ -45,65 +46,39 @@ pub(super) async fn start(
     p: &Params,
     o: &ListOptions,
 ) -> Result<HttpResponse, KubeError> {
-    let (latest, pruned) = state.store.registry_bounds().await?;
-    let from = match start_of(o, latest, pruned)? {
+    let from = match start_at(state, o).await? {
         Ok(from) => from,
-        Err(expired) => {
-            return Ok(HttpResponse::Ok()
-                .content_type("application/json")
-                .body(expired))
-        }
+        Err(expired) => return Ok(expired),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let watch = Watch {
         store: state.store.clone(),
-        feed: state.registry_feed.subscribe(),
         visible,
         selectors,
         table: wants_table(accept(req)),
         include: IncludeObject::parse(p.include_object.as_deref())?,
         first: true,
-        bookmarks: o.allow_watch_bookmarks,
-        tx,
+        lines: Lines {
+            feed: state.registry_feed.subscribe(),
+            bookmarks: o.allow_watch_bookmarks,
+            tx,
+        },
     };
-    let timeout = timeout_of(p);
-    tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let _ = tokio::time::timeout_at(deadline, watch.run(from)).await;
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<Bytes, actix_web::Error>(b), rx))
-    });
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .insert_header(("Cache-Control", "no-cache, private"))
-        .streaming(stream))
+    Ok(respond(watch.run(from), timeout_of(p), rx))
 }
 
 struct Watch {
     store: std::sync::Arc<dyn Store>,
-    feed: tokio::sync::watch::Receiver<i64>,
     visible: Visible,
     selectors: Selectors,
     table: bool,
     include: IncludeObject,
     /// Whether the next Table event is the first (the one that carries the columns).
     first: bool,
-    bookmarks: bool,
-    tx: mpsc::Sender<Bytes>,
+    lines: Lines,
 }
 
 impl Watch {
-    /// Sends a line; `false` when the client is gone.
-    async fn send(&self, bytes: Option<Bytes>) -> bool {
-        match bytes {
-            Some(b) => self.tx.send(b).await.is_ok(),
-            None => true,
-        }
-    }
-
     fn admits(&self, e: &MachineEntry) -> bool {
         self.visible.admits(&e.machine.project_id)
             && self
@@ -126,54 +101,17 @@ impl Watch {
 
     #[tracing::instrument(name = "machines.watch", skip_all, fields(from = ?from))]
     async fn run(mut self, from: Start) {
-        let mut last = match from {
-            Start::After(n) => n,
-            Start::Initial => match self.initial().await {
-                Ok(Some(rv)) => rv,
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = self.send(line("ERROR", status_value(&e))).await;
-                    return;
-                }
-            },
-        };
-        if from == Start::Initial && self.bookmarks {
-            let mark = list::initial_events_end(&MACHINES, &last.to_string());
-            if !self.send(line("BOOKMARK", mark)).await {
-                return;
-            }
-        }
-        loop {
-            match self.catch_up(last).await {
-                Ok(Some(rv)) => last = rv,
-                Ok(None) => return,
-                Err(e) => {
-                    let _ = self.send(line("ERROR", status_value(&e))).await;
-                    return;
-                }
-            }
-            let pause = if self.bookmarks {
-                BOOKMARK_EVERY
-            } else {
-                MAX_WATCH
-            };
-            tokio::select! {
-                changed = self.feed.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                }
-                () = self.tx.closed() => return,
-                () = tokio::time::sleep(pause) => {
-                    if self.bookmarks {
-                        let mark = crate::api::kube::bookmark_object(&MACHINES, &last.to_string());
-                        if !self.send(line("BOOKMARK", mark)).await {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
+        follow::run(&mut self, from).await;
+    }
+}
+
+impl Follow for Watch {
+    fn resource(&self) -> &'static Resource {
+        &MACHINES
+    }
+
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
     }
 
     /// `ADDED` for every current machine the watch sees; the resourceVersion they are
@@ -198,7 +136,7 @@ impl Watch {
                     continue;
                 }
                 let line = self.event("ADDED", e);
-                if !self.send(line).await {
+                if !self.lines.send(line).await {
                     return Ok(None);
                 }
             }
@@ -221,7 +159,7 @@ impl Watch {
                     continue;
                 }
                 let line = self.event(ch.change.as_str(), &ch.entry);
-                if !self.send(line).await {
+                if !self.lines.send(line).await {
                     return Ok(None);
                 }
             }
